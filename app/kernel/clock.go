@@ -1,0 +1,27 @@
+package kernel
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is the time source of the domain; tests replace it.
+type Clock interface{ Now() time.Time }
+
+// SystemClock reads the wall clock, in UTC.
+type SystemClock struct{}
+
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// ManualClock is a clock that moves only when told to; for tests.
+type ManualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func NewManualClock(t time.Time) *ManualClock { return &ManualClock{t: t.UTC()} }
+
+func (c *ManualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }

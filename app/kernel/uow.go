@@ -1,0 +1,71 @@
+package kernel
+
+import (
+	"context"
+	"time"
+)
+
+// UnitOfWork runs a use case in one transaction (DESIGN §4).
+type UnitOfWork interface {
+	// Do runs fn in one transaction carried by ctx; a nested call joins the outer one. fn may be
+	// retried whole on a transient conflict, so it must have no effect outside the database.
+	// fn must not start a Unit of Work with a context that is not derived from the one it got.
+	// Errors: whatever fn returns; unavailable when the store cannot take the write.
+	Do(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// Scope names what a durable event concerns; the delivery path authorizes readers by it.
+// A personal event sets only PrincipalID; an instance-wide one sets nothing.
+type Scope struct {
+	SpaceID     ID
+	ChannelID   ID
+	ThreadID    ID
+	PrincipalID ID
+}
+
+// Event is a durable event, appended inside a Unit of Work; it gets its seq at commit.
+type Event struct {
+	Type  string // "message.created", … (seed 4.7)
+	Scope Scope
+	// SubjectID is the id of the object the event is about (a message, a channel, …); the log
+	// redactor finds events by it.
+	SubjectID ID
+	ActorID   ID
+	Payload   any // encoded as JSON once, at commit
+}
+
+// EventLog is the append side of the event log.
+type EventLog interface {
+	// Append buffers e in the Unit of Work of ctx. It panics when ctx carries none: an event
+	// outside a transaction is a programming error, never a runtime condition.
+	Append(ctx context.Context, e Event)
+}
+
+// LoggedEvent is an event as stored in the log.
+type LoggedEvent struct {
+	Seq       int64
+	Type      string
+	Scope     Scope
+	SubjectID ID
+	ActorID   ID
+	Payload   []byte // JSON
+	CreatedAt time.Time
+}
+
+// Event types (seed 4.7).
+const (
+	EvUserCreated     = "user.created"
+	EvUserUpdated     = "user.updated"
+	EvSpaceCreated    = "space.created"
+	EvSpaceUpdated    = "space.updated"
+	EvChannelCreated  = "channel.created"
+	EvChannelUpdated  = "channel.updated"
+	EvGrantChanged    = "grant.changed"
+	EvThreadCreated   = "thread.created"
+	EvMessageCreated  = "message.created"
+	EvMessageUpdated  = "message.updated"
+	EvMessageDeleted  = "message.deleted"
+	EvReactionAdded   = "reaction.added"
+	EvReactionRemoved = "reaction.removed"
+	EvSessionRevoked  = "session.revoked"
+)

@@ -1,0 +1,242 @@
+// Package storage implements the ports of the domain modules once, in SQL that SQLite and
+// PostgreSQL both accept, on top of a Dialect that holds the few real differences. It owns the
+// Unit of Work (one write path with group commit), the event log and the repositories.
+//
+// It must not hold engine-specific code outside a switch on the dialect, and it never calls the
+// network inside a transaction.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Dialect is what differs between the engines.
+type Dialect interface {
+	Name() string
+	// Rebind turns ? placeholders into the engine's own.
+	Rebind(q string) string
+	// BeginWrite is the statement that opens a write transaction.
+	BeginWrite() string
+	IsUniqueViolation(err error) bool
+	// IsRetryable reports a transient conflict after which the whole Unit of Work may run again.
+	IsRetryable(err error) bool
+}
+
+// Options tune the write path.
+type Options struct {
+	// MaxBatch bounds how many Units of Work share one commit. 1 turns group commit off.
+	MaxBatch int
+	// CheckpointPages: after a commit, the writer checkpoints the WAL when it holds at least
+	// this many pages (SQLite only). 0 means 2000.
+	CheckpointPages int
+	// BenchCommitDelay is a benchmark-only hook: the writer sleeps this long before each
+	// COMMIT, to simulate a slow disk's fsync. Never set it in production.
+	BenchCommitDelay time.Duration
+	Logger           *slog.Logger
+	Clock            kernel.Clock
+}
+
+// DB is the store: one write path, a read pool, the event log head.
+type DB struct {
+	dialect Dialect
+	writeDB *sql.DB
+	readDB  *sql.DB
+	opts    Options
+	log     *slog.Logger
+	clock   kernel.Clock
+
+	rebindMu sync.RWMutex
+	rebinds  map[string]string
+
+	w *writer
+
+	head     atomic.Int64 // highest committed seq
+	notifyMu sync.Mutex
+	notifyCh chan struct{} // closed and replaced at each commit that appended events
+}
+
+// Open starts the write path on writeDB (which must allow exactly one connection) and reads
+// through readDB. The schema must be migrated.
+func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*DB, error) {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.CheckpointPages <= 0 {
+		o.CheckpointPages = 2000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = kernel.SystemClock{}
+	}
+	db := &DB{dialect: d, writeDB: writeDB, readDB: readDB, opts: o, log: o.Logger, clock: o.Clock,
+		rebinds: map[string]string{}, notifyCh: make(chan struct{})}
+	var head int64
+	if err := readDB.QueryRowContext(ctx, d.Rebind(`SELECT value FROM sequence_counters WHERE name = 'event_seq'`)).Scan(&head); err != nil {
+		return nil, fmt.Errorf("storage: read event_seq: %w", err)
+	}
+	db.head.Store(head)
+	w, err := startWriter(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	db.w = w
+	return db, nil
+}
+
+// Close stops the write path after the batch in flight and closes both pools.
+func (db *DB) Close() error {
+	db.w.stop()
+	return errors.Join(db.writeDB.Close(), db.readDB.Close())
+}
+
+// Dialect returns the engine's dialect.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// Head returns the highest committed seq.
+func (db *DB) Head() int64 { return db.head.Load() }
+
+// Changed returns a channel that is closed at the next commit that appends events. Log tails
+// wait on it (the in-process wake-up of DESIGN §4 step 4).
+func (db *DB) Changed() <-chan struct{} {
+	db.notifyMu.Lock()
+	defer db.notifyMu.Unlock()
+	return db.notifyCh
+}
+
+func (db *DB) wake() {
+	db.notifyMu.Lock()
+	close(db.notifyCh)
+	db.notifyCh = make(chan struct{})
+	db.notifyMu.Unlock()
+}
+
+// Ping checks that the database answers a read.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	return db.readDB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// querier is what repositories run SQL on: the transaction of the Unit of Work, or the read pool.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// q returns the querier for ctx: the ambient Unit of Work if there is one, else the read pool.
+// Queries are written with ? placeholders and rebound here.
+func (db *DB) q(ctx context.Context) querier {
+	if st := txFrom(ctx); st != nil {
+		return rebinding{db, st.conn}
+	}
+	return rebinding{db, db.readDB}
+}
+
+// inTx reports whether ctx carries a Unit of Work.
+func inTx(ctx context.Context) bool { return txFrom(ctx) != nil }
+
+func (db *DB) rebind(q string) string {
+	if db.dialect.Name() == "sqlite" {
+		return q
+	}
+	db.rebindMu.RLock()
+	r, ok := db.rebinds[q]
+	db.rebindMu.RUnlock()
+	if ok {
+		return r
+	}
+	r = db.dialect.Rebind(q)
+	db.rebindMu.Lock()
+	db.rebinds[q] = r
+	db.rebindMu.Unlock()
+	return r
+}
+
+type rebinding struct {
+	db *DB
+	q  querier
+}
+
+func (r rebinding) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return r.q.ExecContext(ctx, r.db.rebind(q), args...)
+}
+func (r rebinding) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return r.q.QueryContext(ctx, r.db.rebind(q), args...)
+}
+func (r rebinding) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.q.QueryRowContext(ctx, r.db.rebind(q), args...)
+}
+
+// mapErr turns driver errors into domain errors at the adapter edge (STYLE rule 9):
+// no rows → not_found, unique violation → conflict. Others pass through wrapped.
+func (db *DB) mapErr(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return kernel.ErrNotFound
+	case db.dialect.IsUniqueViolation(err):
+		return &kernel.Error{Code: kernel.CodeConflict, Message: what + " already exists"}
+	}
+	var ke *kernel.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	return fmt.Errorf("storage: %s: %w", what, err)
+}
+
+// Time is stored as fixed-width UTC text so that it sorts as text on both engines (STYLE rule 8).
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func fmtTimePtr(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return fmtTime(*t)
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func parseNullTime(s sql.NullString) *time.Time {
+	if !s.Valid {
+		return nil
+	}
+	t := parseTime(s.String)
+	return &t
+}
+
+// nullID maps the zero id to SQL NULL.
+func nullID(id kernel.ID) any {
+	if id.IsZero() {
+		return nil
+	}
+	return string(id)
+}
+
+// placeholders returns "?, ?, ?" for n values.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}

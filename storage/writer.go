@@ -1,0 +1,352 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// The write path (DESIGN §4). One goroutine owns the one write connection. Units of Work queue
+// for it; whatever queued while a commit was in flight runs as the next batch: one transaction,
+// each Unit of Work in its own SAVEPOINT (a failure rolls back alone), the events of each
+// numbered right after it succeeds, then one COMMIT for all, and all are answered after it.
+// seq is therefore gapless and in commit order, and a batch costs one fsync.
+
+type txState struct {
+	conn   querier
+	events []kernel.Event
+}
+
+type txKey struct{}
+
+func txFrom(ctx context.Context) *txState {
+	st, _ := ctx.Value(txKey{}).(*txState)
+	return st
+}
+
+type job struct {
+	ctx  context.Context
+	fn   func(ctx context.Context) error
+	err  error
+	done chan struct{}
+}
+
+type writer struct {
+	db    *DB
+	conn  *sql.Conn
+	stmts *stmtCache
+	jobs  chan *job
+	quit  chan struct{}
+	wg    sync.WaitGroup
+
+	pagesSinceCheckpoint int
+}
+
+func startWriter(ctx context.Context, db *DB) (*writer, error) {
+	conn, err := db.writeDB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storage: writer connection: %w", err)
+	}
+	w := &writer{db: db, conn: conn, stmts: newStmtCache(conn), jobs: make(chan *job, 4096), quit: make(chan struct{})}
+	w.wg.Add(1)
+	go w.run()
+	return w, nil
+}
+
+func (w *writer) stop() {
+	close(w.quit)
+	w.wg.Wait()
+	w.stmts.close()
+	w.conn.Close()
+}
+
+// Do runs fn in a Unit of Work; see kernel.UnitOfWork.
+func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if inTx(ctx) {
+		return fn(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case db.w.jobs <- j:
+	case <-db.w.quit:
+		return kernel.Errorf(kernel.CodeUnavailable, "the store is shutting down")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the job is answered by the writer even if ctx ends: the caller must learn
+	// whether its write committed.
+	<-j.done
+	return j.err
+}
+
+func (w *writer) run() {
+	defer w.wg.Done()
+	batch := make([]*job, 0, w.db.opts.MaxBatch)
+	for {
+		select {
+		case <-w.quit:
+			// Answer what is still queued so no caller waits forever.
+			for {
+				select {
+				case j := <-w.jobs:
+					j.err = kernel.Errorf(kernel.CodeUnavailable, "the store is shutting down")
+					close(j.done)
+				default:
+					return
+				}
+			}
+		case j := <-w.jobs:
+			batch = append(batch[:0], j)
+		fill:
+			for len(batch) < w.db.opts.MaxBatch {
+				select {
+				case j := <-w.jobs:
+					batch = append(batch, j)
+				default:
+					break fill
+				}
+			}
+			w.runBatch(batch)
+			for _, j := range batch {
+				close(j.done)
+			}
+		}
+	}
+}
+
+func (w *writer) exec(q string, args ...any) error {
+	_, err := w.conn.ExecContext(context.Background(), q, args...)
+	return err
+}
+
+func (w *writer) runBatch(batch []*job) {
+	committed := w.db.head.Load()
+	for attempt := 0; ; attempt++ {
+		err := w.tryBatch(batch, committed)
+		if err == nil {
+			return
+		}
+		w.db.head.Store(committed)
+		if w.db.dialect.IsRetryable(err) && attempt < 5 {
+			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+			continue
+		}
+		w.db.log.Error("commit failed", "err", err, "batch", len(batch))
+		for _, j := range batch {
+			if j.err == nil {
+				j.err = kernel.Errorf(kernel.CodeUnavailable, "the write could not be committed")
+			}
+		}
+		return
+	}
+}
+
+// tryBatch runs one batch in one transaction. It returns an error only when the transaction as a
+// whole failed (begin or commit); the errors of single Units of Work go to their jobs.
+func (w *writer) tryBatch(batch []*job, committed int64) error {
+	if err := w.exec(w.db.dialect.BeginWrite()); err != nil {
+		return err
+	}
+	head := committed
+	ok := 0
+	single := len(batch) == 1
+	for _, j := range batch {
+		j.err = nil
+		if err := j.ctx.Err(); err != nil {
+			j.err = err
+			continue
+		}
+		if !single {
+			if err := w.exec("SAVEPOINT uow"); err != nil {
+				_ = w.exec("ROLLBACK")
+				return err
+			}
+		}
+		st := &txState{conn: w.stmts}
+		ctx := context.WithValue(context.WithoutCancel(j.ctx), txKey{}, st)
+		err := callSafely(ctx, j.fn)
+		var n int64
+		if err == nil {
+			n, err = w.appendEvents(ctx, st, head)
+		}
+		if err != nil {
+			j.err = err
+			if single {
+				_ = w.exec("ROLLBACK")
+				return nil
+			}
+			if rerr := w.exec("ROLLBACK TO SAVEPOINT uow"); rerr != nil {
+				_ = w.exec("ROLLBACK")
+				return rerr
+			}
+			if rerr := w.exec("RELEASE SAVEPOINT uow"); rerr != nil {
+				_ = w.exec("ROLLBACK")
+				return rerr
+			}
+			continue
+		}
+		if !single {
+			if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
+				_ = w.exec("ROLLBACK")
+				return err
+			}
+		}
+		head += n
+		ok++
+	}
+	if ok == 0 {
+		return w.exec("ROLLBACK")
+	}
+	if head != committed {
+		if _, err := w.stmts.ExecContext(context.Background(), w.db.rebind(`UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`), head); err != nil {
+			_ = w.exec("ROLLBACK")
+			return err
+		}
+	}
+	if d := w.db.opts.BenchCommitDelay; d > 0 {
+		time.Sleep(d)
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		_ = w.exec("ROLLBACK")
+		return err
+	}
+	if head != committed {
+		w.db.head.Store(head)
+		w.db.wake()
+	}
+	w.afterCommit(len(batch))
+	return nil
+}
+
+// afterCommit checkpoints the WAL between batches, on the writer itself, so that a checkpoint
+// never runs inside a commit and the WAL never outgrows journal_size_limit under steady load.
+func (w *writer) afterCommit(n int) {
+	if w.db.dialect.Name() != "sqlite" {
+		return
+	}
+	w.pagesSinceCheckpoint += 4 * n // a message-shaped write touches about four pages
+	if w.pagesSinceCheckpoint < w.db.opts.CheckpointPages {
+		return
+	}
+	w.pagesSinceCheckpoint = 0
+	if err := w.exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		w.db.log.Warn("wal checkpoint", "err", err)
+	}
+}
+
+func callSafely(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in unit of work: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(ctx)
+}
+
+// appendEvents numbers the events of one Unit of Work after head and inserts them.
+func (w *writer) appendEvents(ctx context.Context, st *txState, head int64) (int64, error) {
+	if len(st.events) == 0 {
+		return 0, nil
+	}
+	now := fmtTime(w.db.clock.Now())
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO event_log (seq, type, space_id, channel_id, thread_id, principal_id, subject_id, actor_id, payload, created_at) VALUES `)
+	args := make([]any, 0, len(st.events)*10)
+	for i, e := range st.events {
+		payload, err := json.Marshal(e.Payload)
+		if err != nil {
+			return 0, fmt.Errorf("storage: encode %s payload: %w", e.Type, err)
+		}
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, head+int64(i)+1, e.Type, nullID(e.Scope.SpaceID), nullID(e.Scope.ChannelID),
+			nullID(e.Scope.ThreadID), nullID(e.Scope.PrincipalID), nullID(e.SubjectID), nullID(e.ActorID),
+			string(payload), now)
+	}
+	if _, err := st.conn.ExecContext(ctx, w.db.rebind(sb.String()), args...); err != nil {
+		return 0, fmt.Errorf("storage: append events: %w", err)
+	}
+	return int64(len(st.events)), nil
+}
+
+// Append buffers a durable event in the Unit of Work of ctx (kernel.EventLog).
+func (db *DB) Append(ctx context.Context, e kernel.Event) {
+	st := txFrom(ctx)
+	if st == nil {
+		panic("storage: event " + e.Type + " appended outside a unit of work")
+	}
+	st.events = append(st.events, e)
+}
+
+// stmtCache prepares each statement once on the write connection.
+type stmtCache struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+func newStmtCache(conn *sql.Conn) *stmtCache {
+	return &stmtCache{conn: conn, stmts: map[string]*sql.Stmt{}}
+}
+
+const maxCachedStmts = 512
+
+func (c *stmtCache) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := c.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := c.conn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.stmts) >= maxCachedStmts { // dynamic statements (multi-row inserts) must not grow it forever
+		c.close()
+	}
+	c.stmts[q] = s
+	return s, nil
+}
+
+func (c *stmtCache) close() {
+	for q, s := range c.stmts {
+		s.Close()
+		delete(c.stmts, q)
+	}
+}
+
+func (c *stmtCache) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := c.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (c *stmtCache) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := c.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// QueryRowContext cannot report a prepare error through *sql.Row, so it falls back to the
+// connection, which reports it at Scan.
+func (c *stmtCache) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := c.stmt(ctx, q)
+	if err != nil {
+		return c.conn.QueryRowContext(ctx, q, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
