@@ -349,4 +349,3 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, q string, args ...any) 
 	}
 	return s.QueryRowContext(ctx, args...)
 }
-

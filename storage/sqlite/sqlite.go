@@ -82,9 +82,9 @@ func Open(ctx context.Context, o Options) (writer, reader *sql.DB, err error) {
 // Dialect is SQLite's side of storage.Dialect.
 type Dialect struct{}
 
-func (Dialect) Name() string             { return "sqlite" }
-func (Dialect) Rebind(q string) string   { return q }
-func (Dialect) BeginWrite() string       { return "BEGIN IMMEDIATE" }
+func (Dialect) Name() string           { return "sqlite" }
+func (Dialect) Rebind(q string) string { return q }
+func (Dialect) BeginWrite() string     { return "BEGIN IMMEDIATE" }
 func (Dialect) IsUniqueViolation(err error) bool {
 	var e *sqlite.Error
 	if errors.As(err, &e) {
