@@ -1,0 +1,362 @@
+// Package httpapi is the REST adapter: the middleware chain of seed 9.1 (panic guard,
+// correlation id, access log, routing with problem+json 404/405, body limit, deadline,
+// authentication, JSON guard, Idempotency-Key, proof of the authorization check) and the
+// handlers of each module, which only translate between HTTP and the use cases.
+//
+// It must not hold domain rules or SQL.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Handler serves one route. It returns the status and the body to encode as JSON (nil for no
+// body), or an error: a *kernel.Error becomes problem+json with its code, anything else 500.
+type Handler func(r *Request) (status int, body any, err error)
+
+// Route binds a method and a path pattern (net/http wildcards) to a handler and the action the
+// handler must authorize.
+type Route struct {
+	Method  string
+	Pattern string
+	Action  kernel.Action
+	// Public routes need no credentials (setup, login); all others answer 401 without them.
+	Public  bool
+	Handler Handler
+}
+
+// Authenticator resolves a bearer token to the actor.
+type Authenticator interface {
+	// Authenticate returns the actor of token, or unauthenticated.
+	Authenticate(ctx context.Context, token string) (kernel.Actor, error)
+}
+
+// Request is what a handler sees: the HTTP request, its authenticated actor and helpers that
+// apply the guards.
+type Request struct {
+	*http.Request
+	Actor    kernel.Actor
+	ClientIP string
+
+	body    []byte
+	bodyErr error
+	header  http.Header
+	depth   int
+}
+
+// Decode decodes the JSON body into v after the guards (media type, size, UTF-8, depth,
+// duplicate keys); unknown fields and wrong types are validation_failed naming the field.
+func (r *Request) Decode(v any) error {
+	if r.bodyErr != nil {
+		return r.bodyErr
+	}
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	if err := checkJSON(r.body, r.depth); err != nil {
+		return err
+	}
+	return decodeInto(r.body, v)
+}
+
+// PathID returns the path wildcard name as an id; a malformed id is simply not found.
+func (r *Request) PathID(name string) (kernel.ID, error) {
+	id, err := kernel.ParseID(r.PathValue(name))
+	if err != nil {
+		return kernel.NilID, kernel.ErrNotFound
+	}
+	return id, nil
+}
+
+// ResponseHeader is the header of the answer, for handlers that set one (Location, …).
+func (r *Request) ResponseHeader() http.Header { return r.header }
+
+// Options of the router.
+type Options struct {
+	MaxBodyBytes   int64
+	MaxJSONDepth   int
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Router is the public HTTP handler.
+type Router struct {
+	mux   *http.ServeMux
+	auth  Authenticator
+	idem  *Idempotency
+	opts  Options
+	log   *slog.Logger
+	paths map[string]map[string]*Route // pattern → method → route
+}
+
+// NewRouter returns a router that authenticates with auth and stores Idempotency-Key answers
+// with idem (nil turns the header off).
+func NewRouter(auth Authenticator, idem *Idempotency, o Options) *Router {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.MaxJSONDepth <= 0 {
+		o.MaxJSONDepth = 32
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	rt := &Router{mux: http.NewServeMux(), auth: auth, idem: idem, opts: o, log: o.Logger, paths: map[string]map[string]*Route{}}
+	rt.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, kernel.ErrNotFound, correlationFrom(r.Context()))
+	})
+	return rt
+}
+
+// Handle registers routes. It panics on a route without an action: every route proves a check.
+func (rt *Router) Handle(routes ...Route) {
+	for i := range routes {
+		route := routes[i]
+		if route.Action == "" || route.Handler == nil || route.Method == "" {
+			panic(fmt.Sprintf("httpapi: route %s %s lacks an action or a handler", route.Method, route.Pattern))
+		}
+		methods, ok := rt.paths[route.Pattern]
+		if !ok {
+			methods = map[string]*Route{}
+			rt.paths[route.Pattern] = methods
+			rt.mux.HandleFunc(route.Pattern, func(w http.ResponseWriter, r *http.Request) { rt.dispatch(w, r, methods) })
+		}
+		if _, dup := methods[route.Method]; dup {
+			panic("httpapi: duplicate route " + route.Method + " " + route.Pattern)
+		}
+		methods[route.Method] = &route
+	}
+}
+
+// Routes lists the registered routes as "METHOD pattern action", sorted; for tests and the
+// OpenAPI cross-check.
+func (rt *Router) Routes() []Route {
+	var out []Route
+	for _, ms := range rt.paths {
+		for _, r := range ms {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pattern != out[j].Pattern {
+			return out[i].Pattern < out[j].Pattern
+		}
+		return out[i].Method < out[j].Method
+	})
+	return out
+}
+
+type correlationKey struct{}
+
+func correlationFrom(ctx context.Context) string {
+	s, _ := ctx.Value(correlationKey{}).(string)
+	return s
+}
+
+func newCorrelationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter remembers the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	actor  kernel.ID
+}
+
+// actorNoteKey carries a pointer through which dispatch tells the access log who acted.
+type actorNoteKey struct{}
+
+func (w *statusWriter) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+	w.ResponseWriter.WriteHeader(s)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP is the outer chain: panic guard, correlation id, base headers, access log, routing.
+func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	cid := newCorrelationID()
+	h := w.Header()
+	h.Set("Correlation-Id", cid)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	sw := &statusWriter{ResponseWriter: w}
+	ctx := context.WithValue(r.Context(), correlationKey{}, cid)
+	ctx = context.WithValue(ctx, actorNoteKey{}, &sw.actor)
+	r = r.WithContext(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			rt.log.Error("panic", "correlation_id", cid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if sw.status == 0 {
+				writeProblem(sw, errors.New("panic"), cid)
+			}
+		}
+		// The access log names the route pattern, never the query, a token or a body.
+		pattern := r.Pattern
+		if pattern == "" {
+			pattern = "-"
+		}
+		rt.log.Info("http", "method", r.Method, "route", pattern, "status", sw.status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000, "correlation_id", cid,
+			"actor", string(sw.actor))
+	}()
+	rt.mux.ServeHTTP(sw, r)
+}
+
+var errDeadline = errors.New("request deadline exceeded")
+
+func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[string]*Route) {
+	cid := correlationFrom(r.Context())
+	route, ok := methods[r.Method]
+	if !ok && r.Method == http.MethodHead {
+		route, ok = methods[http.MethodGet]
+	}
+	if !ok {
+		allow := make([]string, 0, len(methods))
+		for m := range methods {
+			allow = append(allow, m)
+		}
+		sort.Strings(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, kernel.Errorf(kernel.CodeMethodNotAllowed, "%s is not allowed here", r.Method), cid)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), rt.opts.RequestTimeout)
+	defer cancel()
+	ctx, checks := kernel.WithCheckLog(ctx)
+
+	req := &Request{ClientIP: clientIP(r), header: w.Header(), depth: rt.opts.MaxJSONDepth}
+
+	if r.ContentLength > rt.opts.MaxBodyBytes {
+		writeProblem(w, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", rt.opts.MaxBodyBytes), cid)
+		return
+	}
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		req.body, req.bodyErr = readBody(r.Body, rt.opts.MaxBodyBytes)
+		if req.bodyErr != nil && kernel.CodeOf(req.bodyErr) == kernel.CodePayloadTooLarge {
+			writeProblem(w, req.bodyErr, cid)
+			return
+		}
+	}
+
+	if token, ok := bearer(r); ok && !route.Public {
+		actor, err := rt.auth.Authenticate(ctx, token)
+		if err != nil {
+			writeProblem(w, err, cid)
+			return
+		}
+		req.Actor = actor
+		ctx = kernel.WithActor(ctx, actor)
+		if note, ok := ctx.Value(actorNoteKey{}).(*kernel.ID); ok {
+			*note = actor.ID
+		}
+	} else if !route.Public {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="bothy"`)
+		writeProblem(w, kernel.Errorf(kernel.CodeUnauthenticated, "send a token as Authorization: Bearer"), cid)
+		return
+	}
+	req.Request = r.WithContext(ctx)
+
+	var (
+		status int
+		body   any
+		err    error
+	)
+	if key := r.Header.Get("Idempotency-Key"); key != "" && rt.idem != nil && r.Method == http.MethodPost && req.Actor.Authenticated() {
+		var raw []byte
+		status, raw, err = rt.idem.serve(req, key, route, checks)
+		if raw != nil {
+			body = json.RawMessage(raw)
+		}
+	} else {
+		status, body, err = route.Handler(req)
+		if err == nil && status < 400 && !checks.Checked(route.Action) {
+			err = errNotChecked
+		}
+	}
+	if err == nil && ctx.Err() != nil && status >= 400 {
+		err = errDeadline
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = errDeadline
+		}
+		if kernel.CodeOf(err) == kernel.CodeInternal {
+			rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", err)
+		}
+		writeProblem(w, err, cid)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// errNotChecked is the proof of the check (seed 9.3): a route that would answer below 400
+// without having authorized its action answers 500 instead.
+var errNotChecked = errors.New("authz_not_checked")
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	if body == nil {
+		w.WriteHeader(status)
+		return
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		writeProblem(w, fmt.Errorf("encode response: %w", err), "")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(p):]), true
+}
+
+// clientIP is the peer address; trusted proxies are a later configuration.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
