@@ -34,7 +34,9 @@ func (u *memUOW) Do(ctx context.Context, fn func(context.Context) error) error {
 	return fn(ctx)
 }
 
-type memIdem struct{ recs map[string]kernel.IdempotencyRecord }
+type memIdem struct {
+	recs map[string]kernel.IdempotencyRecord
+}
 
 func (m *memIdem) LookupIdempotency(_ context.Context, p kernel.ID, key string) (kernel.IdempotencyRecord, bool, error) {
 	r, ok := m.recs[string(p)+"|"+key]
@@ -44,7 +46,6 @@ func (m *memIdem) SaveIdempotency(_ context.Context, p kernel.ID, key string, r 
 	m.recs[string(p)+"|"+key] = r
 	return nil
 }
-
 
 func testRouter(t *testing.T) (*Router, *int) {
 	t.Helper()
