@@ -1,0 +1,189 @@
+// Package config loads the operator's configuration of the appliance (DESIGN §9, seed section 13):
+// built-in defaults < YAML file < BOTHY_ environment variables < command line. Every key is typed
+// and checked when it is loaded; unknown keys and unknown BOTHY_ variables are errors, so a typo
+// never goes unnoticed.
+//
+// It must not read the environment or files on its own initiative: the caller hands in the
+// environment and the file name (Input), so that tests and the command line see the same thing.
+// Error messages name the key and where it came from, never its value, because a value may be a
+// secret pasted into the wrong key. Secrets are only configured as references in keys ending in
+// _ref and are resolved by ResolveRef where they are used.
+package config
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the effective configuration. Its zero value is not useful: start from Default or Load.
+type Config struct {
+	Server   ServerConfig
+	Database DatabaseConfig
+	HTTP     HTTPConfig
+	Auth     AuthConfig
+	Log      LogConfig
+	Shutdown ShutdownConfig
+
+	// sources records where each key that is not a default came from (key → source).
+	sources map[string]Source
+}
+
+// ServerConfig is the server.* group.
+type ServerConfig struct {
+	// DataDir holds the SQLite database (bothy.db) and everything else the instance stores.
+	DataDir string
+	// ListenAddr is the public listener (REST, gateway, console).
+	ListenAddr string
+	// InternalListenAddr is the listener of /healthz and /readyz; loopback by default.
+	InternalListenAddr string
+	// PublicURL is the origin users reach the instance at; empty means derived from the
+	// public listener's address (App.PublicURL).
+	PublicURL string
+	// Role is all, api or worker; only all runs in this version.
+	Role string
+}
+
+// DatabaseConfig is the database.* group.
+type DatabaseConfig struct {
+	// Driver is sqlite; postgres comes later.
+	Driver string
+	// URLRef is a reference (env:NAME or file:PATH) to the PostgreSQL URL. Unused with sqlite.
+	URLRef string
+	// Synchronous is SQLite's synchronous pragma: FULL, NORMAL or EXTRA (always upper case).
+	Synchronous  string
+	BusyTimeout  time.Duration
+	ReadPoolSize int
+	// MaxBatch bounds how many Units of Work share one commit (storage.Options.MaxBatch).
+	MaxBatch int
+}
+
+// HTTPConfig is the http.* group.
+type HTTPConfig struct {
+	MaxJSONBodyBytes  int64
+	MaxJSONDepth      int
+	RequestTimeout    time.Duration
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+}
+
+// AuthConfig is the auth.* group.
+type AuthConfig struct {
+	SessionTTL         time.Duration
+	LoginMaxFailures   int
+	LoginFailureWindow time.Duration
+}
+
+// LogConfig is the log.* group.
+type LogConfig struct {
+	// Level is debug, info, warn or error.
+	Level string
+	// Format is text or json.
+	Format string
+}
+
+// ShutdownConfig is the shutdown.* group.
+type ShutdownConfig struct {
+	// TotalTimeout bounds the whole graceful shutdown.
+	TotalTimeout time.Duration
+}
+
+// Source says where an effective value came from.
+type Source string
+
+const (
+	FromDefault Source = "default"
+	FromFile    Source = "file"
+	FromEnv     Source = "env"
+	FromFlag    Source = "flag"
+)
+
+// Setting is one key's effective value, for `bothy config print`.
+type Setting struct {
+	Key string
+	// Value is the value in the form the loader accepts. For a *_ref key it is the reference
+	// itself (env:NAME, file:PATH), never the secret it points to.
+	Value  string
+	Source Source
+	// Quoted tells whether Value is a string (printed in quotes) rather than a number.
+	Quoted bool
+}
+
+// Default returns the built-in defaults. Tests start from it and change what they need.
+func Default() Config {
+	var c Config
+	for _, k := range schema {
+		v, err := k.parse(k.def)
+		if err != nil {
+			panic("config: bad default of " + k.name + ": " + err.Error())
+		}
+		k.store(&c, v)
+	}
+	return c
+}
+
+// Settings lists every key in schema order with its effective value and source.
+func (c Config) Settings() []Setting {
+	out := make([]Setting, 0, len(schema))
+	for _, k := range schema {
+		src := c.sources[k.name]
+		if src == "" {
+			src = FromDefault
+		}
+		out = append(out, Setting{Key: k.name, Value: k.format(k.load(&c)), Source: src,
+			Quoted: k.kind == kindString || k.kind == kindDuration})
+	}
+	return out
+}
+
+// SourceOf returns where key's value came from.
+func (c Config) SourceOf(key string) Source {
+	if s := c.sources[key]; s != "" {
+		return s
+	}
+	return FromDefault
+}
+
+// RefKeys lists the keys that hold secret references and are set.
+func (c Config) RefKeys() []Setting {
+	var out []Setting
+	for _, s := range c.Settings() {
+		if strings.HasSuffix(s.Key, "_ref") && s.Value != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// EnvName returns the environment variable that sets key: BOTHY_ + key in upper case with "."
+// replaced by "__" (server.data_dir → BOTHY_SERVER__DATA_DIR).
+func EnvName(key string) string {
+	return "BOTHY_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+}
+
+// Keys lists every configuration key in schema order.
+func Keys() []string {
+	out := make([]string, len(schema))
+	for i, k := range schema {
+		out[i] = k.name
+	}
+	return out
+}
+
+// WriteYAML writes every key with its effective value and, as a comment, its source, one line
+// per key ("server.data_dir: "./bothy-data"  # default"). The output is itself a valid
+// configuration file. References are written as references; nothing is resolved.
+func (c Config) WriteYAML(w io.Writer) error {
+	var b strings.Builder
+	for _, s := range c.Settings() {
+		v := s.Value
+		if s.Quoted {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(&b, "%s: %s  # %s\n", s.Key, v, s.Source)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,381 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustFile(tb testing.TB, content string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "bothy.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func mustLoad(tb testing.TB, in Input) Config {
+	tb.Helper()
+	c, err := Load(in)
+	if err != nil {
+		tb.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	c := mustLoad(t, Input{})
+	want := Config{
+		Server: ServerConfig{DataDir: "./bothy-data", ListenAddr: "127.0.0.1:8080", InternalListenAddr: "127.0.0.1:8081",
+			PublicURL: "", Role: "all"},
+		Database: DatabaseConfig{Driver: "sqlite", URLRef: "", Synchronous: "FULL", BusyTimeout: 5 * time.Second,
+			ReadPoolSize: 4, MaxBatch: 256},
+		HTTP: HTTPConfig{MaxJSONBodyBytes: 1048576, MaxJSONDepth: 32, RequestTimeout: 30 * time.Second,
+			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second},
+		Auth:     AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginFailureWindow: 10 * time.Minute},
+		Log:      LogConfig{Level: "info", Format: "text"},
+		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
+	}
+	c.sources = nil
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+	if d := Default(); d.Validate() != nil {
+		t.Fatalf("the defaults do not validate: %v", d.Validate())
+	}
+}
+
+// Every field of Config is bound to exactly one key, so no value can be set without a key or
+// shown wrongly by config print.
+func TestSchemaCoversConfig(t *testing.T) {
+	var c Config
+	seen := map[any]string{}
+	for _, k := range schema {
+		p := reflect.ValueOf(k.field(&c)).Pointer()
+		if other, dup := seen[p]; dup {
+			t.Errorf("%s and %s bind the same field", k.name, other)
+		}
+		seen[p] = k.name
+	}
+	fields := 0
+	ct := reflect.TypeOf(c)
+	for i := 0; i < ct.NumField(); i++ {
+		if f := ct.Field(i); f.IsExported() {
+			fields += f.Type.NumField()
+		}
+	}
+	if fields != len(schema) {
+		t.Fatalf("Config has %d fields, the schema %d keys", fields, len(schema))
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	file := mustFile(t, `
+server:
+  data_dir: /from/file
+  listen_addr: 127.0.0.1:9000
+database:
+  busy_timeout: 7s
+log.level: debug
+`)
+	other := mustFile(t, "server:\n  data_dir: /from/env-file\n")
+	tests := []struct {
+		name   string
+		in     Input
+		key    string
+		want   any
+		source Source
+	}{
+		{"a default stays when nothing sets the key", Input{File: file}, "auth.session_ttl", 720 * time.Hour, FromDefault},
+		{"the file overrides the default", Input{File: file}, "server.data_dir", "/from/file", FromFile},
+		{"a dotted key in the file counts", Input{File: file}, "log.level", "debug", FromFile},
+		{"the environment overrides the file", Input{File: file, Env: []string{"BOTHY_SERVER__DATA_DIR=/from/env"}},
+			"server.data_dir", "/from/env", FromEnv},
+		{"the command line overrides the environment", Input{File: file, Env: []string{"BOTHY_SERVER__DATA_DIR=/from/env"},
+			Flags: []Override{{Key: "server.data_dir", Value: "/from/flag", Flag: "--data-dir"}}},
+			"server.data_dir", "/from/flag", FromFlag},
+		{"the last flag wins", Input{Flags: []Override{{Key: "database.max_batch", Value: "8", Flag: "--set"},
+			{Key: "database.max_batch", Value: "16", Flag: "--set"}}}, "database.max_batch", 16, FromFlag},
+		{"BOTHY_CONFIG_FILE names the file", Input{Env: []string{"BOTHY_CONFIG_FILE=" + file}}, "database.busy_timeout", 7 * time.Second, FromFile},
+		{"--config wins over BOTHY_CONFIG_FILE", Input{File: file, Env: []string{"BOTHY_CONFIG_FILE=" + other}},
+			"server.data_dir", "/from/file", FromFile},
+		{"an environment value may be empty", Input{Env: []string{"BOTHY_SERVER__PUBLIC_URL="}}, "server.public_url", "", FromEnv},
+		{"synchronous is case-insensitive", Input{Env: []string{"BOTHY_DATABASE__SYNCHRONOUS=normal"}}, "database.synchronous", "NORMAL", FromEnv},
+		{"test harness variables are no configuration", Input{Env: []string{"BOTHY_TEST_POSTGRES_URL=x", "PATH=/bin"}},
+			"server.data_dir", "./bothy-data", FromDefault},
+		{"an int64 key parses", Input{Flags: []Override{{Key: "http.max_json_body_bytes", Value: "2097152", Flag: "--set"}}},
+			"http.max_json_body_bytes", int64(2097152), FromFlag},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustLoad(t, tt.in)
+			got := reflect.ValueOf(byName[tt.key].field(&c)).Elem().Interface()
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("%s = %v, want %v", tt.key, got, tt.want)
+			}
+			if s := c.SourceOf(tt.key); s != tt.source {
+				t.Errorf("source of %s = %s, want %s", tt.key, s, tt.source)
+			}
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := EnvName("server.data_dir"); got != "BOTHY_SERVER__DATA_DIR" {
+		t.Fatalf("EnvName = %s", got)
+	}
+	for _, k := range Keys() {
+		if envKey(EnvName(k)) != k {
+			t.Errorf("the mapping of %s is not reversible", k)
+		}
+	}
+}
+
+// secretish is a value that must never appear in an error or in config print.
+const secretish = "hunter2-SECRET"
+
+func TestRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // YAML, if any
+		in   Input
+		// wantKey must appear in the error, as must every wantText.
+		wantKey  string
+		wantText []string
+	}{
+		{name: "refuses an unknown top-level key in the file", file: "sever:\n  data_dir: " + secretish + "\n",
+			wantKey: "sever", wantText: []string{"unknown key"}},
+		{name: "refuses an unknown nested key in the file", file: "server:\n  dat_dir: " + secretish + "\n",
+			wantKey: "server.dat_dir", wantText: []string{"unknown key", ":2"}},
+		{name: "refuses a secret written directly into the file", file: "database:\n  url: postgres://u:" + secretish + "@h/db\n",
+			wantKey: "database.url", wantText: []string{"database.url_ref"}},
+		{name: "refuses a key set twice in the file", file: "server:\n  data_dir: a\nserver.data_dir: " + secretish + "\n",
+			wantKey: "server.data_dir", wantText: []string{"set twice"}},
+		{name: "refuses a mapping where a value belongs", file: "server:\n  data_dir:\n    x: " + secretish + "\n",
+			wantKey: "server.data_dir", wantText: []string{"single value"}},
+		{name: "refuses a value where a section belongs", file: "server: " + secretish + "\n",
+			wantKey: "server", wantText: []string{"mapping"}},
+		{name: "refuses a file that is not a mapping", file: "- " + secretish + "\n",
+			wantText: []string{"top level"}},
+		{name: "refuses a file that is not YAML", file: "server: [" + secretish + "\n",
+			wantText: []string{"not valid YAML"}},
+		{name: "refuses a missing file", in: Input{File: "/nonexistent/bothy.yaml"},
+			wantText: []string{"/nonexistent/bothy.yaml", "cannot read"}},
+		{name: "refuses an unknown BOTHY_ variable", in: Input{Env: []string{"BOTHY_SERVER__DATADIR=" + secretish}},
+			wantKey: "BOTHY_SERVER__DATADIR", wantText: []string{"unknown variable"}},
+		{name: "refuses an unknown --set key", in: Input{Flags: []Override{{Key: "server.port", Value: secretish, Flag: "--set"}}},
+			wantKey: "server.port", wantText: []string{"unknown key", "--set"}},
+		{name: "refuses a bad duration", in: Input{Env: []string{"BOTHY_DATABASE__BUSY_TIMEOUT=" + secretish}},
+			wantKey: "database.busy_timeout", wantText: []string{"duration", "BOTHY_DATABASE__BUSY_TIMEOUT"}},
+		{name: "refuses a duration of zero", in: Input{Env: []string{"BOTHY_SHUTDOWN__TOTAL_TIMEOUT=0s"}},
+			wantKey: "shutdown.total_timeout", wantText: []string{"positive"}},
+		{name: "refuses a bad integer", file: "database:\n  read_pool_size: " + secretish + "\n",
+			wantKey: "database.read_pool_size", wantText: []string{"integer", "file"}},
+		{name: "refuses an integer out of range", in: Input{Flags: []Override{{Key: "database.max_batch", Value: "0", Flag: "--set"}}},
+			wantKey: "database.max_batch", wantText: []string{"between 1 and"}},
+		{name: "refuses a port out of range", in: Input{Flags: []Override{{Key: "server.listen_addr", Value: "127.0.0.1:70000", Flag: "--listen-addr"}}},
+			wantKey: "server.listen_addr", wantText: []string{"port", "flag"}},
+		{name: "refuses an address without a port", in: Input{Env: []string{"BOTHY_SERVER__INTERNAL_LISTEN_ADDR=" + secretish}},
+			wantKey: "server.internal_listen_addr", wantText: []string{"host:port"}},
+		{name: "refuses an empty data dir", in: Input{Env: []string{"BOTHY_SERVER__DATA_DIR="}},
+			wantKey: "server.data_dir", wantText: []string{"empty"}},
+		{name: "refuses a public url with a path", in: Input{Env: []string{"BOTHY_SERVER__PUBLIC_URL=https://chat.example.com/" + secretish}},
+			wantKey: "server.public_url", wantText: []string{"origin"}},
+		{name: "refuses a public url with user info", in: Input{Env: []string{"BOTHY_SERVER__PUBLIC_URL=https://u:" + secretish + "@chat.example.com"}},
+			wantKey: "server.public_url", wantText: []string{"origin"}},
+		{name: "refuses the postgres driver for now", in: Input{Env: []string{"BOTHY_DATABASE__DRIVER=postgres"}},
+			wantKey: "database.driver", wantText: []string{"postgres is not supported yet"}},
+		{name: "refuses an unknown driver", in: Input{Env: []string{"BOTHY_DATABASE__DRIVER=" + secretish}},
+			wantKey: "database.driver", wantText: []string{"must be sqlite"}},
+		{name: "refuses the api role for now", in: Input{Flags: []Override{{Key: "server.role", Value: "api", Flag: "--role"}}},
+			wantKey: "server.role", wantText: []string{"only all is supported"}},
+		{name: "refuses an unknown synchronous mode", in: Input{Env: []string{"BOTHY_DATABASE__SYNCHRONOUS=OFF"}},
+			wantKey: "database.synchronous", wantText: []string{"FULL, NORMAL, EXTRA"}},
+		{name: "refuses an unknown log format", in: Input{Env: []string{"BOTHY_LOG__FORMAT=xml"}},
+			wantKey: "log.format", wantText: []string{"text, json"}},
+		{name: "refuses a secret where a reference belongs", in: Input{Env: []string{"BOTHY_DATABASE__URL_REF=postgres://u:" + secretish + "@h/db"}},
+			wantKey: "database.url_ref", wantText: []string{"env:NAME or file:PATH"}},
+		{name: "refuses the same port for both listeners", in: Input{Flags: []Override{
+			{Key: "server.listen_addr", Value: "0.0.0.0:9000", Flag: "--listen-addr"},
+			{Key: "server.internal_listen_addr", Value: "127.0.0.1:9000", Flag: "--internal-listen-addr"}}},
+			wantKey: "server.internal_listen_addr", wantText: []string{"same port"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			if tt.file != "" {
+				in.File = mustFile(t, tt.file)
+			}
+			_, err := Load(in)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load = %v, want a *config.Error", err)
+			}
+			msg := err.Error()
+			if tt.wantKey != "" && !strings.Contains(msg, tt.wantKey) {
+				t.Errorf("error %q does not name %s", msg, tt.wantKey)
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, secretish) || strings.Contains(msg, "70000") {
+				t.Errorf("error %q repeats the value", msg)
+			}
+		})
+	}
+}
+
+func TestAcceptsDistinctPortsAndPortZeroTwice(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"127.0.0.1:0", "127.0.0.1:0"},
+		{"127.0.0.1:9000", "127.0.0.2:9000"},
+		{"[::1]:9000", "127.0.0.1:9001"},
+	} {
+		_, err := Load(Input{Flags: []Override{{Key: "server.listen_addr", Value: pair[0]}, {Key: "server.internal_listen_addr", Value: pair[1]}}})
+		if err != nil {
+			t.Errorf("%v: %v", pair, err)
+		}
+	}
+	if !portsClash("[::ffff:127.0.0.1]:9000", "127.0.0.1:9000") {
+		t.Error("an IPv4-mapped address does not count as its IPv4 address")
+	}
+	if !portsClash(":9000", "[::1]:9000") {
+		t.Error("an empty host does not count as a wildcard")
+	}
+}
+
+func TestCollectsEveryProblem(t *testing.T) {
+	_, err := Load(Input{Env: []string{"BOTHY_NOPE=1", "BOTHY_LOG__LEVEL=loud", "BOTHY_HTTP__IDLE_TIMEOUT=soon"}})
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("Load = %v", err)
+	}
+	// Type errors and unknown names are reported together; value checks run once they are fixed.
+	if len(ce.Problems) != 2 {
+		t.Fatalf("problems = %v, want the unknown variable and the bad duration", ce.Problems)
+	}
+}
+
+func TestPrintShowsSourcesAndNoSecret(t *testing.T) {
+	file := mustFile(t, "http:\n  request_timeout: 45s\n")
+	c := mustLoad(t, Input{File: file,
+		Env:   []string{"BOTHY_DATABASE__URL_REF=env:BOTHY_TEST_DB_URL", "BOTHY_TEST_DB_URL=postgres://u:" + secretish + "@h/db"},
+		Flags: []Override{{Key: "server.data_dir", Value: "/srv/bothy", Flag: "--data-dir"}}})
+	var b bytes.Buffer
+	if err := c.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`server.data_dir: "/srv/bothy"  # flag`,
+		`database.url_ref: "env:BOTHY_TEST_DB_URL"  # env`,
+		`http.request_timeout: "45s"  # file`,
+		`auth.session_ttl: "720h"  # default`,
+		`database.read_pool_size: 4  # default`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("print lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, secretish) {
+		t.Fatalf("print shows the secret:\n%s", out)
+	}
+	if n := strings.Count(out, "\n"); n != len(schema) {
+		t.Fatalf("print has %d lines, want one per key (%d)", n, len(schema))
+	}
+	if refs := c.RefKeys(); len(refs) != 1 || refs[0].Key != "database.url_ref" {
+		t.Fatalf("RefKeys = %v", refs)
+	}
+
+	// The printed configuration is a configuration file that loads to the same values.
+	again := mustLoad(t, Input{File: mustFile(t, out)})
+	again.sources, c.sources = nil, nil
+	if !reflect.DeepEqual(again, c) {
+		t.Fatalf("reloading the print:\n got %+v\nwant %+v", again, c)
+	}
+}
+
+func TestResolveRef(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv("BOTHY_TEST_SECRET", secretish)
+	t.Setenv("BOTHY_TEST_EMPTY", "")
+	tests := []struct {
+		name, ref, want, code string
+	}{
+		{"reads an environment variable", "env:BOTHY_TEST_SECRET", secretish, ""},
+		{"reads a file without its trailing newline", "file:" + write("s", secretish+"\n"), secretish, ""},
+		{"reads a file with a CRLF ending", "file:" + write("crlf", secretish+"\r\n"), secretish, ""},
+		{"refuses an unset variable", "env:BOTHY_TEST_NOT_SET_ANYWHERE", "", "env_unset"},
+		{"refuses an empty variable", "env:BOTHY_TEST_EMPTY", "", "env_empty"},
+		{"refuses a missing file", "file:" + filepath.Join(dir, "missing"), "", "file_unreadable"},
+		{"refuses an empty file", "file:" + write("empty", "\n"), "", "file_empty"},
+		{"refuses an oversized file", "file:" + write("big", strings.Repeat("x", maxSecretFile+1)), "", "file_too_large"},
+		{"refuses a literal secret", secretish, "", "ref_invalid"},
+		{"refuses an unknown scheme", "vault:" + secretish, "", "ref_invalid"},
+		{"refuses a bad variable name", "env:1" + secretish, "", "ref_invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveRef(tt.ref)
+			if tt.code == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("ResolveRef = %q, %v", got, err)
+				}
+				return
+			}
+			var re *RefError
+			if !errors.As(err, &re) || re.Code != tt.code {
+				t.Fatalf("ResolveRef error = %v, want code %s", err, tt.code)
+			}
+			if strings.Contains(err.Error(), secretish) {
+				t.Fatalf("error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+func TestParseSet(t *testing.T) {
+	o, err := ParseSet("log.level=debug")
+	if err != nil || o.Key != "log.level" || o.Value != "debug" || o.Flag != "--set" {
+		t.Fatalf("ParseSet = %+v, %v", o, err)
+	}
+	if o, err := ParseSet("server.public_url=http://a=b"); err != nil || o.Value != "http://a=b" {
+		t.Fatalf("ParseSet keeps everything after the first =: %+v, %v", o, err)
+	}
+	for _, bad := range []string{"log.level", "=x", ""} {
+		if _, err := ParseSet(bad); err == nil {
+			t.Errorf("ParseSet(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParsesEveryKind(t *testing.T) {
+	b := &key{name: "x.flag", kind: kindBool}
+	if v, err := b.parse("true"); err != nil || v != true {
+		t.Fatalf("bool: %v %v", v, err)
+	}
+	if _, err := b.parse("yes please"); err == nil || strings.Contains(err.Error(), "yes") {
+		t.Fatalf("bool error: %v", err)
+	}
+	if got := formatDuration(90 * time.Minute); got != "1h30m" {
+		t.Fatalf("formatDuration = %s", got)
+	}
+	if got := formatDuration(1500 * time.Millisecond); got != "1.5s" {
+		t.Fatalf("formatDuration = %s", got)
+	}
+}

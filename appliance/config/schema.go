@@ -1,0 +1,351 @@
+package config
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type kind int
+
+const (
+	kindString kind = iota
+	kindInt
+	kindBool
+	kindDuration
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindInt:
+		return "an integer"
+	case kindBool:
+		return "true or false"
+	case kindDuration:
+		return "a duration such as 5s, 10m or 720h"
+	}
+	return "a string"
+}
+
+// key is one entry of the schema. Parsed values are string, int64, bool or time.Duration.
+type key struct {
+	name string
+	def  string
+	kind kind
+	// field returns a pointer to the key's field in c: *string, *int, *int64, *bool or
+	// *time.Duration.
+	field func(c *Config) any
+	// check returns why a parsed value is not acceptable, or "". It must not quote the value.
+	check func(v any) string
+	// normalize rewrites a string value before it is checked and stored (optional).
+	normalize func(string) string
+}
+
+// schema is every key of the configuration, in the order `config print` shows them. A key enters
+// the schema with the code that reads it (seed 13 item 5): no key without an effect.
+var schema = []key{
+	{name: "server.data_dir", def: "./bothy-data", kind: kindString,
+		field: func(c *Config) any { return &c.Server.DataDir }, check: nonEmpty},
+	{name: "server.listen_addr", def: "127.0.0.1:8080", kind: kindString,
+		field: func(c *Config) any { return &c.Server.ListenAddr }, check: listenAddr},
+	{name: "server.internal_listen_addr", def: "127.0.0.1:8081", kind: kindString,
+		field: func(c *Config) any { return &c.Server.InternalListenAddr }, check: listenAddr},
+	{name: "server.public_url", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Server.PublicURL }, check: origin},
+	{name: "server.role", def: "all", kind: kindString,
+		field: func(c *Config) any { return &c.Server.Role }, check: role},
+
+	{name: "database.driver", def: "sqlite", kind: kindString,
+		field: func(c *Config) any { return &c.Database.Driver }, check: driver},
+	{name: "database.url_ref", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Database.URLRef }, check: reference},
+	{name: "database.synchronous", def: "FULL", kind: kindString, normalize: strings.ToUpper,
+		field: func(c *Config) any { return &c.Database.Synchronous }, check: oneOf("FULL", "NORMAL", "EXTRA")},
+	{name: "database.busy_timeout", def: "5s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Database.BusyTimeout }, check: positive},
+	{name: "database.read_pool_size", def: "4", kind: kindInt,
+		field: func(c *Config) any { return &c.Database.ReadPoolSize }, check: between(1, 1024)},
+	{name: "database.max_batch", def: "256", kind: kindInt,
+		field: func(c *Config) any { return &c.Database.MaxBatch }, check: between(1, 65536)},
+
+	{name: "http.max_json_body_bytes", def: "1048576", kind: kindInt,
+		field: func(c *Config) any { return &c.HTTP.MaxJSONBodyBytes }, check: between(1024, 1<<30)},
+	{name: "http.max_json_depth", def: "32", kind: kindInt,
+		field: func(c *Config) any { return &c.HTTP.MaxJSONDepth }, check: between(2, 1000)},
+	{name: "http.request_timeout", def: "30s", kind: kindDuration,
+		field: func(c *Config) any { return &c.HTTP.RequestTimeout }, check: positive},
+	{name: "http.read_header_timeout", def: "5s", kind: kindDuration,
+		field: func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }, check: positive},
+	{name: "http.idle_timeout", def: "120s", kind: kindDuration,
+		field: func(c *Config) any { return &c.HTTP.IdleTimeout }, check: positive},
+
+	{name: "auth.session_ttl", def: "720h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Auth.SessionTTL }, check: positive},
+	{name: "auth.login_max_failures", def: "10", kind: kindInt,
+		field: func(c *Config) any { return &c.Auth.LoginMaxFailures }, check: between(1, 1000000)},
+	{name: "auth.login_failure_window", def: "10m", kind: kindDuration,
+		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
+
+	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
+		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
+	{name: "log.format", def: "text", kind: kindString, normalize: strings.ToLower,
+		field: func(c *Config) any { return &c.Log.Format }, check: oneOf("text", "json")},
+
+	{name: "shutdown.total_timeout", def: "30s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Shutdown.TotalTimeout }, check: positive},
+}
+
+// Indexes of the schema, built once from the table above.
+var byName, byEnv, sections = index()
+
+func index() (byName, byEnv map[string]*key, sections map[string]bool) {
+	byName, byEnv, sections = map[string]*key{}, map[string]*key{}, map[string]bool{}
+	for i := range schema {
+		k := &schema[i]
+		byName[k.name] = k
+		byEnv[EnvName(k.name)] = k
+		parts := strings.Split(k.name, ".")
+		for j := 1; j < len(parts); j++ {
+			sections[strings.Join(parts[:j], ".")] = true
+		}
+	}
+	return byName, byEnv, sections
+}
+
+// parse turns the text form of a value (from YAML, the environment or a flag) into the key's
+// type. Its error never contains the text.
+func (k *key) parse(s string) (any, error) {
+	switch k.kind {
+	case kindString:
+		if k.normalize != nil {
+			s = k.normalize(s)
+		}
+		return s, nil
+	case kindInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, errors.New("must be " + k.kind.String())
+		}
+		return n, nil
+	case kindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return nil, errors.New("must be " + k.kind.String())
+		}
+		return b, nil
+	case kindDuration:
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return nil, errors.New("must be " + k.kind.String())
+		}
+		return d, nil
+	}
+	panic("config: unknown kind")
+}
+
+func (k *key) store(c *Config, v any) {
+	switch p := k.field(c).(type) {
+	case *string:
+		*p = v.(string)
+	case *int:
+		*p = int(v.(int64))
+	case *int64:
+		*p = v.(int64)
+	case *bool:
+		*p = v.(bool)
+	case *time.Duration:
+		*p = v.(time.Duration)
+	default:
+		panic("config: unsupported field type of " + k.name)
+	}
+}
+
+// load returns the key's value in c as a parsed value (the inverse of store).
+func (k *key) load(c *Config) any {
+	switch p := k.field(c).(type) {
+	case *string:
+		return *p
+	case *int:
+		return int64(*p)
+	case *int64:
+		return *p
+	case *bool:
+		return *p
+	case *time.Duration:
+		return *p
+	}
+	panic("config: unsupported field type of " + k.name)
+}
+
+// format is the text form of a parsed value; parse(format(v)) == v.
+func (k *key) format(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case bool:
+		return strconv.FormatBool(v)
+	case time.Duration:
+		return formatDuration(v)
+	}
+	panic("config: unsupported value type")
+}
+
+// formatDuration drops the zero tails of time.Duration.String: 720h0m0s → 720h, 10m0s → 10m.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// The checks. Their messages describe what is expected and never repeat the value.
+
+func nonEmpty(v any) string {
+	if v.(string) == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+func oneOf(allowed ...string) func(any) string {
+	return func(v any) string {
+		for _, a := range allowed {
+			if v.(string) == a {
+				return ""
+			}
+		}
+		return "must be one of " + strings.Join(allowed, ", ")
+	}
+}
+
+func between(lo, hi int64) func(any) string {
+	return func(v any) string {
+		if n := v.(int64); n < lo || n > hi {
+			return "must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
+		}
+		return ""
+	}
+}
+
+func positive(v any) string {
+	if v.(time.Duration) <= 0 {
+		return "must be a positive duration"
+	}
+	return ""
+}
+
+func listenAddr(v any) string {
+	if _, _, err := splitListenAddr(v.(string)); err != nil {
+		return "must be host:port with a port from 0 to 65535 (port 0 picks a free port)"
+	}
+	return ""
+}
+
+// splitListenAddr splits host:port and checks the port.
+func splitListenAddr(s string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return "", 0, errors.New("bad port")
+	}
+	return host, n, nil
+}
+
+func origin(v any) string {
+	s := v.(string)
+	if s == "" {
+		return ""
+	}
+	const want = "must be an origin such as https://chat.example.com (http or https, a host, an optional port, no path, query or fragment)"
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return want
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return want
+		}
+	}
+	return ""
+}
+
+func role(v any) string {
+	switch v.(string) {
+	case "all":
+		return ""
+	case "api", "worker":
+		return "only all is supported in this version: the api and worker roles come with PostgreSQL"
+	}
+	return "must be all (api and worker come with PostgreSQL)"
+}
+
+func driver(v any) string {
+	switch v.(string) {
+	case "sqlite":
+		return ""
+	case "postgres":
+		return "postgres is not supported yet (it comes with the PostgreSQL storage); use sqlite"
+	}
+	return "must be sqlite"
+}
+
+func reference(v any) string {
+	s := v.(string)
+	if s == "" {
+		return ""
+	}
+	if _, _, err := parseRef(s); err != nil {
+		return "must be a reference env:NAME or file:PATH (secrets are never written into the configuration)"
+	}
+	return ""
+}
+
+// crossCheck holds the conditions between keys (seed 13 item 4). It returns problems naming the
+// key that has to change.
+func crossCheck(c *Config) []*Problem {
+	var out []*Problem
+	if portsClash(c.Server.ListenAddr, c.Server.InternalListenAddr) {
+		out = append(out, &Problem{Key: "server.internal_listen_addr", Source: c.SourceOf("server.internal_listen_addr"),
+			Detail: "must not use the same port as server.listen_addr on an overlapping host"})
+	}
+	return out
+}
+
+// portsClash reports whether two listen addresses would compete for one port: same port other
+// than 0, and the same host or one of them a wildcard. An IPv4-mapped IPv6 address counts as
+// its IPv4 address.
+func portsClash(a, b string) bool {
+	ha, pa, errA := splitListenAddr(a)
+	hb, pb, errB := splitListenAddr(b)
+	if errA != nil || errB != nil || pa == 0 || pa != pb {
+		return false
+	}
+	ha, hb = canonicalHost(ha), canonicalHost(hb)
+	return ha == hb || wildcard(ha) || wildcard(hb)
+}
+
+func canonicalHost(h string) string {
+	if i := strings.IndexByte(h, '%'); i >= 0 {
+		h = h[:i]
+	}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Unmap().String()
+	}
+	return strings.ToLower(h)
+}
+
+func wildcard(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
