@@ -1,0 +1,77 @@
+// Package measure holds what every bothy benchmark shares: reading a process's resident memory,
+// percentiles of latencies, and the one-line result format that bench/run collects. It is for
+// benchmarks only.
+package measure
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RSS returns the resident set size of process pid (0: this process) from /proc, in bytes.
+func RSS(pid int) (int64, error) {
+	p := "/proc/self/status"
+	if pid > 0 {
+		p = fmt.Sprintf("/proc/%d/status", pid)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("measure: VmRSS %q: %w", rest, err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("measure: no VmRSS in %s", p)
+}
+
+// Percentile returns the p-th percentile (0 < p ≤ 100, nearest rank) of sorted.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(float64(len(sorted))*p/100)) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// Latencies summarises a set of latencies.
+type Latencies struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+// Summarise sorts ds in place and summarises them.
+func Summarise(ds []time.Duration) Latencies {
+	slices.Sort(ds)
+	if len(ds) == 0 {
+		return Latencies{}
+	}
+	return Latencies{N: len(ds), P50: Percentile(ds, 50), P99: Percentile(ds, 99), Max: ds[len(ds)-1]}
+}
+
+// Result writes one measurement in the format bench/run reads: "RESULT<TAB>name<TAB>value<TAB>unit".
+func Result(w io.Writer, name string, value float64, unit string) {
+	fmt.Fprintf(w, "RESULT\t%s\t%s\t%s\n", name, strconv.FormatFloat(value, 'f', -1, 64), unit)
+}
+
+// Ms is d in milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MiB is b bytes in mebibytes.
+func MiB(b int64) float64 { return float64(b) / (1 << 20) }
