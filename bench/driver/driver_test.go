@@ -34,7 +34,7 @@ func TestMessageCreate(t *testing.T) {
 			w.Close()
 			var messages, events, seq, counted int64
 			for q, dst := range map[string]*int64{
-				`SELECT COUNT(*) FROM messages`: &messages,
+				`SELECT COUNT(*) FROM messages`:                                 &messages,
 				`SELECT COUNT(*) FROM event_log WHERE type = 'message.created'`: &events,
 				`SELECT value FROM sequence_counters WHERE name = 'event_seq'`:  &seq,
 				`SELECT SUM(message_count) FROM threads`:                        &counted,

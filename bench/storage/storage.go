@@ -27,7 +27,7 @@ type Store struct {
 	DB    *storage.DB
 	reads *sql.DB // the store's own read pool, for checks after a run
 	fx    fixture.Fixture
-	n  atomic.Int64 // messages created, for client_msg_id and thread rotation
+	n     atomic.Int64 // messages created, for client_msg_id and thread rotation
 }
 
 // messageRowTrigger makes every message.created event insert its message row and bump its
