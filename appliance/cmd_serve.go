@@ -1,0 +1,93 @@
+package appliance
+
+import (
+	"context"
+)
+
+const serveHelp = `bothy serve [flags]
+
+Starts the server: creates server.data_dir (mode 0700), migrates the embedded SQLite database
+(serve does this by itself on SQLite and logs each migration), opens the internal listener
+(/healthz, /readyz) and the public one, and while no owner exists prints one line on stdout
+with the setup link. Logs go to stderr.
+
+SIGTERM or SIGINT shuts down gracefully within shutdown.total_timeout; a second signal ends
+the process at once.
+
+Exit codes: 0 orderly end, 1 start or runtime failure (or a shutdown beyond
+shutdown.total_timeout), 2 usage or configuration error, 3 forced end by a second signal.`
+
+func (c *cli) serve(ctx context.Context, args []string) int {
+	f := c.newFlags("serve", serveHelp)
+	var cf configFlags
+	cf.register(f)
+	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
+	cf.named(f, "listen-addr", "server.listen_addr", "public listener `host:port`")
+	cf.named(f, "internal-listen-addr", "server.internal_listen_addr", "health listener `host:port`")
+	cf.named(f, "role", "server.role", "process `role`: all (api and worker come with PostgreSQL)")
+	if code, done := f.parse(args); done {
+		return code
+	}
+	if f.NArg() > 0 {
+		return f.usageError("unexpected argument %q", f.Arg(0))
+	}
+	cfg, code, ok := cf.load(c)
+	if !ok {
+		return code
+	}
+	logger := NewLogger(cfg.Log, c.stderr)
+
+	// Subscribe before the start, so a signal during it is not lost: it ends the process as
+	// soon as Run begins.
+	sigs, unsubscribe := c.signals()
+	defer unsubscribe()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	app, err := New(ctx, cfg, logger, c.stdout)
+	if err != nil {
+		logger.Error("start failed", "err", err)
+		return codeOf(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	if c.onReady != nil {
+		go func() {
+			select {
+			case <-app.Ready():
+				c.onReady(app)
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	select {
+	case err := <-done:
+		return runResult(err)
+	case s := <-sigs:
+		logger.Info("signal received", "signal", s.String())
+		cancel()
+	}
+	// A second signal that is already pending wins over a shutdown that happens to be done.
+	select {
+	case s := <-sigs:
+		logger.Warn("second signal, exiting now", "signal", s.String())
+		return ExitForced
+	default:
+	}
+	select {
+	case err := <-done:
+		return runResult(err)
+	case s := <-sigs:
+		logger.Warn("second signal, exiting now", "signal", s.String())
+		return ExitForced
+	}
+}
+
+// runResult is serve's exit code for what Run returned; Run has logged the error already.
+func runResult(err error) int {
+	if err != nil {
+		return ExitFailure
+	}
+	return ExitOK
+}

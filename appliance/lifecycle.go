@@ -1,0 +1,170 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+)
+
+// ErrShutdownTimeout is returned by Run when the graceful shutdown did not finish within
+// shutdown.total_timeout.
+var ErrShutdownTimeout = errors.New("shutdown did not finish within shutdown.total_timeout")
+
+// Run opens the internal listener (health), then the public one, starts the background tasks,
+// reports ready and prints the setup link while no owner exists. It serves until ctx ends, then
+// shuts down in order (seed 15.3): not ready → HTTP servers finish their requests → stop hooks →
+// background tasks → store. It returns nil after an orderly shutdown, and an error when the
+// start failed, a server or background task failed, or the shutdown overran its deadline.
+func (a *App) Run(ctx context.Context) error {
+	// Run is called once per App; a second call panics on the closed ready channel.
+	defer a.Close()
+	if a.Public == nil {
+		return errors.New("wire set no public handler")
+	}
+	cfg := a.Config
+	errorLog := slog.NewLogLogger(a.Logger.Handler(), slog.LevelWarn)
+
+	iln, err := net.Listen("tcp", cfg.Server.InternalListenAddr)
+	if err != nil {
+		return fmt.Errorf("open the internal listener (server.internal_listen_addr): %w", err)
+	}
+	a.internalAddr.Store(iln.Addr())
+	internal := &http.Server{
+		Handler:           a.healthHandler(),
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		ErrorLog:          errorLog,
+	}
+	failed := make(chan error, 2+len(a.background))
+	var serving sync.WaitGroup
+	serve := func(name string, srv *http.Server, ln net.Listener) {
+		serving.Add(1)
+		go func() {
+			defer serving.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("%s listener: %w", name, err)
+			}
+		}()
+	}
+	serve("internal", internal, iln)
+
+	pln, err := net.Listen("tcp", cfg.Server.ListenAddr)
+	if err != nil {
+		internal.Close()
+		serving.Wait()
+		return fmt.Errorf("open the public listener (server.listen_addr): %w", err)
+	}
+	a.publicAddr.Store(pln.Addr())
+	public := &http.Server{
+		Handler:           a.Public,
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		ErrorLog:          errorLog,
+	}
+	serve("public", public, pln)
+
+	// Background tasks keep ctx's values but not its cancellation: they stop at their turn
+	// in the shutdown, not when the signal arrives.
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	var bg sync.WaitGroup
+	for _, t := range a.background {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			err := t.fn(bgCtx)
+			if bgCtx.Err() == nil {
+				if err == nil {
+					err = errors.New("returned while the process runs")
+				}
+				failed <- fmt.Errorf("%s: %w", t.name, err)
+			}
+		}()
+	}
+
+	a.state.Store("")
+	close(a.ready)
+	a.Logger.Info("listening", "public", a.PublicAddr(), "internal", a.InternalAddr(), "role", cfg.Server.Role)
+
+	var runErr error
+	if err := a.announceSetup(ctx); err != nil {
+		runErr = err
+	} else {
+		select {
+		case <-ctx.Done():
+			a.Logger.Info("shutting down")
+		case runErr = <-failed:
+		}
+	}
+	if runErr != nil {
+		a.Logger.Error("stopping after a failure", "err", runErr)
+	}
+
+	// Shutdown, within shutdown.total_timeout.
+	a.state.Store(notReadyShuttingDown)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Shutdown.TotalTimeout)
+	defer cancel()
+	var errs []error
+	if err := public.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("public listener: %w", err))
+	}
+	for i := len(a.stops) - 1; i >= 0; i-- {
+		if err := a.stops[i].fn(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", a.stops[i].name, err))
+		}
+	}
+	stopBackground()
+	if !waitUntil(sctx, &bg) {
+		errs = append(errs, errors.New("background tasks did not stop"))
+	}
+	if err := internal.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("internal listener: %w", err))
+	}
+	serving.Wait()
+	if err := a.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close the store: %w", err))
+	}
+	if sctx.Err() != nil {
+		errs = append(errs, ErrShutdownTimeout)
+	}
+	if len(errs) > 0 {
+		a.Logger.Error("shutdown incomplete", "err", errors.Join(errs...))
+	} else {
+		a.Logger.Info("stopped")
+	}
+	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// announceSetup prints the one line that leads the operator to the first owner's setup, while
+// setup is not complete. It is the only line serve writes to stdout.
+func (a *App) announceSetup(ctx context.Context) error {
+	if a.Identity == nil {
+		return nil
+	}
+	code, ok, err := a.Identity.IssueSetupCode(ctx)
+	if err != nil {
+		return fmt.Errorf("issue the setup code: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	_, err = fmt.Fprintf(a.Stdout, "Open %s/setup?code=%s to create the first owner\n", a.PublicURL(), url.QueryEscape(code))
+	return err
+}
+
+// waitUntil waits for wg or the end of ctx, whichever is first, and reports whether wg finished.
+func waitUntil(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
