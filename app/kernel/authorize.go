@@ -39,6 +39,7 @@ const (
 	ActReactionAdd       Action = "reaction.add"
 	ActReactionRemove    Action = "reaction.remove"
 	ActEventsCatchUp     Action = "events.catch_up"
+	ActDiscoveryRead     Action = "instance.discovery.read"
 )
 
 // ResourceKind names what an action is performed on.
