@@ -88,8 +88,8 @@ func (a *App) Run(ctx context.Context) error {
 	}
 
 	a.state.Store("")
-	close(a.ready)
 	a.Logger.Info("listening", "public", a.PublicAddr(), "internal", a.InternalAddr(), "role", cfg.Server.Role)
+	close(a.ready)
 
 	var runErr error
 	if err := a.announceSetup(ctx); err != nil {

@@ -27,8 +27,10 @@ type Config struct {
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
-	// sources records where each key that is not a default came from (key → source).
+	// sources records where each key that is not a default came from (key → source), and
+	// where refines it (the file and line, the variable, the flag).
 	sources map[string]Source
+	where   map[string]string
 }
 
 // ServerConfig is the server.* group.

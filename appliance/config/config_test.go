@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
 	}
-	c.sources = nil
+	c.sources, c.where = nil, nil
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
 	}
@@ -172,15 +172,15 @@ func TestRefusals(t *testing.T) {
 		{name: "refuses an unknown --set key", in: Input{Flags: []Override{{Key: "server.port", Value: secretish, Flag: "--set"}}},
 			wantKey: "server.port", wantText: []string{"unknown key", "--set"}},
 		{name: "refuses a bad duration", in: Input{Env: []string{"BOTHY_DATABASE__BUSY_TIMEOUT=" + secretish}},
-			wantKey: "database.busy_timeout", wantText: []string{"duration", "BOTHY_DATABASE__BUSY_TIMEOUT"}},
+			wantKey: "database.busy_timeout", wantText: []string{"duration", "env BOTHY_DATABASE__BUSY_TIMEOUT"}},
 		{name: "refuses a duration of zero", in: Input{Env: []string{"BOTHY_SHUTDOWN__TOTAL_TIMEOUT=0s"}},
-			wantKey: "shutdown.total_timeout", wantText: []string{"positive"}},
+			wantKey: "shutdown.total_timeout", wantText: []string{"positive", "env BOTHY_SHUTDOWN__TOTAL_TIMEOUT"}},
 		{name: "refuses a bad integer", file: "database:\n  read_pool_size: " + secretish + "\n",
-			wantKey: "database.read_pool_size", wantText: []string{"integer", "file"}},
+			wantKey: "database.read_pool_size", wantText: []string{"integer", "bothy.yaml:2"}},
 		{name: "refuses an integer out of range", in: Input{Flags: []Override{{Key: "database.max_batch", Value: "0", Flag: "--set"}}},
 			wantKey: "database.max_batch", wantText: []string{"between 1 and"}},
 		{name: "refuses a port out of range", in: Input{Flags: []Override{{Key: "server.listen_addr", Value: "127.0.0.1:70000", Flag: "--listen-addr"}}},
-			wantKey: "server.listen_addr", wantText: []string{"port", "flag"}},
+			wantKey: "server.listen_addr", wantText: []string{"port", "flag --listen-addr"}},
 		{name: "refuses an address without a port", in: Input{Env: []string{"BOTHY_SERVER__INTERNAL_LISTEN_ADDR=" + secretish}},
 			wantKey: "server.internal_listen_addr", wantText: []string{"host:port"}},
 		{name: "refuses an empty data dir", in: Input{Env: []string{"BOTHY_SERVER__DATA_DIR="}},
@@ -204,7 +204,7 @@ func TestRefusals(t *testing.T) {
 		{name: "refuses the same port for both listeners", in: Input{Flags: []Override{
 			{Key: "server.listen_addr", Value: "0.0.0.0:9000", Flag: "--listen-addr"},
 			{Key: "server.internal_listen_addr", Value: "127.0.0.1:9000", Flag: "--internal-listen-addr"}}},
-			wantKey: "server.internal_listen_addr", wantText: []string{"same port"}},
+			wantKey: "server.internal_listen_addr", wantText: []string{"same port", "--internal-listen-addr"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,7 +297,7 @@ func TestPrintShowsSourcesAndNoSecret(t *testing.T) {
 
 	// The printed configuration is a configuration file that loads to the same values.
 	again := mustLoad(t, Input{File: mustFile(t, out)})
-	again.sources, c.sources = nil, nil
+	again.sources, c.sources, again.where, c.where = nil, nil, nil, nil
 	if !reflect.DeepEqual(again, c) {
 		t.Fatalf("reloading the print:\n got %+v\nwant %+v", again, c)
 	}

@@ -88,7 +88,7 @@ func (e *Error) Error() string {
 // problem it found.
 func Load(in Input) (Config, error) {
 	c := Default()
-	c.sources = map[string]Source{}
+	c.sources, c.where = map[string]Source{}, map[string]string{}
 	var probs []*Problem
 
 	set := func(name, raw string, src Source, where string) {
@@ -99,7 +99,7 @@ func Load(in Input) (Config, error) {
 			return
 		}
 		k.store(&c, v)
-		c.sources[name] = src
+		c.sources[name], c.where[name] = src, where
 	}
 
 	env := map[string]string{}
@@ -160,7 +160,7 @@ func (c Config) Validate() error {
 	for i := range schema {
 		k := &schema[i]
 		if msg := k.check(k.load(&c)); msg != "" {
-			probs = append(probs, &Problem{Key: k.name, Source: c.SourceOf(k.name), Detail: msg})
+			probs = append(probs, &Problem{Key: k.name, Source: c.SourceOf(k.name), Where: c.where[k.name], Detail: msg})
 		}
 	}
 	probs = append(probs, crossCheck(&c)...)

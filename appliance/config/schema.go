@@ -320,7 +320,7 @@ func crossCheck(c *Config) []*Problem {
 	var out []*Problem
 	if portsClash(c.Server.ListenAddr, c.Server.InternalListenAddr) {
 		out = append(out, &Problem{Key: "server.internal_listen_addr", Source: c.SourceOf("server.internal_listen_addr"),
-			Detail: "must not use the same port as server.listen_addr on an overlapping host"})
+			Where: c.where["server.internal_listen_addr"], Detail: "must not use the same port as server.listen_addr on an overlapping host"})
 	}
 	return out
 }
