@@ -12,33 +12,34 @@ import (
 )
 
 // Rate creates a database in dir with d and writes messages for dur, perCommit of them in each
-// transaction, after a short warm-up. It returns committed writes per second (with perCommit 1,
-// transactions per second).
-func Rate(ctx context.Context, d Driver, dir string, perCommit int, dur time.Duration) (float64, error) {
+// transaction, after a short warm-up. It returns the committed writes (with perCommit 1,
+// transactions), the wall time and the process's CPU time.
+func Rate(ctx context.Context, d Driver, dir string, perCommit int, dur time.Duration) (measure.Run, error) {
 	db, fx, err := Create(ctx, d, filepath.Join(dir, d.Name+".db"))
 	if err != nil {
-		return 0, err
+		return measure.Run{}, err
 	}
 	defer db.Close()
 	w, err := NewWriter(ctx, db, fx)
 	if err != nil {
-		return 0, err
+		return measure.Run{}, err
 	}
 	defer w.Close()
 	for range max(1, 256/perCommit) { // warm-up: page cache, statement plans, WAL file
 		if err := w.Commit(ctx, perCommit); err != nil {
-			return 0, err
+			return measure.Run{}, err
 		}
 	}
-	writes := 0
-	start := time.Now()
+	var r measure.Run
+	start, cpu := time.Now(), measure.CPUTime()
 	for time.Since(start) < dur {
 		if err := w.Commit(ctx, perCommit); err != nil {
-			return 0, err
+			return measure.Run{}, err
 		}
-		writes += perCommit
+		r.Ops += int64(perCommit)
 	}
-	return float64(writes) / time.Since(start).Seconds(), nil
+	r.Elapsed, r.CPU = time.Since(start), measure.CPUTime()-cpu
+	return r, nil
 }
 
 // OpenToFirstQuery opens the existing database at path with d (the write connection, with all

@@ -103,9 +103,9 @@ func (s *Store) CreateMessage(ctx context.Context) error {
 }
 
 // Rate runs writers goroutines that create messages back to back for warmup and then dur, and
-// returns durable events committed per second during dur: the growth of the committed event
-// head (storage.DB.Head, set after COMMIT) over the elapsed time.
-func (s *Store) Rate(ctx context.Context, writers int, warmup, dur time.Duration) (float64, error) {
+// returns the durable events committed during dur (the growth of the committed event head,
+// storage.DB.Head, set after COMMIT), the elapsed time and the process's CPU time.
+func (s *Store) Rate(ctx context.Context, writers int, warmup, dur time.Duration) (measure.Run, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -123,15 +123,15 @@ func (s *Store) Rate(ctx context.Context, writers int, warmup, dur time.Duration
 		}()
 	}
 	time.Sleep(warmup)
-	h0, t0 := s.DB.Head(), time.Now()
+	h0, t0, cpu0 := s.DB.Head(), time.Now(), measure.CPUTime()
 	time.Sleep(dur)
-	h1, t1 := s.DB.Head(), time.Now()
+	h1, t1, cpu1 := s.DB.Head(), time.Now(), measure.CPUTime()
 	cancel()
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
-		return 0, err
+		return measure.Run{}, err
 	}
-	return float64(h1-h0) / t1.Sub(t0).Seconds(), nil
+	return measure.Run{Ops: h1 - h0, Elapsed: t1.Sub(t0), CPU: cpu1 - cpu0}, nil
 }
 
 // Latency offers Units of Work at a fixed rate (open loop: one starts every 1/rate whether or

@@ -20,12 +20,12 @@ func TestWritePath(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		rate, err := s.Rate(ctx, 32, 20*time.Millisecond, 100*time.Millisecond)
+		run, err := s.Rate(ctx, 32, 20*time.Millisecond, 100*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rate <= 0 {
-			t.Fatalf("rate = %v", rate)
+		if run.Ops <= 0 || run.PerSecond() <= 0 || run.CPU <= 0 {
+			t.Fatalf("run = %+v", run)
 		}
 		events, messages, err := s.Count(ctx)
 		if err != nil {

@@ -114,11 +114,13 @@ func driverRate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer clean()
-	rate, err := driver.Rate(ctx, d, dir, *per, *dur)
+	run, err := driver.Rate(ctx, d, dir, *per, *dur)
 	if err != nil {
 		return err
 	}
-	measure.Result(out, fmt.Sprintf("driver/%s/message-create/%d-per-commit", d.Name, *per), rate, "writes/s")
+	metric := fmt.Sprintf("driver/%s/message-create/%d-per-commit", d.Name, *per)
+	measure.Result(out, metric, run.PerSecond(), "writes/s")
+	measure.Result(out, metric+"/cpu", run.CPUPerOp(), "µs/write")
 	return nil
 }
 
@@ -259,11 +261,13 @@ func storageRate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	rate, err := s.Rate(ctx, *writers, *warmup, *dur)
+	run, err := s.Rate(ctx, *writers, *warmup, *dur)
 	if err != nil {
 		return err
 	}
-	measure.Result(out, fmt.Sprintf("storage/do/%s/%d-writers", f.label(), *writers), rate, "events/s")
+	name := fmt.Sprintf("storage/do/%s/%d-writers", f.label(), *writers)
+	measure.Result(out, name, run.PerSecond(), "events/s")
+	measure.Result(out, name+"/cpu", run.CPUPerOp(), "µs/event")
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -75,3 +76,31 @@ func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // MiB is b bytes in mebibytes.
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
+
+// CPUTime returns the user and system CPU time this process has used so far. On a shared
+// machine it is steadier than wall time: time stolen by neighbours is not in it.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Run is what a throughput measurement saw: operations done, wall time, CPU time of the process.
+type Run struct {
+	Ops     int64
+	Elapsed time.Duration
+	CPU     time.Duration
+}
+
+// PerSecond is operations per second of wall time.
+func (r Run) PerSecond() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
+
+// CPUPerOp is the process's CPU time per operation, in microseconds.
+func (r Run) CPUPerOp() float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return float64(r.CPU) / float64(r.Ops) / float64(time.Microsecond)
+}
