@@ -1,0 +1,159 @@
+// Package chat is the structure of the hub: spaces, channels and threads. It owns their tables
+// (through its Store port) and the durable events space.*, channel.* and thread.created.
+//
+// It must not use messaging (which sits above it, seed 4.4): messaging creates and bumps threads
+// through the Threads port, which chat implements without authorizing again.
+package chat
+
+import (
+	"context"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// ChannelKind values.
+const (
+	KindChannel = "channel"
+	KindDM      = "dm"
+)
+
+// Space is the top of the structure. Its JSON form is both the REST answer and the payload of
+// space.created and space.updated.
+type Space struct {
+	ID        kernel.ID `json:"id"`
+	Name      string    `json:"name"`
+	CreatedBy kernel.ID `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Channel lives in a space and has one main thread, created with it (R-DM-11).
+type Channel struct {
+	ID           kernel.ID `json:"id"`
+	SpaceID      kernel.ID `json:"space_id"`
+	Name         string    `json:"name"`
+	Kind         string    `json:"kind"`
+	Topic        string    `json:"topic"`
+	MainThreadID kernel.ID `json:"main_thread_id"`
+	CreatedBy    kernel.ID `json:"created_by"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Thread is a conversation in a channel. ChannelKind is loaded with it so that a caller can
+// authorize without a second read; it is not part of the JSON form.
+type Thread struct {
+	ID            kernel.ID  `json:"id"`
+	ChannelID     kernel.ID  `json:"channel_id"`
+	SpaceID       kernel.ID  `json:"space_id"`
+	Title         string     `json:"title"`
+	IsMain        bool       `json:"is_main"`
+	CreatedBy     kernel.ID  `json:"created_by"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	LastMessageAt *time.Time `json:"last_message_at"`
+	MessageCount  int64      `json:"message_count"`
+	ChannelKind   string     `json:"-"`
+}
+
+// Resource describes the space for Authorize.
+func (s Space) Resource() kernel.Resource {
+	return kernel.Resource{Kind: kernel.ResSpace, ID: s.ID, SpaceID: s.ID, OwnerID: s.CreatedBy}
+}
+
+// Resource describes the channel for Authorize.
+func (c Channel) Resource() kernel.Resource {
+	return kernel.Resource{Kind: kernel.ResChannel, ID: c.ID, SpaceID: c.SpaceID, ChannelID: c.ID,
+		ChannelKind: c.Kind, OwnerID: c.CreatedBy}
+}
+
+// Resource describes the thread for Authorize.
+func (t Thread) Resource() kernel.Resource {
+	return kernel.Resource{Kind: kernel.ResThread, ID: t.ID, SpaceID: t.SpaceID, ChannelID: t.ChannelID,
+		ChannelKind: t.ChannelKind, OwnerID: t.CreatedBy}
+}
+
+// Scope is the event scope of the thread.
+func (t Thread) Scope() kernel.Scope {
+	return kernel.Scope{SpaceID: t.SpaceID, ChannelID: t.ChannelID, ThreadID: t.ID}
+}
+
+// Page asks for one page of a keyset-paginated list ordered by id. With Before (or neither) it
+// is the Limit items just before Before (the newest page when Before is empty); with After it is
+// the Limit items just after After. Items come back in ascending id order either way.
+type Page struct {
+	Before kernel.ID
+	After  kernel.ID
+	Limit  int
+}
+
+// Page limits.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 200
+)
+
+// Normalize checks p and fills the default limit. Errors: validation_failed.
+func (p Page) Normalize() (Page, error) {
+	if !p.Before.IsZero() && !p.After.IsZero() {
+		return p, kernel.Invalid("before", "before and after cannot be combined")
+	}
+	switch {
+	case p.Limit == 0:
+		p.Limit = DefaultPageLimit
+	case p.Limit < 1 || p.Limit > MaxPageLimit:
+		return p, kernel.Invalid("limit", "limit must be between 1 and %d", MaxPageLimit)
+	}
+	return p, nil
+}
+
+// Store is chat's repository. Methods join the Unit of Work of ctx when there is one.
+type Store interface {
+	// CreateSpace inserts s. Errors: conflict.
+	CreateSpace(ctx context.Context, s Space) error
+	// Space loads one space. Errors: not_found.
+	Space(ctx context.Context, id kernel.ID) (Space, error)
+	// Spaces lists all spaces that are not archived, by id.
+	Spaces(ctx context.Context) ([]Space, error)
+	// UpdateSpace writes the name and updated_at of s. Errors: not_found.
+	UpdateSpace(ctx context.Context, s Space) error
+
+	// CreateChannel inserts c; its main thread is inserted separately with CreateThread, in the
+	// same Unit of Work. Errors: conflict.
+	CreateChannel(ctx context.Context, c Channel) error
+	// Channel loads one channel. Errors: not_found.
+	Channel(ctx context.Context, id kernel.ID) (Channel, error)
+	// Channels lists the channels of a space that are not archived, by id.
+	Channels(ctx context.Context, spaceID kernel.ID) ([]Channel, error)
+	// UpdateChannel writes name, topic and updated_at of c. Errors: not_found.
+	UpdateChannel(ctx context.Context, c Channel) error
+
+	// CreateThread inserts t. Errors: conflict.
+	CreateThread(ctx context.Context, t Thread) error
+	// Thread loads a thread with the kind of its channel. Errors: not_found.
+	Thread(ctx context.Context, id kernel.ID) (Thread, error)
+	// Threads lists one page of a channel's threads (see Page) and whether more lie beyond it
+	// in the direction of the page.
+	Threads(ctx context.Context, channelID kernel.ID, p Page) ([]Thread, bool, error)
+	// BumpThread adds delta to the message count of a thread; a positive delta also sets
+	// last_message_at to at. Errors: not_found.
+	BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error
+}
+
+// Threads is the port messaging uses (seed 4.3: "Threads: create for messaging,
+// AppendToThread, message count on deletion"). Its methods never authorize: the caller has
+// decided thread.create or message.create already.
+type Threads interface {
+	// Channel loads a channel, to authorize a new thread in it. Errors: not_found.
+	Channel(ctx context.Context, id kernel.ID) (Channel, error)
+	// Thread loads a thread with its channel kind. Errors: not_found.
+	Thread(ctx context.Context, id kernel.ID) (Thread, error)
+	// CreateThread creates a thread in ch, authored by actorID, and appends thread.created. It
+	// must run in a Unit of Work. The title may be empty. Errors: validation_failed (title).
+	CreateThread(ctx context.Context, actorID kernel.ID, ch Channel, title string) (Thread, error)
+	// AppendToThread counts one more message in the thread, posted at at. Errors: not_found.
+	AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error
+	// RemoveFromThread counts one message fewer (a message was deleted). Errors: not_found.
+	RemoveFromThread(ctx context.Context, id kernel.ID) error
+}

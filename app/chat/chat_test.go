@@ -1,0 +1,337 @@
+package chat_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+var alice = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson, Handle: "alice"}
+
+func TestCreateSpace(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		input    string
+		deny     error
+		wantCode kernel.Code
+		wantName string
+	}{
+		{name: "creates a space with a trimmed name", input: "  Home  ", wantName: "Home"},
+		{name: "accepts 80 characters of multi-byte text", input: strings.Repeat("ü", 80), wantName: strings.Repeat("ü", 80)},
+		{name: "refuses an empty name", input: "   ", wantCode: kernel.CodeValidation},
+		{name: "refuses 81 characters", input: strings.Repeat("a", 81), wantCode: kernel.CodeValidation},
+		{name: "refuses a control character", input: "a\x07b", wantCode: kernel.CodeValidation},
+		{name: "refuses a bidi override", input: "a\u202eb", wantCode: kernel.CodeValidation},
+		{name: "refuses invalid UTF-8", input: "a\xffb", wantCode: kernel.CodeValidation},
+		{name: "passes a denial through and writes nothing", input: "Home", deny: kernel.Errorf(kernel.CodeForbidden, "no"), wantCode: kernel.CodeForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustChat(t)
+			f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error { return tt.deny }
+			sp, err := f.svc.CreateSpace(ctx, alice, tt.input)
+			if tt.wantCode != "" {
+				if kernel.CodeOf(err) != tt.wantCode {
+					t.Fatalf("err = %v, want %s", err, tt.wantCode)
+				}
+				if len(f.tx.Events()) != 0 || len(f.store.spaces) != 0 {
+					t.Fatal("a refused create changed something")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Name != tt.wantName || sp.CreatedBy != alice.ID || sp.CreatedAt.Nanosecond()%1000 != 0 {
+				t.Fatalf("space = %+v", sp)
+			}
+			if f.authz.calls[0].Action != kernel.ActSpaceCreate || f.authz.calls[0].Resource.Kind != kernel.ResInstance {
+				t.Fatalf("authorized %+v", f.authz.calls[0])
+			}
+			evs := f.tx.Events()
+			if len(evs) != 1 || evs[0].Type != kernel.EvSpaceCreated || evs[0].Scope != (kernel.Scope{SpaceID: sp.ID}) ||
+				evs[0].SubjectID != sp.ID || evs[0].ActorID != alice.ID || evs[0].Payload.(chat.Space) != sp {
+				t.Fatalf("events = %+v", evs)
+			}
+		})
+	}
+}
+
+func TestSpaces(t *testing.T) {
+	ctx := context.Background()
+	t.Run("lists only the visible spaces", func(t *testing.T) {
+		f := mustChat(t)
+		a, b := mustSpace(t, f, alice, "A"), mustSpace(t, f, alice, "B")
+		f.scoper.Spaces[b.ID] = true
+		got, err := f.svc.ListSpaces(ctx, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ID != b.ID {
+			t.Fatalf("got %+v, want only %s (not %s)", got, b.ID, a.ID)
+		}
+	})
+	t.Run("refuses the anonymous actor a list", func(t *testing.T) {
+		f := mustChat(t)
+		if _, err := f.svc.ListSpaces(ctx, kernel.Anonymous); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("answers not found for a space the actor may not see", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		f.authz.Fn = func(_ kernel.Actor, a kernel.Action, r kernel.Resource) error {
+			if a == kernel.ActSpaceRead && r.ID == sp.ID {
+				return kernel.ErrNotFound
+			}
+			return nil
+		}
+		if _, err := f.svc.GetSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := f.svc.GetSpace(ctx, alice, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("missing space: err = %v", err)
+		}
+	})
+	t.Run("renames a space and appends space.updated", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		f.clock.Advance(time.Minute)
+		name := "Renamed"
+		got, err := f.svc.UpdateSpace(ctx, alice, sp.ID, chat.SpacePatch{Name: &name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != "Renamed" || !got.UpdatedAt.After(sp.UpdatedAt) || f.store.spaces[sp.ID].Name != "Renamed" {
+			t.Fatalf("got %+v", got)
+		}
+		evs := f.tx.Events()
+		if last := evs[len(evs)-1]; last.Type != kernel.EvSpaceUpdated || last.Payload.(chat.Space) != got {
+			t.Fatalf("last event = %+v", last)
+		}
+	})
+	t.Run("appends nothing for a patch that changes nothing", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		name := " A "
+		if _, err := f.svc.UpdateSpace(ctx, alice, sp.ID, chat.SpacePatch{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.UpdateSpace(ctx, alice, sp.ID, chat.SpacePatch{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.tx.Events()); n != 1 {
+			t.Fatalf("%d events, want only space.created", n)
+		}
+		if last := f.authz.calls[len(f.authz.calls)-1]; last.Action != kernel.ActSpaceUpdate {
+			t.Fatalf("a no-op patch must still be authorized, last = %+v", last)
+		}
+	})
+}
+
+func TestChannels(t *testing.T) {
+	ctx := context.Background()
+	t.Run("creates a channel with its main thread in one unit", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		c, err := f.svc.CreateChannel(ctx, alice, sp.ID, chat.NewChannel{Name: "general", Topic: " chat "})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Kind != chat.KindChannel || c.SpaceID != sp.ID || c.Topic != "chat" || c.MainThreadID.IsZero() {
+			t.Fatalf("channel = %+v", c)
+		}
+		main, err := f.store.Thread(ctx, c.MainThreadID)
+		if err != nil || !main.IsMain || main.ChannelID != c.ID || main.SpaceID != sp.ID {
+			t.Fatalf("main thread = %+v, %v", main, err)
+		}
+		last := f.authz.calls[len(f.authz.calls)-1]
+		if last.Action != kernel.ActChannelCreate || last.Resource.Kind != kernel.ResSpace || last.Resource.ID != sp.ID {
+			t.Fatalf("authorized %+v", last)
+		}
+		evs := f.tx.Events()[1:]
+		if len(evs) != 2 || evs[0].Type != kernel.EvChannelCreated || evs[1].Type != kernel.EvThreadCreated {
+			t.Fatalf("events = %+v", evs)
+		}
+		if evs[0].Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) ||
+			evs[1].Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID, ThreadID: c.MainThreadID}) {
+			t.Fatalf("scopes = %+v, %+v", evs[0].Scope, evs[1].Scope)
+		}
+	})
+	t.Run("refuses a channel in a space that does not exist", func(t *testing.T) {
+		f := mustChat(t)
+		if _, err := f.svc.CreateChannel(ctx, alice, kernel.NewID(), chat.NewChannel{Name: "x"}); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("refuses a topic over 1000 characters", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		_, err := f.svc.CreateChannel(ctx, alice, sp.ID, chat.NewChannel{Name: "x", Topic: strings.Repeat("t", 1001)})
+		if e, ok := err.(*kernel.Error); !ok || e.Code != kernel.CodeValidation || e.Field != "topic" {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("lists the visible channels of a readable space", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		a, b := mustChannel(t, f, alice, sp.ID, "a"), mustChannel(t, f, alice, sp.ID, "b")
+		f.scoper.Channels[a.ID] = true
+		got, err := f.svc.ListChannels(ctx, alice, sp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ID != a.ID {
+			t.Fatalf("got %+v (b is %s)", got, b.ID)
+		}
+	})
+	t.Run("updates name and topic and clears the topic", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		c := mustChannel(t, f, alice, sp.ID, "a")
+		name, topic := "b", "the topic"
+		got, err := f.svc.UpdateChannel(ctx, alice, c.ID, chat.ChannelPatch{Name: &name, Topic: &topic})
+		if err != nil || got.Name != "b" || got.Topic != "the topic" {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		empty := ""
+		got, err = f.svc.UpdateChannel(ctx, alice, c.ID, chat.ChannelPatch{Topic: &empty})
+		if err != nil || got.Topic != "" || got.Name != "b" {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		evs := f.tx.Events()
+		if n := len(evs); evs[n-1].Type != kernel.EvChannelUpdated || evs[n-2].Type != kernel.EvChannelUpdated {
+			t.Fatalf("events = %+v", evs)
+		}
+	})
+}
+
+func TestThreads(t *testing.T) {
+	ctx := context.Background()
+	f := mustChat(t)
+	sp := mustSpace(t, f, alice, "A")
+	c := mustChannel(t, f, alice, sp.ID, "a")
+	var ids []kernel.ID
+	ids = append(ids, c.MainThreadID)
+	for i := 0; i < 4; i++ {
+		var th chat.Thread
+		err := f.tx.Do(ctx, func(ctx context.Context) error {
+			var err error
+			th, err = f.svc.CreateThread(ctx, alice.ID, c, "topic")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ID)
+	}
+
+	pages := []struct {
+		name     string
+		page     chat.Page
+		want     []kernel.ID
+		wantMore bool
+		wantCode kernel.Code
+	}{
+		{name: "answers the newest page by default", page: chat.Page{Limit: 2}, want: ids[3:], wantMore: true},
+		{name: "pages backwards with before", page: chat.Page{Before: ids[3], Limit: 2}, want: ids[1:3], wantMore: true},
+		{name: "reaches the oldest thread", page: chat.Page{Before: ids[1], Limit: 2}, want: ids[:1]},
+		{name: "pages forwards with after", page: chat.Page{After: ids[0], Limit: 3}, want: ids[1:4], wantMore: true},
+		{name: "reaches the newest thread", page: chat.Page{After: ids[2], Limit: 3}, want: ids[3:]},
+		{name: "refuses before and after together", page: chat.Page{Before: ids[1], After: ids[0]}, wantCode: kernel.CodeValidation},
+		{name: "refuses a limit over 200", page: chat.Page{Limit: 201}, wantCode: kernel.CodeValidation},
+	}
+	for _, tt := range pages {
+		t.Run(tt.name, func(t *testing.T) {
+			got, more, err := f.svc.ListThreads(ctx, alice, c.ID, tt.page)
+			if tt.wantCode != "" {
+				if kernel.CodeOf(err) != tt.wantCode {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []kernel.ID
+			for _, th := range got {
+				gotIDs = append(gotIDs, th.ID)
+			}
+			if strings.Join(idStrings(gotIDs), ",") != strings.Join(idStrings(tt.want), ",") || more != tt.wantMore {
+				t.Fatalf("got %v more=%v, want %v more=%v", gotIDs, more, tt.want, tt.wantMore)
+			}
+		})
+	}
+
+	t.Run("checks thread.read on the channel", func(t *testing.T) {
+		f.authz.Fn = func(_ kernel.Actor, a kernel.Action, r kernel.Resource) error {
+			if a == kernel.ActThreadRead && r.ID == c.ID && r.Kind == kernel.ResChannel {
+				return kernel.ErrNotFound
+			}
+			return nil
+		}
+		defer func() { f.authz.Fn = nil }()
+		if _, _, err := f.svc.ListThreads(ctx, alice, c.ID, chat.Page{}); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("creates a thread for messaging and appends thread.created", func(t *testing.T) {
+		evs := f.tx.Events()
+		last := evs[len(evs)-1]
+		th := last.Payload.(chat.Thread)
+		if last.Type != kernel.EvThreadCreated || th.ID != ids[4] || th.Title != "topic" || th.IsMain || th.ChannelKind != chat.KindChannel {
+			t.Fatalf("last event = %+v", last)
+		}
+	})
+	t.Run("accepts an empty thread title and refuses one over 200 characters", func(t *testing.T) {
+		err := f.tx.Do(ctx, func(ctx context.Context) error {
+			th, err := f.svc.CreateThread(ctx, alice.ID, c, " ")
+			if err == nil && th.Title != "" {
+				t.Errorf("title = %q", th.Title)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.tx.Do(ctx, func(ctx context.Context) error {
+			_, err := f.svc.CreateThread(ctx, alice.ID, c, strings.Repeat("t", 201))
+			return err
+		})
+		if !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("counts messages in and out of a thread", func(t *testing.T) {
+		at := f.clock.Now()
+		if err := f.svc.AppendToThread(ctx, ids[1], at); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.AppendToThread(ctx, ids[1], at); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.RemoveFromThread(ctx, ids[1]); err != nil {
+			t.Fatal(err)
+		}
+		th, _ := f.svc.Thread(ctx, ids[1])
+		if th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(at) {
+			t.Fatalf("thread = %+v", th)
+		}
+		if err := f.svc.AppendToThread(ctx, kernel.NewID(), at); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("missing thread: err = %v", err)
+		}
+	})
+}
+
+func idStrings(ids []kernel.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}

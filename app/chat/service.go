@@ -1,0 +1,330 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Deps are what the chat use cases need; all are required except Clock.
+type Deps struct {
+	Store  Store
+	UoW    kernel.UnitOfWork
+	Events kernel.EventLog
+	Authz  kernel.Authorizer
+	Scoper kernel.Scoper
+	Clock  kernel.Clock
+}
+
+// Service holds the use cases of chat and implements Threads.
+type Service struct {
+	store  Store
+	uow    kernel.UnitOfWork
+	events kernel.EventLog
+	authz  kernel.Authorizer
+	scoper kernel.Scoper
+	clock  kernel.Clock
+}
+
+var _ Threads = (*Service)(nil)
+
+// New returns the chat service.
+func New(d Deps) *Service {
+	if d.Store == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Scoper == nil {
+		panic("chat: missing dependency")
+	}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
+	}
+	return &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, scoper: d.Scoper, clock: d.Clock}
+}
+
+// now is the clock's time at the precision the store keeps, so that what a write answers equals
+// what a later read returns.
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// CreateSpace creates a space named name (action space.create on the instance).
+// Errors: unauthenticated, forbidden, validation_failed.
+func (s *Service) CreateSpace(ctx context.Context, actor kernel.Actor, name string) (Space, error) {
+	var sp Space
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceCreate, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
+			return err
+		}
+		n, err := CleanName("name", name, MaxNameLen)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		sp = Space{ID: kernel.NewID(), Name: n, CreatedBy: actor.ID, CreatedAt: now, UpdatedAt: now}
+		if err := s.store.CreateSpace(ctx, sp); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvSpaceCreated, Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		return nil
+	})
+	return sp, err
+}
+
+// ListSpaces returns the spaces actor may read (space.read), by id.
+// Errors: unauthenticated.
+func (s *Service) ListSpaces(ctx context.Context, actor kernel.Actor) ([]Space, error) {
+	vis, err := s.scoper.Visible(ctx, actor, kernel.ActSpaceRead)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.store.Spaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Space, 0, len(all))
+	for _, sp := range all {
+		if vis.Space(sp.ID) {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// GetSpace returns one space (space.read). Errors: not_found, unauthenticated.
+func (s *Service) GetSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (Space, error) {
+	sp, err := s.store.Space(ctx, id)
+	if err != nil {
+		return Space{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceRead, sp.Resource()); err != nil {
+		return Space{}, err
+	}
+	return sp, nil
+}
+
+// SpacePatch changes the fields that are set.
+type SpacePatch struct {
+	Name *string
+}
+
+// UpdateSpace applies p to a space (space.update). A patch that changes nothing answers the
+// space as it is and appends no event. Errors: not_found, forbidden, validation_failed.
+func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel.ID, p SpacePatch) (Space, error) {
+	var sp Space
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if sp, err = s.store.Space(ctx, id); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceUpdate, sp.Resource()); err != nil {
+			return err
+		}
+		changed := false
+		if p.Name != nil {
+			n, err := CleanName("name", *p.Name, MaxNameLen)
+			if err != nil {
+				return err
+			}
+			changed = changed || n != sp.Name
+			sp.Name = n
+		}
+		if !changed {
+			return nil
+		}
+		sp.UpdatedAt = s.now()
+		if err := s.store.UpdateSpace(ctx, sp); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvSpaceUpdated, Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		return nil
+	})
+	return sp, err
+}
+
+// NewChannel is the input of CreateChannel.
+type NewChannel struct {
+	Name  string
+	Topic string
+}
+
+// CreateChannel creates a channel of kind "channel" in a space, with its main thread, in one
+// Unit of Work (channel.create on the space; R-DM-11). It appends channel.created and then
+// thread.created. Errors: not_found, forbidden, validation_failed.
+func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID kernel.ID, in NewChannel) (Channel, error) {
+	var ch Channel
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		sp, err := s.store.Space(ctx, spaceID)
+		if err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelCreate, sp.Resource()); err != nil {
+			return err
+		}
+		name, err := CleanName("name", in.Name, MaxNameLen)
+		if err != nil {
+			return err
+		}
+		topic, err := CleanOptional("topic", in.Topic, MaxTopicLen)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		ch = Channel{ID: kernel.NewID(), SpaceID: sp.ID, Name: name, Kind: KindChannel, Topic: topic,
+			CreatedBy: actor.ID, CreatedAt: now, UpdatedAt: now}
+		main := Thread{ID: kernel.NewID(), ChannelID: ch.ID, SpaceID: sp.ID, IsMain: true, CreatedBy: actor.ID,
+			CreatedAt: now, UpdatedAt: now, ChannelKind: ch.Kind}
+		ch.MainThreadID = main.ID
+		if err := s.store.CreateChannel(ctx, ch); err != nil {
+			return err
+		}
+		if err := s.store.CreateThread(ctx, main); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelCreated, Scope: kernel.Scope{SpaceID: sp.ID, ChannelID: ch.ID},
+			SubjectID: ch.ID, ActorID: actor.ID, Payload: ch})
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: main.Scope(),
+			SubjectID: main.ID, ActorID: actor.ID, Payload: main})
+		return nil
+	})
+	return ch, err
+}
+
+// ListChannels returns the channels of a space that actor may read: the space needs
+// space.read, each channel channel.read. Errors: not_found, unauthenticated.
+func (s *Service) ListChannels(ctx context.Context, actor kernel.Actor, spaceID kernel.ID) ([]Channel, error) {
+	sp, err := s.store.Space(ctx, spaceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceRead, sp.Resource()); err != nil {
+		return nil, err
+	}
+	vis, err := s.scoper.Visible(ctx, actor, kernel.ActChannelRead)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.store.Channels(ctx, sp.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Channel, 0, len(all))
+	for _, c := range all {
+		if vis.Channel(c.ID) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// GetChannel returns one channel (channel.read). Errors: not_found, unauthenticated.
+func (s *Service) GetChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (Channel, error) {
+	c, err := s.store.Channel(ctx, id)
+	if err != nil {
+		return Channel{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActChannelRead, c.Resource()); err != nil {
+		return Channel{}, err
+	}
+	return c, nil
+}
+
+// ChannelPatch changes the fields that are set; an empty topic clears it.
+type ChannelPatch struct {
+	Name  *string
+	Topic *string
+}
+
+// UpdateChannel applies p to a channel (channel.update). A patch that changes nothing answers
+// the channel as it is and appends no event. Errors: not_found, forbidden, validation_failed.
+func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kernel.ID, p ChannelPatch) (Channel, error) {
+	var c Channel
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if c, err = s.store.Channel(ctx, id); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelUpdate, c.Resource()); err != nil {
+			return err
+		}
+		changed := false
+		if p.Name != nil {
+			n, err := CleanName("name", *p.Name, MaxNameLen)
+			if err != nil {
+				return err
+			}
+			changed = changed || n != c.Name
+			c.Name = n
+		}
+		if p.Topic != nil {
+			t, err := CleanOptional("topic", *p.Topic, MaxTopicLen)
+			if err != nil {
+				return err
+			}
+			changed = changed || t != c.Topic
+			c.Topic = t
+		}
+		if !changed {
+			return nil
+		}
+		c.UpdatedAt = s.now()
+		if err := s.store.UpdateChannel(ctx, c); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelUpdated, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		return nil
+	})
+	return c, err
+}
+
+// ListThreads returns one page of a channel's threads (thread.read on the channel) and whether
+// more lie beyond it. Errors: not_found, validation_failed (page), unauthenticated.
+func (s *Service) ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p Page) ([]Thread, bool, error) {
+	c, err := s.store.Channel(ctx, channelID)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActThreadRead, c.Resource()); err != nil {
+		return nil, false, err
+	}
+	if p, err = p.Normalize(); err != nil {
+		return nil, false, err
+	}
+	return s.store.Threads(ctx, c.ID, p)
+}
+
+// Channel implements Threads.
+func (s *Service) Channel(ctx context.Context, id kernel.ID) (Channel, error) {
+	return s.store.Channel(ctx, id)
+}
+
+// Thread implements Threads.
+func (s *Service) Thread(ctx context.Context, id kernel.ID) (Thread, error) {
+	return s.store.Thread(ctx, id)
+}
+
+// CreateThread implements Threads.
+func (s *Service) CreateThread(ctx context.Context, actorID kernel.ID, ch Channel, title string) (Thread, error) {
+	t, err := CleanOptional("title", title, MaxTitleLen)
+	if err != nil {
+		return Thread{}, err
+	}
+	now := s.now()
+	th := Thread{ID: kernel.NewID(), ChannelID: ch.ID, SpaceID: ch.SpaceID, Title: t, CreatedBy: actorID,
+		CreatedAt: now, UpdatedAt: now, ChannelKind: ch.Kind}
+	if err := s.store.CreateThread(ctx, th); err != nil {
+		return Thread{}, err
+	}
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: th.Scope(),
+		SubjectID: th.ID, ActorID: actorID, Payload: th})
+	return th, nil
+}
+
+// AppendToThread implements Threads.
+func (s *Service) AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error {
+	return s.store.BumpThread(ctx, id, 1, at)
+}
+
+// RemoveFromThread implements Threads.
+func (s *Service) RemoveFromThread(ctx context.Context, id kernel.ID) error {
+	return s.store.BumpThread(ctx, id, -1, time.Time{})
+}

@@ -1,0 +1,147 @@
+// Package messaging is what people and agents say: messages with their revisions, mentions and
+// reactions, and the creation of a thread with its first message. It owns the tables messages,
+// message_revisions, mentions and reactions (through its Store port) and the durable events
+// message.* and reaction.*; it publishes the in-transaction events MessagePosted and
+// MessageDeleted.
+//
+// It may use chat's Threads port (seed 4.4); it must not know the modules above it (runs, sync):
+// they subscribe to its in-transaction events instead.
+package messaging
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Message is one message. Its JSON form is the REST answer and the payload of message.created,
+// message.updated and message.deleted. A deleted message stays as a tombstone: Deleted set,
+// Content and Mentions empty.
+type Message struct {
+	ID          kernel.ID   `json:"id"`
+	ThreadID    kernel.ID   `json:"thread_id"`
+	ChannelID   kernel.ID   `json:"channel_id"`
+	SpaceID     kernel.ID   `json:"space_id"`
+	AuthorID    kernel.ID   `json:"author_id"`
+	Content     string      `json:"content"`
+	ClientMsgID ClientMsgID `json:"client_msg_id"`
+	Mentions    []kernel.ID `json:"mentions"`
+	Version     int         `json:"version"`
+	CreatedAt   time.Time   `json:"created_at"`
+	EditedAt    *time.Time  `json:"edited_at"`
+	Deleted     bool        `json:"deleted"`
+	// ChannelKind is loaded with the message so that it can be authorized without a second read.
+	ChannelKind string `json:"-"`
+}
+
+// ClientMsgID is the author's own id of a message, which makes its creation idempotent (seed
+// 8.4); empty means none and is null in JSON.
+type ClientMsgID string
+
+func (c ClientMsgID) MarshalJSON() ([]byte, error) {
+	if c == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(c))
+}
+
+func (c *ClientMsgID) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*c = ""
+	if s != nil {
+		*c = ClientMsgID(*s)
+	}
+	return nil
+}
+
+// Resource describes the message for Authorize; its owner is the author.
+func (m Message) Resource() kernel.Resource {
+	return kernel.Resource{Kind: kernel.ResMessage, ID: m.ID, SpaceID: m.SpaceID, ChannelID: m.ChannelID,
+		ChannelKind: m.ChannelKind, OwnerID: m.AuthorID}
+}
+
+// Scope is the event scope of the message: its thread.
+func (m Message) Scope() kernel.Scope {
+	return kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}
+}
+
+// Revision is an earlier content of an edited message: the content it had at Version.
+type Revision struct {
+	MessageID kernel.ID `json:"message_id"`
+	Version   int       `json:"version"`
+	Content   string    `json:"content"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Reaction is one principal's emoji on a message; the payload of reaction.added and
+// reaction.removed.
+type Reaction struct {
+	MessageID   kernel.ID `json:"message_id"`
+	ThreadID    kernel.ID `json:"thread_id"`
+	PrincipalID kernel.ID `json:"principal_id"`
+	Emoji       string    `json:"emoji"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// MessagePosted is published inside the Unit of Work that created a message (seed 8.3); runs
+// subscribes to decide on a trigger. It is not published for an idempotent repeat.
+type MessagePosted struct {
+	Message Message
+	// NewThread is set when the message is the first of a thread created with it.
+	NewThread bool
+}
+
+// MessageDeleted is published inside the Unit of Work that deleted a message; Message is the
+// tombstone.
+type MessageDeleted struct {
+	Message Message
+}
+
+// Store is messaging's repository. Methods join the Unit of Work of ctx when there is one.
+type Store interface {
+	// InsertMessage inserts m with its mentions, unless its author already has a message with
+	// m.ClientMsgID; inserted reports which (nothing is written when it is false).
+	// Errors: conflict (another unique key).
+	InsertMessage(ctx context.Context, m Message) (inserted bool, err error)
+	// MessageByClientID loads the message of author with clientMsgID. Errors: not_found.
+	MessageByClientID(ctx context.Context, author kernel.ID, clientMsgID string) (Message, error)
+	// Message loads a message with its mentions and channel kind. Errors: not_found.
+	Message(ctx context.Context, id kernel.ID) (Message, error)
+	// Messages lists one page of a thread's messages (see chat.Page), tombstones included, and
+	// whether more lie beyond it in the direction of the page.
+	Messages(ctx context.Context, threadID kernel.ID, p chat.Page) ([]Message, bool, error)
+	// UpdateMessage stores prev as a revision and writes m's content, version, edited_at and
+	// mentions. Errors: not_found, conflict (the revision exists).
+	UpdateMessage(ctx context.Context, m Message, prev Revision) error
+	// DeleteMessage turns the message into the tombstone m (content emptied, deleted_at, version)
+	// and drops its revisions and mentions. Errors: not_found.
+	DeleteMessage(ctx context.Context, m Message, at time.Time) error
+	// Revisions lists the earlier contents of a message, oldest first.
+	Revisions(ctx context.Context, messageID kernel.ID) ([]Revision, error)
+	// AddReaction stores r unless it exists; added reports which.
+	AddReaction(ctx context.Context, r Reaction) (added bool, err error)
+	// RemoveReaction removes a reaction if it exists; removed reports which.
+	RemoveReaction(ctx context.Context, messageID, principalID kernel.ID, emoji string) (removed bool, err error)
+}
+
+// Directory resolves @handles (identity's principals; seed 4.4: messaging uses identity to
+// resolve mentions).
+type Directory interface {
+	// ResolveHandles maps handle keys (lower-case handles) to the ids of the principals that hold
+	// them; unknown handles are absent from the answer.
+	ResolveHandles(ctx context.Context, keys []string) (map[string]kernel.ID, error)
+}
+
+// Redactor rewrites logged events (kernel eventlog.Redactor of seed 4.5): a deleted message's
+// content must not stay readable in the event log.
+type Redactor interface {
+	// RedactEvents replaces, inside the Unit of Work of ctx, the payload of the logged events
+	// about subject whose type is one of types.
+	RedactEvents(ctx context.Context, subject kernel.ID, types []string, payload any) error
+}

@@ -1,0 +1,380 @@
+package messaging_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+)
+
+func TestCreateMessage(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		in       messaging.NewMessage
+		thread   func(f *msgFixture) kernel.ID
+		deny     error
+		wantCode kernel.Code
+		wantErr  string // the field of a validation error
+	}{
+		{name: "refuses blank content", in: messaging.NewMessage{Content: " \n\t "}, wantCode: kernel.CodeValidation, wantErr: "content"},
+		{name: "refuses content over 40000 bytes", in: messaging.NewMessage{Content: strings.Repeat("a", 40_001)}, wantCode: kernel.CodeValidation, wantErr: "content"},
+		{name: "refuses a NUL byte", in: messaging.NewMessage{Content: "a\x00"}, wantCode: kernel.CodeValidation, wantErr: "content"},
+		{name: "refuses invalid UTF-8", in: messaging.NewMessage{Content: "a\xc3"}, wantCode: kernel.CodeValidation, wantErr: "content"},
+		{name: "refuses a client_msg_id over 64 characters", in: messaging.NewMessage{Content: "a", ClientMsgID: strings.Repeat("x", 65)}, wantCode: kernel.CodeValidation, wantErr: "client_msg_id"},
+		{name: "refuses a client_msg_id with a space", in: messaging.NewMessage{Content: "a", ClientMsgID: "a b"}, wantCode: kernel.CodeValidation, wantErr: "client_msg_id"},
+		{name: "answers not found for a missing thread", in: messaging.NewMessage{Content: "a"},
+			thread: func(*msgFixture) kernel.ID { return kernel.NewID() }, wantCode: kernel.CodeNotFound},
+		{name: "passes a denial through before validating", in: messaging.NewMessage{Content: ""},
+			deny: kernel.ErrNotFound, wantCode: kernel.CodeNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustMessaging(t)
+			f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error { return tt.deny }
+			th := f.main.ID
+			if tt.thread != nil {
+				th = tt.thread(f)
+			}
+			_, _, err := f.svc.CreateMessage(ctx, alice, th, tt.in)
+			if kernel.CodeOf(err) != tt.wantCode {
+				t.Fatalf("err = %v, want %s", err, tt.wantCode)
+			}
+			if e, ok := err.(*kernel.Error); tt.wantErr != "" && (!ok || e.Field != tt.wantErr) {
+				t.Fatalf("err = %#v, want field %s", err, tt.wantErr)
+			}
+			if len(f.store.messages) != 0 || len(f.tx.Events()) != 0 || len(f.posted) != 0 {
+				t.Fatal("a refused message changed something")
+			}
+		})
+	}
+
+	t.Run("posts a message, bumps the thread, publishes MessagePosted and appends message.created", func(t *testing.T) {
+		f := mustMessaging(t)
+		m, created, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "  hello  ", ClientMsgID: "c-1"})
+		if err != nil || !created {
+			t.Fatalf("err = %v, created = %v", err, created)
+		}
+		if m.Content != "  hello  " || m.ThreadID != f.main.ID || m.ChannelID != f.channel.ID || m.SpaceID != f.channel.SpaceID ||
+			m.AuthorID != alice.ID || m.Version != 1 || m.ClientMsgID != "c-1" || m.Mentions == nil || m.CreatedAt.Nanosecond() != 0 {
+			t.Fatalf("message = %+v", m)
+		}
+		if c := f.authz.last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != f.main.ID ||
+			c.Resource.ChannelID != f.channel.ID || c.Resource.ChannelKind != chat.KindChannel {
+			t.Fatalf("authorized %+v", c)
+		}
+		if th := f.threads.threads[f.main.ID]; th.MessageCount != 1 || !th.LastMessageAt.Equal(m.CreatedAt) {
+			t.Fatalf("thread = %+v", th)
+		}
+		if len(f.posted) != 1 || f.posted[0].Message.ID != m.ID || f.posted[0].NewThread {
+			t.Fatalf("posted = %+v", f.posted)
+		}
+		evs := f.tx.Events()
+		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
+			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
+			!reflect.DeepEqual(evs[0].Payload, m) {
+			t.Fatalf("events = %+v", evs)
+		}
+	})
+	t.Run("answers a repeated client_msg_id with the stored message and no new event", func(t *testing.T) {
+		f := mustMessaging(t)
+		first, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "hello", ClientMsgID: "c-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			again, created, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "hello", ClientMsgID: "c-1"})
+			if err != nil || created || !reflect.DeepEqual(again, first) {
+				t.Fatalf("repeat %d: %+v created=%v err=%v", i, again, created, err)
+			}
+			if f.authz.last().Action != kernel.ActMessageCreate {
+				t.Fatal("a repeat must still be authorized")
+			}
+		}
+		if len(f.tx.Events()) != 1 || len(f.posted) != 1 || f.threads.threads[f.main.ID].MessageCount != 1 {
+			t.Fatalf("events %d, posted %d", len(f.tx.Events()), len(f.posted))
+		}
+		// Another author may use the same client_msg_id.
+		if _, created, err := f.svc.CreateMessage(ctx, bob, f.main.ID, messaging.NewMessage{Content: "hi", ClientMsgID: "c-1"}); err != nil || !created {
+			t.Fatalf("bob: created=%v err=%v", created, err)
+		}
+	})
+	t.Run("refuses a client_msg_id already used in another thread", func(t *testing.T) {
+		f := mustMessaging(t)
+		other := chat.Thread{ID: kernel.NewID(), ChannelID: f.channel.ID, SpaceID: f.channel.SpaceID}
+		f.threads.threads[other.ID] = other
+		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "a", ClientMsgID: "c-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.svc.CreateMessage(ctx, alice, other.ID, messaging.NewMessage{Content: "a", ClientMsgID: "c-1"}); !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("resolves mentions once each, in id order, ignoring unknown handles and mail addresses", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "hey @Bob, ask @carol. @bob again; mail me@alice.example or @nobody")
+		want := []kernel.ID{bob.ID, carol.ID}
+		if bob.ID > carol.ID {
+			want = []kernel.ID{carol.ID, bob.ID}
+		}
+		if !reflect.DeepEqual(m.Mentions, want) {
+			t.Fatalf("mentions = %v, want %v", m.Mentions, want)
+		}
+	})
+	t.Run("rolls back when a subscriber vetoes MessagePosted", func(t *testing.T) {
+		f := mustMessaging(t)
+		f.veto = kernel.Errorf(kernel.CodeForbidden, "no run for you")
+		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "a"}); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("err = %v", err)
+		}
+		if len(f.tx.Events()) != 0 {
+			t.Fatal("a vetoed message appended an event")
+		}
+	})
+}
+
+func TestCreateThread(t *testing.T) {
+	ctx := context.Background()
+	t.Run("creates a thread with its first message in one unit", func(t *testing.T) {
+		f := mustMessaging(t)
+		th, m, created, err := f.svc.CreateThread(ctx, alice, f.channel.ID, messaging.NewThread{Title: "Plan", Content: "first @alice", ClientMsgID: "t-1"})
+		if err != nil || !created {
+			t.Fatalf("err = %v created = %v", err, created)
+		}
+		if th.Title != "Plan" || th.ChannelID != f.channel.ID || th.MessageCount != 1 || th.LastMessageAt == nil || m.ThreadID != th.ID ||
+			!reflect.DeepEqual(m.Mentions, []kernel.ID{alice.ID}) {
+			t.Fatalf("thread %+v message %+v", th, m)
+		}
+		if c := f.authz.last(); c.Action != kernel.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
+			t.Fatalf("authorized %+v", c)
+		}
+		evs := f.tx.Events()
+		if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+			t.Fatalf("events = %+v", evs)
+		}
+		if len(f.posted) != 1 || !f.posted[0].NewThread {
+			t.Fatalf("posted = %+v", f.posted)
+		}
+		th2, m2, created, err := f.svc.CreateThread(ctx, alice, f.channel.ID, messaging.NewThread{Title: "Plan", Content: "first @alice", ClientMsgID: "t-1"})
+		if err != nil || created || th2.ID != th.ID || m2.ID != m.ID || len(f.tx.Events()) != 2 {
+			t.Fatalf("repeat: %+v %+v created=%v err=%v", th2, m2, created, err)
+		}
+	})
+	t.Run("refuses a client_msg_id of a message in the main thread", func(t *testing.T) {
+		f := mustMessaging(t)
+		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "a", ClientMsgID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err := f.svc.CreateThread(ctx, alice, f.channel.ID, messaging.NewThread{Title: "t", Content: "a", ClientMsgID: "x"})
+		if !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	for _, tt := range []struct {
+		name  string
+		in    messaging.NewThread
+		field string
+	}{
+		{name: "refuses a title with a control character", in: messaging.NewThread{Title: "a\x1b", Content: "a"}, field: "title"},
+		{name: "refuses a title over 200 characters", in: messaging.NewThread{Title: strings.Repeat("t", 201), Content: "a"}, field: "title"},
+		{name: "refuses blank content", in: messaging.NewThread{Title: "t", Content: ""}, field: "content"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustMessaging(t)
+			_, _, _, err := f.svc.CreateThread(ctx, alice, f.channel.ID, tt.in)
+			if e, ok := err.(*kernel.Error); !ok || e.Code != kernel.CodeValidation || e.Field != tt.field {
+				t.Fatalf("err = %v", err)
+			}
+			if len(f.threads.threads) != 1 || len(f.tx.Events()) != 0 {
+				t.Fatal("a refused thread changed something")
+			}
+		})
+	}
+}
+
+func TestEditMessage(t *testing.T) {
+	ctx := context.Background()
+	t.Run("keeps the earlier content as a revision and appends message.updated", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		got, err := f.svc.EditMessage(ctx, alice, m.ID, "two @bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Content != "two @bob" || got.Version != 2 || got.EditedAt == nil || !reflect.DeepEqual(got.Mentions, []kernel.ID{bob.ID}) {
+			t.Fatalf("edited = %+v", got)
+		}
+		revs, err := f.svc.ListRevisions(ctx, alice, m.ID)
+		if err != nil || len(revs) != 1 || revs[0].Version != 1 || revs[0].Content != "one" || !revs[0].CreatedAt.Equal(m.CreatedAt) {
+			t.Fatalf("revisions = %+v, %v", revs, err)
+		}
+		if c := f.authz.last(); c.Action != kernel.ActRevisionsRead {
+			t.Fatalf("authorized %+v", c)
+		}
+		evs := f.tx.Events()
+		if last := evs[len(evs)-1]; last.Type != kernel.EvMessageUpdated || !reflect.DeepEqual(last.Payload, got) {
+			t.Fatalf("last event = %+v", last)
+		}
+	})
+	t.Run("changes nothing for the same content", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		got, err := f.svc.EditMessage(ctx, alice, m.ID, "one")
+		if err != nil || got.Version != 1 || len(f.tx.Events()) != 1 {
+			t.Fatalf("got %+v err %v events %d", got, err, len(f.tx.Events()))
+		}
+	})
+	t.Run("lets only the author edit", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if _, err := f.svc.EditMessage(ctx, bob, m.ID, "two"); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("err = %v", err)
+		}
+		if c := f.authz.last(); c.Action != kernel.ActMessageUpdate || c.Resource.OwnerID != alice.ID || c.Resource.Kind != kernel.ResMessage {
+			t.Fatalf("authorized %+v", c)
+		}
+	})
+	t.Run("refuses blank content", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if _, err := f.svc.EditMessage(ctx, alice, m.ID, ""); !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestDeleteMessage(t *testing.T) {
+	ctx := context.Background()
+	t.Run("leaves a tombstone, redacts the log and appends message.deleted", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "secret @bob")
+		if _, err := f.svc.EditMessage(ctx, alice, m.ID, "secret two"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.svc.DeleteMessage(ctx, alice, m.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.svc.GetMessage(ctx, alice, m.ID)
+		if err != nil || !got.Deleted || got.Content != "" || len(got.Mentions) != 0 || got.Version != 3 {
+			t.Fatalf("tombstone = %+v, %v", got, err)
+		}
+		if len(f.redactor.calls) != 1 || f.redactor.calls[0].Subject != m.ID ||
+			!reflect.DeepEqual(f.redactor.calls[0].Types, []string{kernel.EvMessageCreated, kernel.EvMessageUpdated}) ||
+			!reflect.DeepEqual(f.redactor.calls[0].Payload, got) {
+			t.Fatalf("redactions = %+v", f.redactor.calls)
+		}
+		if revs, _ := f.store.Revisions(ctx, m.ID); len(revs) != 0 {
+			t.Fatalf("revisions kept: %+v", revs)
+		}
+		evs := f.tx.Events()
+		if last := evs[len(evs)-1]; last.Type != kernel.EvMessageDeleted || !reflect.DeepEqual(last.Payload, got) {
+			t.Fatalf("last event = %+v", last)
+		}
+		if f.threads.threads[f.main.ID].MessageCount != 0 || len(f.deleted) != 1 {
+			t.Fatalf("thread %+v, deleted %+v", f.threads.threads[f.main.ID], f.deleted)
+		}
+		if c := f.authz.calls[len(f.authz.calls)-2]; c.Action != kernel.ActMessageDelete {
+			t.Fatalf("authorized %+v", c)
+		}
+		n := len(evs)
+		if err := f.svc.DeleteMessage(ctx, alice, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) || len(f.tx.Events()) != n {
+			t.Fatalf("second delete: %v, events %d → %d", err, n, len(f.tx.Events()))
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		do   func(f *msgFixture, id kernel.ID) error
+	}{
+		{"refuses to edit a deleted message", func(f *msgFixture, id kernel.ID) error {
+			_, err := f.svc.EditMessage(context.Background(), alice, id, "again")
+			return err
+		}},
+		{"refuses a reaction on a deleted message", func(f *msgFixture, id kernel.ID) error {
+			return f.svc.AddReaction(context.Background(), alice, id, "👍")
+		}},
+		{"refuses to remove a reaction from a deleted message", func(f *msgFixture, id kernel.ID) error {
+			return f.svc.RemoveReaction(context.Background(), alice, id, "👍")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustMessaging(t)
+			m := mustPost(t, f, alice, "a")
+			if err := f.svc.DeleteMessage(ctx, alice, m.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.do(f, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestReactions(t *testing.T) {
+	ctx := context.Background()
+	t.Run("adds and removes idempotently with one event each", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "a")
+		for i := 0; i < 2; i++ {
+			if err := f.svc.AddReaction(ctx, bob, m.ID, "👍"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := f.authz.last(); c.Action != kernel.ActReactionAdd || c.Resource.ID != m.ID {
+			t.Fatalf("authorized %+v", c)
+		}
+		for i := 0; i < 2; i++ {
+			if err := f.svc.RemoveReaction(ctx, bob, m.ID, "👍"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs := f.tx.Events()[1:]
+		if len(evs) != 2 || evs[0].Type != kernel.EvReactionAdded || evs[1].Type != kernel.EvReactionRemoved {
+			t.Fatalf("events = %+v", evs)
+		}
+		r := evs[0].Payload.(messaging.Reaction)
+		if r.MessageID != m.ID || r.PrincipalID != bob.ID || r.Emoji != "👍" || r.ThreadID != m.ThreadID || evs[0].Scope != m.Scope() {
+			t.Fatalf("reaction = %+v", r)
+		}
+	})
+	for _, emoji := range []string{"", "a b", "a\tb", strings.Repeat("x", 65), "\xff"} {
+		t.Run("refuses the emoji "+strings.ToValidUTF8(emoji, "?"), func(t *testing.T) {
+			f := mustMessaging(t)
+			m := mustPost(t, f, alice, "a")
+			if err := f.svc.AddReaction(ctx, bob, m.ID, emoji); !kernel.IsCode(err, kernel.CodeValidation) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	t.Run("answers not found for a missing message", func(t *testing.T) {
+		f := mustMessaging(t)
+		if err := f.svc.AddReaction(ctx, bob, kernel.NewID(), "x"); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestListMessages(t *testing.T) {
+	ctx := context.Background()
+	t.Run("checks message.read on the thread and the page", func(t *testing.T) {
+		f := mustMessaging(t)
+		mustPost(t, f, alice, "a")
+		got, more, err := f.svc.ListMessages(ctx, alice, f.main.ID, chat.Page{})
+		if err != nil || len(got) != 1 || more {
+			t.Fatalf("got %+v more %v err %v", got, more, err)
+		}
+		if c := f.authz.last(); c.Action != kernel.ActMessageRead || c.Resource.Kind != kernel.ResThread {
+			t.Fatalf("authorized %+v", c)
+		}
+		if _, _, err := f.svc.ListMessages(ctx, alice, f.main.ID, chat.Page{Limit: -1}); !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Fatalf("err = %v", err)
+		}
+		f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error { return kernel.ErrNotFound }
+		if _, _, err := f.svc.ListMessages(ctx, alice, f.main.ID, chat.Page{}); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

@@ -1,0 +1,129 @@
+package messaging
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Limits of message input.
+const (
+	MaxContentBytes   = 40_000
+	MaxClientMsgIDLen = 64
+	MaxEmojiBytes     = 64
+	// MaxMentions bounds the distinct @handles resolved per message; the rest stay plain text.
+	MaxMentions = 50
+	// maxHandleLen is the longest @handle the scanner considers.
+	maxHandleLen = 64
+)
+
+// checkContent validates a message body. The content is kept as given; it must not be blank,
+// must be valid UTF-8 of at most MaxContentBytes bytes and may hold no control characters but
+// tab, newline and carriage return. Errors: validation_failed.
+func checkContent(s string) error {
+	if len(s) > MaxContentBytes {
+		return kernel.Invalid("content", "content must be at most %d bytes", MaxContentBytes)
+	}
+	blank := true
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '\t' || c == '\n' || c == '\r' || c == ' ':
+			case c < 0x20 || c == 0x7f:
+				return kernel.Invalid("content", "content must not contain control characters")
+			default:
+				blank = false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return kernel.Invalid("content", "content is not valid UTF-8")
+		}
+		if !unicode.IsSpace(r) {
+			blank = false
+		}
+		i += n
+	}
+	if blank {
+		return kernel.Invalid("content", "content must not be empty")
+	}
+	return nil
+}
+
+// checkClientMsgID validates the optional idempotency key of a message: at most
+// MaxClientMsgIDLen printable ASCII characters. Errors: validation_failed.
+func checkClientMsgID(s string) error {
+	if len(s) > MaxClientMsgIDLen {
+		return kernel.Invalid("client_msg_id", "client_msg_id must be at most %d characters", MaxClientMsgIDLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return kernel.Invalid("client_msg_id", "client_msg_id must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+// checkEmoji validates a reaction: 1 to MaxEmojiBytes bytes of UTF-8 without whitespace or
+// control characters (a short name like "thumbsup" or the emoji itself). Errors: validation_failed.
+func checkEmoji(s string) error {
+	if s == "" || len(s) > MaxEmojiBytes {
+		return kernel.Invalid("emoji", "emoji must be 1 to %d bytes", MaxEmojiBytes)
+	}
+	if !utf8.ValidString(s) {
+		return kernel.Invalid("emoji", "emoji is not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return kernel.Invalid("emoji", "emoji must not contain whitespace or control characters")
+		}
+	}
+	return nil
+}
+
+// isHandleByte reports the bytes a handle is made of.
+func isHandleByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+}
+
+// scanMentions returns the distinct handle keys (lower case) of the @handles in s, in order of
+// first appearance, at most MaxMentions. An @ counts only at the start or after a byte that
+// cannot be part of a handle (so "a@b.example" is no mention); trailing dots and dashes end a
+// sentence, not a handle.
+func scanMentions(s string) []string {
+	var out []string
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' || i > 0 && (isHandleByte(s[i-1]) || s[i-1] == '@') {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isHandleByte(s[j]) {
+			j++
+		}
+		h := strings.TrimRight(s[i+1:j], ".-")
+		i = j - 1
+		if h == "" || len(h) > maxHandleLen {
+			continue
+		}
+		h = strings.ToLower(h)
+		dup := false
+		for _, o := range out {
+			if o == h {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, h)
+			if len(out) == MaxMentions {
+				break
+			}
+		}
+	}
+	return out
+}

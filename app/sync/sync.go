@@ -1,0 +1,115 @@
+// Package sync brings a client up to date from the event log: catch-up replays the events after a
+// cursor that the caller may see, in commit order (DESIGN §5).
+//
+// It reads the log only through its Log port and decides visibility only through the kernel's
+// Scoper; it never writes and never reads the tables of other modules.
+package sync
+
+import (
+	"context"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Log is the read side of the event log.
+type Log interface {
+	// EventsAfter reads up to limit committed events with seq > after, in seq order.
+	EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error)
+	// Head returns the highest committed seq.
+	Head() int64
+}
+
+// Catch-up limits. A call scans at most ScanFactor × limit log rows, so a caller who may see
+// little of a busy log still gets a quick answer and moves on with NextAfter.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+	ScanFactor   = 10
+	minChunk     = 100
+)
+
+// Service holds the use cases of sync.
+type Service struct {
+	log    Log
+	scoper kernel.Scoper
+}
+
+// New returns the sync service.
+func New(log Log, scoper kernel.Scoper) *Service {
+	if log == nil || scoper == nil {
+		panic("sync: missing dependency")
+	}
+	return &Service{log: log, scoper: scoper}
+}
+
+// Page is one answer of CatchUp.
+type Page struct {
+	// Events are the visible events after the cursor, in seq order.
+	Events []kernel.LoggedEvent
+	// HeadSeq is the highest committed seq when the page was read.
+	HeadSeq int64
+	// NextAfter is the cursor for the next call: the last seq scanned, visible or not.
+	NextAfter int64
+}
+
+// CatchUp returns up to limit events after seq after that actor may see (events.catch_up).
+// A channel event needs the channel visible, a space event the space, a personal event is its
+// principal's only, and an event without scope (user.created, user.updated) is for every
+// person. limit 0 means DefaultLimit. Errors: unauthenticated, cursor_invalid (after below 0 or
+// beyond the head), validation_failed (limit).
+func (s *Service) CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (Page, error) {
+	vis, err := s.scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+	if err != nil {
+		return Page{}, err
+	}
+	switch {
+	case limit == 0:
+		limit = DefaultLimit
+	case limit < 1 || limit > MaxLimit:
+		return Page{}, kernel.Invalid("limit", "limit must be between 1 and %d", MaxLimit)
+	}
+	head := s.log.Head()
+	if after < 0 || after > head {
+		return Page{}, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: "after",
+			Message: "after must be a seq between 0 and the head of the log"}
+	}
+	p := Page{Events: make([]kernel.LoggedEvent, 0, min(limit, 64)), NextAfter: after}
+	budget := ScanFactor * limit
+scan:
+	for budget > 0 {
+		chunk := min(max(limit, minChunk), budget)
+		evs, err := s.log.EventsAfter(ctx, p.NextAfter, chunk)
+		if err != nil {
+			return Page{}, err
+		}
+		budget -= len(evs)
+		for _, e := range evs {
+			p.NextAfter = e.Seq
+			if Visible(vis, actor, e.Scope) {
+				p.Events = append(p.Events, e)
+				if len(p.Events) == limit {
+					break scan
+				}
+			}
+		}
+		if len(evs) < chunk {
+			break
+		}
+	}
+	p.HeadSeq = max(s.log.Head(), p.NextAfter)
+	return p, nil
+}
+
+// Visible decides whether actor, who sees what vis allows, may receive an event of scope sc.
+func Visible(vis kernel.Visibility, actor kernel.Actor, sc kernel.Scope) bool {
+	switch {
+	case !sc.PrincipalID.IsZero():
+		return sc.PrincipalID == actor.ID
+	case !sc.ChannelID.IsZero():
+		return vis.Channel(sc.ChannelID)
+	case !sc.SpaceID.IsZero():
+		return vis.Space(sc.SpaceID)
+	default:
+		return actor.Authenticated() && actor.Kind == kernel.KindPerson
+	}
+}

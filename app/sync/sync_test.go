@@ -1,0 +1,181 @@
+package sync_test
+
+import (
+	"context"
+	"testing"
+
+	"bothy.dev/bothy/app/kernel"
+	appsync "bothy.dev/bothy/app/sync"
+)
+
+// fakeLog is a log held in a slice, seq = index + 1; it counts the rows it hands out.
+type fakeLog struct {
+	events  []kernel.LoggedEvent
+	scanned int
+}
+
+var _ appsync.Log = (*fakeLog)(nil)
+
+func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
+	var out []kernel.LoggedEvent
+	for _, e := range l.events {
+		if e.Seq > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	l.scanned += len(out)
+	return out, nil
+}
+
+func (l *fakeLog) Head() int64 { return int64(len(l.events)) }
+
+func (l *fakeLog) add(typ string, sc kernel.Scope) {
+	l.events = append(l.events, kernel.LoggedEvent{Seq: int64(len(l.events) + 1), Type: typ, Scope: sc, Payload: []byte(`{}`)})
+}
+
+// fakeScoper answers a visibility built from sets, and records the action it was asked for.
+type fakeScoper struct {
+	spaces, channels map[kernel.ID]bool
+	asked            kernel.Action
+}
+
+var _ kernel.Scoper = (*fakeScoper)(nil)
+
+func (s *fakeScoper) Visible(ctx context.Context, actor kernel.Actor, action kernel.Action) (kernel.Visibility, error) {
+	if !actor.Authenticated() {
+		return nil, kernel.Errorf(kernel.CodeUnauthenticated, "no principal")
+	}
+	s.asked = action
+	return vis{s.spaces, s.channels}, nil
+}
+
+type vis struct{ spaces, channels map[kernel.ID]bool }
+
+func (v vis) Space(id kernel.ID) bool   { return v.spaces[id] }
+func (v vis) Channel(id kernel.ID) bool { return v.channels[id] }
+func (v vis) All() bool                 { return false }
+
+var (
+	alice = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
+	agent = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindAgent}
+	space = kernel.NewID()
+	open  = kernel.NewID()
+	shut  = kernel.NewID()
+	other = kernel.NewID()
+)
+
+func seqs(evs []kernel.LoggedEvent) []int64 {
+	out := []int64{}
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestCatchUp(t *testing.T) {
+	ctx := context.Background()
+	mixed := func() *fakeLog {
+		l := &fakeLog{}
+		l.add(kernel.EvSpaceCreated, kernel.Scope{SpaceID: space})                                    // 1 visible space
+		l.add(kernel.EvChannelCreated, kernel.Scope{SpaceID: space, ChannelID: open})                 // 2 visible channel
+		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut, ThreadID: open}) // 3 invisible channel
+		l.add(kernel.EvUserCreated, kernel.Scope{})                                                   // 4 for every person
+		l.add(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: alice.ID})                           // 5 alice's
+		l.add(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: agent.ID})                           // 6 the agent's
+		l.add(kernel.EvSpaceUpdated, kernel.Scope{SpaceID: other})                                    // 7 invisible space
+		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open, ThreadID: open}) // 8 visible channel
+		return l
+	}
+	tests := []struct {
+		name      string
+		actor     kernel.Actor
+		after     int64
+		limit     int
+		want      []int64
+		wantNext  int64
+		wantCode  kernel.Code
+		wantField string
+	}{
+		{name: "keeps what a person may see and skips the rest", actor: alice, want: []int64{1, 2, 4, 5, 8}, wantNext: 8},
+		{name: "gives an agent its personal events but not the person-wide ones", actor: agent, want: []int64{1, 2, 6, 8}, wantNext: 8},
+		{name: "stops at the limit with next_after at the last event given", actor: alice, limit: 2, want: []int64{1, 2}, wantNext: 2},
+		{name: "moves past invisible events at the cursor", actor: alice, after: 2, limit: 2, want: []int64{4, 5}, wantNext: 5},
+		{name: "answers nothing but the head at the head", actor: alice, after: 8, want: []int64{}, wantNext: 8},
+		{name: "refuses a negative cursor", actor: alice, after: -1, wantCode: kernel.CodeCursorInvalid},
+		{name: "refuses a cursor beyond the head", actor: alice, after: 9, wantCode: kernel.CodeCursorInvalid},
+		{name: "refuses a limit over 1000", actor: alice, limit: 1001, wantCode: kernel.CodeValidation, wantField: "limit"},
+		{name: "refuses a negative limit", actor: alice, limit: -5, wantCode: kernel.CodeValidation, wantField: "limit"},
+		{name: "refuses the anonymous actor", actor: kernel.Anonymous, wantCode: kernel.CodeUnauthenticated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := mixed()
+			sc := &fakeScoper{spaces: map[kernel.ID]bool{space: true}, channels: map[kernel.ID]bool{open: true}}
+			p, err := appsync.New(l, sc).CatchUp(ctx, tt.actor, tt.after, tt.limit)
+			if tt.wantCode != "" {
+				if kernel.CodeOf(err) != tt.wantCode {
+					t.Fatalf("err = %v, want %s", err, tt.wantCode)
+				}
+				if e, _ := err.(*kernel.Error); tt.wantField != "" && e.Field != tt.wantField {
+					t.Fatalf("field = %q", e.Field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.asked != kernel.ActEventsCatchUp {
+				t.Fatalf("asked visibility for %q", sc.asked)
+			}
+			if got := seqs(p.Events); len(got) != len(tt.want) || (len(got) > 0 && !equal(got, tt.want)) {
+				t.Fatalf("seqs = %v, want %v", got, tt.want)
+			}
+			if p.NextAfter != tt.wantNext || p.HeadSeq != 8 {
+				t.Fatalf("next_after = %d head = %d, want %d 8", p.NextAfter, p.HeadSeq, tt.wantNext)
+			}
+		})
+	}
+
+	t.Run("bounds the scan of a log the caller cannot see and still moves on", func(t *testing.T) {
+		l := &fakeLog{}
+		for i := 0; i < 5000; i++ {
+			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut, ThreadID: shut})
+		}
+		sc := &fakeScoper{}
+		svc := appsync.New(l, sc)
+		p, err := svc.CatchUp(ctx, alice, 0, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Events) != 0 || p.NextAfter != 200 || l.scanned != 200 || p.HeadSeq != 5000 {
+			t.Fatalf("events %d next_after %d scanned %d head %d", len(p.Events), p.NextAfter, l.scanned, p.HeadSeq)
+		}
+		p, err = svc.CatchUp(ctx, alice, p.NextAfter, 0)
+		if err != nil || p.NextAfter != 1200 {
+			t.Fatalf("second page: next_after %d, %v", p.NextAfter, err)
+		}
+	})
+	t.Run("finds a visible event far behind invisible ones within the bound", func(t *testing.T) {
+		l := &fakeLog{}
+		for i := 0; i < 150; i++ {
+			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut})
+		}
+		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
+		p, err := appsync.New(l, &fakeScoper{channels: map[kernel.ID]bool{open: true}}).CatchUp(ctx, alice, 0, 50)
+		if err != nil || !equal(seqs(p.Events), []int64{151}) || p.NextAfter != 151 {
+			t.Fatalf("page %+v, %v", p, err)
+		}
+	})
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// ChatStore is the repository of chat: spaces, channels, threads (implements chat.Store).
+type ChatStore struct{ db *DB }
+
+var _ chat.Store = (*ChatStore)(nil)
+
+// NewChatStore returns chat's repository on db.
+func NewChatStore(db *DB) *ChatStore { return &ChatStore{db: db} }
+
+func (s *ChatStore) CreateSpace(ctx context.Context, sp chat.Space) error {
+	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO spaces (id, name, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		string(sp.ID), sp.Name, string(sp.CreatedBy), fmtTime(sp.CreatedAt), fmtTime(sp.UpdatedAt))
+	return s.db.mapErr(err, "space")
+}
+
+const spaceCols = `id, name, created_by, created_at, updated_at`
+
+func scanSpace(sc interface{ Scan(...any) error }) (chat.Space, error) {
+	var sp chat.Space
+	var created, updated string
+	err := sc.Scan(&sp.ID, &sp.Name, &sp.CreatedBy, &created, &updated)
+	sp.CreatedAt, sp.UpdatedAt = parseTime(created), parseTime(updated)
+	return sp, err
+}
+
+func (s *ChatStore) Space(ctx context.Context, id kernel.ID) (chat.Space, error) {
+	sp, err := scanSpace(s.db.q(ctx).QueryRowContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE id = ? AND archived_at IS NULL`, string(id)))
+	return sp, s.db.mapErr(err, "space")
+}
+
+func (s *ChatStore) Spaces(ctx context.Context) ([]chat.Space, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE archived_at IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, s.db.mapErr(err, "spaces")
+	}
+	defer rows.Close()
+	var out []chat.Space
+	for rows.Next() {
+		sp, err := scanSpace(rows)
+		if err != nil {
+			return nil, s.db.mapErr(err, "spaces")
+		}
+		out = append(out, sp)
+	}
+	return out, s.db.mapErr(rows.Err(), "spaces")
+}
+
+func (s *ChatStore) UpdateSpace(ctx context.Context, sp chat.Space) error {
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE spaces SET name = ?, updated_at = ? WHERE id = ?`,
+		sp.Name, fmtTime(sp.UpdatedAt), string(sp.ID))
+	return s.db.oneRowOrNotFound(res, err, "space")
+}
+
+func (s *ChatStore) CreateChannel(ctx context.Context, c chat.Channel) error {
+	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO channels (id, space_id, kind, name, topic, main_thread_id, created_by, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		string(c.ID), string(c.SpaceID), c.Kind, c.Name, c.Topic, string(c.MainThreadID), string(c.CreatedBy),
+		fmtTime(c.CreatedAt), fmtTime(c.UpdatedAt))
+	return s.db.mapErr(err, "channel")
+}
+
+const channelCols = `id, space_id, kind, name, topic, main_thread_id, created_by, created_at, updated_at`
+
+func scanChannel(sc interface{ Scan(...any) error }) (chat.Channel, error) {
+	var c chat.Channel
+	var created, updated string
+	err := sc.Scan(&c.ID, &c.SpaceID, &c.Kind, &c.Name, &c.Topic, &c.MainThreadID, &c.CreatedBy, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = parseTime(created), parseTime(updated)
+	return c, err
+}
+
+func (s *ChatStore) Channel(ctx context.Context, id kernel.ID) (chat.Channel, error) {
+	c, err := scanChannel(s.db.q(ctx).QueryRowContext(ctx, `SELECT `+channelCols+` FROM channels WHERE id = ? AND archived_at IS NULL`, string(id)))
+	return c, s.db.mapErr(err, "channel")
+}
+
+func (s *ChatStore) Channels(ctx context.Context, spaceID kernel.ID) ([]chat.Channel, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT `+channelCols+` FROM channels WHERE space_id = ? AND archived_at IS NULL ORDER BY id`, string(spaceID))
+	if err != nil {
+		return nil, s.db.mapErr(err, "channels")
+	}
+	defer rows.Close()
+	var out []chat.Channel
+	for rows.Next() {
+		c, err := scanChannel(rows)
+		if err != nil {
+			return nil, s.db.mapErr(err, "channels")
+		}
+		out = append(out, c)
+	}
+	return out, s.db.mapErr(rows.Err(), "channels")
+}
+
+func (s *ChatStore) UpdateChannel(ctx context.Context, c chat.Channel) error {
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE channels SET name = ?, topic = ?, updated_at = ? WHERE id = ?`,
+		c.Name, c.Topic, fmtTime(c.UpdatedAt), string(c.ID))
+	return s.db.oneRowOrNotFound(res, err, "channel")
+}
+
+func (s *ChatStore) CreateThread(ctx context.Context, t chat.Thread) error {
+	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO threads (id, channel_id, space_id, title, is_main, created_by, created_at, updated_at, last_message_at, message_count)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		string(t.ID), string(t.ChannelID), string(t.SpaceID), t.Title, sqlBool(t.IsMain), string(t.CreatedBy),
+		fmtTime(t.CreatedAt), fmtTime(t.UpdatedAt), fmtTimePtr(t.LastMessageAt), t.MessageCount)
+	return s.db.mapErr(err, "thread")
+}
+
+const threadSelect = `SELECT t.id, t.channel_id, t.space_id, t.title, t.is_main, t.created_by, t.created_at, t.updated_at,
+	t.last_message_at, t.message_count, c.kind FROM threads t JOIN channels c ON c.id = t.channel_id`
+
+func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
+	var t chat.Thread
+	var isMain int
+	var created, updated string
+	var last sql.NullString
+	err := sc.Scan(&t.ID, &t.ChannelID, &t.SpaceID, &t.Title, &isMain, &t.CreatedBy, &created, &updated,
+		&last, &t.MessageCount, &t.ChannelKind)
+	t.IsMain = isMain != 0
+	t.CreatedAt, t.UpdatedAt, t.LastMessageAt = parseTime(created), parseTime(updated), parseNullTime(last)
+	return t, err
+}
+
+func (s *ChatStore) Thread(ctx context.Context, id kernel.ID) (chat.Thread, error) {
+	t, err := scanThread(s.db.q(ctx).QueryRowContext(ctx, threadSelect+` WHERE t.id = ?`, string(id)))
+	return t, s.db.mapErr(err, "thread")
+}
+
+func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error) {
+	q, args, desc := keysetQuery(threadSelect+` WHERE t.channel_id = ?`, "t.id", []any{string(channelID)}, p)
+	rows, err := s.db.q(ctx).QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, s.db.mapErr(err, "threads")
+	}
+	defer rows.Close()
+	out := make([]chat.Thread, 0, p.Limit+1)
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, false, s.db.mapErr(err, "threads")
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.db.mapErr(err, "threads")
+	}
+	out, more := trimPage(out, p.Limit, desc)
+	return out, more, nil
+}
+
+func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
+	var res sql.Result
+	var err error
+	if delta > 0 {
+		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, last_message_at = ? WHERE id = ?`,
+			delta, fmtTime(at), string(id))
+	} else {
+		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END WHERE id = ?`,
+			delta, delta, string(id))
+	}
+	return s.db.oneRowOrNotFound(res, err, "thread")
+}
+
+// keysetQuery appends the keyset condition, order and limit of p to base (which ends in a WHERE
+// clause) on the id column col. It asks for one row more than the page to learn whether more lie
+// beyond; desc reports that rows come newest first and must be reversed (trimPage does).
+func keysetQuery(base, col string, args []any, p chat.Page) (string, []any, bool) {
+	switch {
+	case !p.After.IsZero():
+		return base + ` AND ` + col + ` > ? ORDER BY ` + col + ` LIMIT ?`, append(args, string(p.After), p.Limit+1), false
+	case !p.Before.IsZero():
+		return base + ` AND ` + col + ` < ? ORDER BY ` + col + ` DESC LIMIT ?`, append(args, string(p.Before), p.Limit+1), true
+	default:
+		return base + ` ORDER BY ` + col + ` DESC LIMIT ?`, append(args, p.Limit+1), true
+	}
+}
+
+// trimPage cuts the extra row keysetQuery asked for and puts the page in ascending order.
+func trimPage[T any](rows []T, limit int, desc bool) ([]T, bool) {
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	if desc {
+		slices.Reverse(rows)
+	}
+	return rows, more
+}
+
+// oneRowOrNotFound maps an UPDATE or DELETE that touched no row to not_found.
+func (db *DB) oneRowOrNotFound(res sql.Result, err error, what string) error {
+	if err != nil {
+		return db.mapErr(err, what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return db.mapErr(err, what)
+	}
+	if n == 0 {
+		return kernel.ErrNotFound
+	}
+	return nil
+}
+
+func sqlBool(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

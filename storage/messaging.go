@@ -1,0 +1,269 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+)
+
+// MessageStore is the repository of messaging: messages, revisions, mentions, reactions
+// (implements messaging.Store). It also resolves @handles (messaging.Directory) until identity
+// offers that read itself.
+type MessageStore struct{ db *DB }
+
+var (
+	_ messaging.Store     = (*MessageStore)(nil)
+	_ messaging.Directory = (*MessageStore)(nil)
+	_ messaging.Redactor  = (*DB)(nil)
+)
+
+// NewMessageStore returns messaging's repository on db.
+func NewMessageStore(db *DB) *MessageStore { return &MessageStore{db: db} }
+
+func emptyAsNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (bool, error) {
+	q := s.db.q(ctx)
+	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
+		string(m.ID), string(m.ThreadID), string(m.ChannelID), string(m.SpaceID), string(m.AuthorID), m.Content,
+		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt))
+	if err != nil {
+		return false, s.db.mapErr(err, "message")
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.db.mapErr(err, "message")
+	}
+	if n == 0 {
+		return false, nil
+	}
+	return true, s.insertMentions(ctx, q, m.ID, m.Mentions)
+}
+
+func (s *MessageStore) insertMentions(ctx context.Context, q querier, id kernel.ID, mentions []kernel.ID) error {
+	if len(mentions) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO mentions (message_id, principal_id) VALUES `)
+	args := make([]any, 0, 2*len(mentions))
+	for i, p := range mentions {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?)")
+		args = append(args, string(id), string(p))
+	}
+	_, err := q.ExecContext(ctx, sb.String(), args...)
+	return s.db.mapErr(err, "mentions")
+}
+
+const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
+	m.created_at, m.edited_at, m.deleted_at, c.kind FROM messages m JOIN channels c ON c.id = m.channel_id`
+
+func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
+	var m messaging.Message
+	var cmid, edited, deleted sql.NullString
+	var created string
+	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
+		&created, &edited, &deleted, &m.ChannelKind)
+	m.ClientMsgID, m.CreatedAt, m.EditedAt, m.Deleted = messaging.ClientMsgID(cmid.String), parseTime(created), parseNullTime(edited), deleted.Valid
+	m.Mentions = []kernel.ID{}
+	return m, err
+}
+
+// oneMessage loads a message by a condition on m and fills its mentions.
+func (s *MessageStore) oneMessage(ctx context.Context, where string, args ...any) (messaging.Message, error) {
+	q := s.db.q(ctx)
+	m, err := scanMessage(q.QueryRowContext(ctx, messageSelect+` WHERE `+where, args...))
+	if err != nil {
+		return m, s.db.mapErr(err, "message")
+	}
+	rows, err := q.QueryContext(ctx, `SELECT principal_id FROM mentions WHERE message_id = ? ORDER BY principal_id`, string(m.ID))
+	if err != nil {
+		return m, s.db.mapErr(err, "mentions")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p kernel.ID
+		if err := rows.Scan(&p); err != nil {
+			return m, s.db.mapErr(err, "mentions")
+		}
+		m.Mentions = append(m.Mentions, p)
+	}
+	return m, s.db.mapErr(rows.Err(), "mentions")
+}
+
+func (s *MessageStore) MessageByClientID(ctx context.Context, author kernel.ID, clientMsgID string) (messaging.Message, error) {
+	if clientMsgID == "" {
+		return messaging.Message{}, kernel.ErrNotFound
+	}
+	return s.oneMessage(ctx, `m.author_id = ? AND m.client_msg_id = ?`, string(author), clientMsgID)
+}
+
+func (s *MessageStore) Message(ctx context.Context, id kernel.ID) (messaging.Message, error) {
+	return s.oneMessage(ctx, `m.id = ?`, string(id))
+}
+
+func (s *MessageStore) Messages(ctx context.Context, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error) {
+	q := s.db.q(ctx)
+	query, args, desc := keysetQuery(messageSelect+` WHERE m.thread_id = ?`, "m.id", []any{string(threadID)}, p)
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, s.db.mapErr(err, "messages")
+	}
+	out := make([]messaging.Message, 0, p.Limit+1)
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			rows.Close()
+			return nil, false, s.db.mapErr(err, "messages")
+		}
+		out = append(out, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, s.db.mapErr(err, "messages")
+	}
+	out, more := trimPage(out, p.Limit, desc)
+	if len(out) == 0 {
+		return out, more, nil
+	}
+	at := make(map[kernel.ID]int, len(out))
+	args = args[:0]
+	for i, m := range out {
+		at[m.ID] = i
+		args = append(args, string(m.ID))
+	}
+	rows, err = q.QueryContext(ctx, `SELECT message_id, principal_id FROM mentions WHERE message_id IN (`+placeholders(len(args))+`)
+		ORDER BY message_id, principal_id`, args...)
+	if err != nil {
+		return nil, false, s.db.mapErr(err, "mentions")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var mid, pid kernel.ID
+		if err := rows.Scan(&mid, &pid); err != nil {
+			return nil, false, s.db.mapErr(err, "mentions")
+		}
+		if i, ok := at[mid]; ok {
+			out[i].Mentions = append(out[i].Mentions, pid)
+		}
+	}
+	return out, more, s.db.mapErr(rows.Err(), "mentions")
+}
+
+func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, prev messaging.Revision) error {
+	q := s.db.q(ctx)
+	if _, err := q.ExecContext(ctx, `INSERT INTO message_revisions (message_id, version, content, created_at) VALUES (?, ?, ?, ?)`,
+		string(prev.MessageID), prev.Version, prev.Content, fmtTime(prev.CreatedAt)); err != nil {
+		return s.db.mapErr(err, "message revision")
+	}
+	res, err := q.ExecContext(ctx, `UPDATE messages SET content = ?, version = ?, edited_at = ? WHERE id = ?`,
+		m.Content, m.Version, fmtTimePtr(m.EditedAt), string(m.ID))
+	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM mentions WHERE message_id = ?`, string(m.ID)); err != nil {
+		return s.db.mapErr(err, "mentions")
+	}
+	return s.insertMentions(ctx, q, m.ID, m.Mentions)
+}
+
+func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
+	q := s.db.q(ctx)
+	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', version = ?, deleted_at = ? WHERE id = ?`,
+		m.Version, fmtTime(at), string(m.ID))
+	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
+		return err
+	}
+	if _, err := q.ExecContext(ctx, `DELETE FROM message_revisions WHERE message_id = ?`, string(m.ID)); err != nil {
+		return s.db.mapErr(err, "message revisions")
+	}
+	_, err = q.ExecContext(ctx, `DELETE FROM mentions WHERE message_id = ?`, string(m.ID))
+	return s.db.mapErr(err, "mentions")
+}
+
+func (s *MessageStore) Revisions(ctx context.Context, messageID kernel.ID) ([]messaging.Revision, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT message_id, version, content, created_at FROM message_revisions
+		WHERE message_id = ? ORDER BY version`, string(messageID))
+	if err != nil {
+		return nil, s.db.mapErr(err, "message revisions")
+	}
+	defer rows.Close()
+	out := []messaging.Revision{}
+	for rows.Next() {
+		var r messaging.Revision
+		var created string
+		if err := rows.Scan(&r.MessageID, &r.Version, &r.Content, &created); err != nil {
+			return nil, s.db.mapErr(err, "message revisions")
+		}
+		r.CreatedAt = parseTime(created)
+		out = append(out, r)
+	}
+	return out, s.db.mapErr(rows.Err(), "message revisions")
+}
+
+func (s *MessageStore) AddReaction(ctx context.Context, r messaging.Reaction) (bool, error) {
+	res, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO reactions (message_id, principal_id, emoji, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (message_id, emoji, principal_id) DO NOTHING`,
+		string(r.MessageID), string(r.PrincipalID), r.Emoji, fmtTime(r.CreatedAt))
+	return s.db.changedRows(res, err, "reaction")
+}
+
+func (s *MessageStore) RemoveReaction(ctx context.Context, messageID, principalID kernel.ID, emoji string) (bool, error) {
+	res, err := s.db.q(ctx).ExecContext(ctx, `DELETE FROM reactions WHERE message_id = ? AND emoji = ? AND principal_id = ?`,
+		string(messageID), emoji, string(principalID))
+	return s.db.changedRows(res, err, "reaction")
+}
+
+// changedRows reports whether a write touched a row.
+func (db *DB) changedRows(res sql.Result, err error, what string) (bool, error) {
+	if err != nil {
+		return false, db.mapErr(err, what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, db.mapErr(err, what)
+	}
+	return n > 0, nil
+}
+
+// ResolveHandles reads the active principals holding the handle keys (principals.handle_key,
+// the lower-case handle).
+func (s *MessageStore) ResolveHandles(ctx context.Context, keys []string) (map[string]kernel.ID, error) {
+	out := make(map[string]kernel.ID, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT handle_key, id FROM principals WHERE handle_key IN (`+placeholders(len(keys))+`)
+		AND status = 'active'`, args...)
+	if err != nil {
+		return nil, s.db.mapErr(err, "principals")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var id kernel.ID
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, s.db.mapErr(err, "principals")
+		}
+		out[k] = id
+	}
+	return out, s.db.mapErr(rows.Err(), "principals")
+}
