@@ -1,0 +1,34 @@
+# bothy: build, run, test and measure the single binary.
+# `make test` is what CI runs (through .ci/run); `make run` starts a local instance in ./bothy-data.
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X bothy.dev/bothy/appliance.Version=$(VERSION)
+
+.PHONY: build run test bench fmt lint
+
+## build: compile ./bothy with the version stamped in
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bothy .
+
+## run: build and start a local server (data in ./bothy-data, public 127.0.0.1:8080)
+run: build
+	./bothy serve
+
+## test: vet and run every test with the race detector, in random order, uncached
+test:
+	$(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 ./...
+
+## bench: run every benchmark and print target vs measured (see bench/run)
+bench:
+	bash bench/run
+
+## fmt: format every Go file
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+## lint: fail on unformatted Go files, then vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed in:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
