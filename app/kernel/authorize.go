@@ -52,6 +52,7 @@ const (
 	ResChannel   ResourceKind = "channel"
 	ResThread    ResourceKind = "thread"
 	ResMessage   ResourceKind = "message"
+	ResToken     ResourceKind = "token"
 )
 
 // Resource describes the target of an action with the ids of its ancestors, which the use case

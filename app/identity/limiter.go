@@ -1,0 +1,135 @@
+package identity
+
+import (
+	"sync"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// FailureLimiter counts failures per key in a sliding window, in memory (seed R-AR-12: limits
+// live in the process; with several nodes each counts its own). An attempt takes a slot before
+// the slow check runs and gives it back on success, so concurrent guesses cannot overshoot.
+type FailureLimiter struct {
+	mu        sync.Mutex
+	clock     kernel.Clock
+	window    time.Duration
+	maxKeys   int
+	hits      map[string][]time.Time // oldest first, at most the key's limit
+	lastSweep time.Time
+}
+
+// LimitKey is one key to count and its limit within the window.
+type LimitKey struct {
+	Key   string
+	Limit int
+}
+
+// NewFailureLimiter returns a limiter with window that tracks at most maxKeys keys (0: 100000).
+func NewFailureLimiter(clock kernel.Clock, window time.Duration, maxKeys int) *FailureLimiter {
+	if maxKeys <= 0 {
+		maxKeys = 100000
+	}
+	return &FailureLimiter{clock: clock, window: window, maxKeys: maxKeys, hits: map[string][]time.Time{}}
+}
+
+// Take counts one attempt against every key whose limit is positive, or none if any key is at
+// its limit; then it returns how long until that key has room again.
+func (l *FailureLimiter) Take(keys ...LimitKey) (retryAfter time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	cutoff := now.Add(-l.window)
+	for _, k := range keys {
+		if k.Limit <= 0 {
+			continue
+		}
+		hs := l.prune(k.Key, cutoff)
+		if len(hs) >= k.Limit {
+			if wait := hs[len(hs)-k.Limit].Add(l.window).Sub(now); wait > retryAfter {
+				retryAfter = wait
+			}
+		}
+	}
+	if retryAfter > 0 {
+		return retryAfter, false
+	}
+	for _, k := range keys {
+		if k.Limit <= 0 {
+			continue
+		}
+		if _, known := l.hits[k.Key]; !known {
+			l.makeRoom(now, cutoff)
+		}
+		l.hits[k.Key] = append(l.hits[k.Key], now)
+	}
+	return 0, true
+}
+
+// Release gives back the slot the last Take counted for key (the attempt succeeded).
+func (l *FailureLimiter) Release(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	hs := l.hits[key]
+	switch len(hs) {
+	case 0:
+	case 1:
+		delete(l.hits, key)
+	default:
+		l.hits[key] = hs[:len(hs)-1]
+	}
+}
+
+// Reset forgets key.
+func (l *FailureLimiter) Reset(key string) {
+	l.mu.Lock()
+	delete(l.hits, key)
+	l.mu.Unlock()
+}
+
+func (l *FailureLimiter) prune(key string, cutoff time.Time) []time.Time {
+	hs := l.hits[key]
+	i := 0
+	for i < len(hs) && !hs[i].After(cutoff) {
+		i++
+	}
+	if i == 0 {
+		return hs
+	}
+	if i == len(hs) {
+		delete(l.hits, key)
+		return nil
+	}
+	hs = append(hs[:0], hs[i:]...)
+	l.hits[key] = hs
+	return hs
+}
+
+// makeRoom keeps the number of tracked keys bounded: it drops expired keys (at most once a
+// second), then, if still full, arbitrary ones.
+func (l *FailureLimiter) makeRoom(now, cutoff time.Time) {
+	if len(l.hits) < l.maxKeys {
+		return
+	}
+	if now.Sub(l.lastSweep) >= time.Second {
+		l.lastSweep = now
+		for k, hs := range l.hits {
+			if len(hs) == 0 || !hs[len(hs)-1].After(cutoff) {
+				delete(l.hits, k)
+			}
+		}
+	}
+	for k := range l.hits {
+		if len(l.hits) < l.maxKeys {
+			break
+		}
+		delete(l.hits, k)
+	}
+}
+
+// tracked returns the number of tracked keys (tests).
+func (l *FailureLimiter) tracked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.hits)
+}

@@ -1,0 +1,572 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Config tunes the identity module; zero values take the defaults.
+type Config struct {
+	// SessionTTL is how long a login session lasts (default 720h).
+	SessionTTL time.Duration
+	// LoginFailuresPerIP and LoginFailuresPerHandle bound failed logins within
+	// LoginFailureWindow (defaults 10, 10 and 10 minutes). A negative value turns a limit off.
+	LoginFailuresPerIP     int
+	LoginFailuresPerHandle int
+	LoginFailureWindow     time.Duration
+	// RateLimitMaxKeys bounds the keys the login limiter tracks (default 100000).
+	RateLimitMaxKeys int
+	// TokenTouchInterval is how stale an API token's last_used_at may get before a request
+	// writes it again (default 1 minute): one write per token per interval, not per request.
+	TokenTouchInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 720 * time.Hour
+	}
+	if c.LoginFailuresPerIP == 0 {
+		c.LoginFailuresPerIP = 10
+	}
+	if c.LoginFailuresPerHandle == 0 {
+		c.LoginFailuresPerHandle = 10
+	}
+	if c.LoginFailureWindow <= 0 {
+		c.LoginFailureWindow = 10 * time.Minute
+	}
+	if c.TokenTouchInterval <= 0 {
+		c.TokenTouchInterval = time.Minute
+	}
+	return c
+}
+
+// Deps are the ports the service uses. Bus and Clock may be nil.
+type Deps struct {
+	Store  Store
+	UoW    kernel.UnitOfWork
+	Events kernel.EventLog
+	Authz  kernel.Authorizer
+	Hasher PasswordHasher
+	Bus    *kernel.TxBus
+	Clock  kernel.Clock
+}
+
+// Service holds the identity use cases.
+type Service struct {
+	store   Store
+	uow     kernel.UnitOfWork
+	events  kernel.EventLog
+	authz   kernel.Authorizer
+	hasher  PasswordHasher
+	bus     *kernel.TxBus
+	clock   kernel.Clock
+	cfg     Config
+	limiter *FailureLimiter
+
+	// dummyHash is verified against for unknown handles, so that an unknown handle costs the
+	// same time as a wrong password.
+	dummyHash string
+
+	touched sync.Map // token id → time.Time of this process's last touch
+}
+
+// New returns the identity service. It hashes one dummy password (tens of milliseconds).
+func New(d Deps, cfg Config) *Service {
+	if d.Store == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Hasher == nil {
+		panic("identity: New needs Store, UoW, Events, Authz and Hasher")
+	}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
+	}
+	cfg = cfg.withDefaults()
+	s := &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, hasher: d.Hasher, bus: d.Bus,
+		clock: d.Clock, cfg: cfg, limiter: NewFailureLimiter(d.Clock, cfg.LoginFailureWindow, cfg.RateLimitMaxKeys)}
+	s.dummyHash, _ = d.Hasher.Hash(randomToken(16))
+	return s
+}
+
+// Limiter returns the login failure limiter (for tests and metrics).
+func (s *Service) Limiter() *FailureLimiter { return s.limiter }
+
+var (
+	errInvalidLogin   = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "invalid handle or password"}
+	errBadCredentials = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "invalid or expired credentials"}
+	errSetupComplete  = &kernel.Error{Code: kernel.CodeSetupComplete, Message: "the setup is already complete"}
+	errBadSetupCode   = &kernel.Error{Code: kernel.CodeForbidden, Message: "invalid setup code"}
+	errLastOwner      = &kernel.Error{Code: kernel.CodeLastOwner, Message: "the last active owner cannot be disabled"}
+	errHandleTaken    = &kernel.Error{Code: kernel.CodeConflict, Field: "handle", Message: "this handle is taken"}
+
+	instanceResource = kernel.Resource{Kind: kernel.ResInstance}
+)
+
+const (
+	// APITokenPrefix starts every API token; a bearer without it is a session token.
+	APITokenPrefix   = "bothy_"
+	maxBearerLen     = 256
+	tokenBytes       = 32
+	setupCodeBytes   = 32
+	defaultListLimit = 100
+	maxListLimit     = 500
+)
+
+// randomToken returns n random bytes in base64url without padding.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// digest is the at-rest form of a secret token: SHA-256, hex. Tokens carry 256 random bits,
+// so a fast hash is enough (no salt or stretching needed, unlike passwords).
+func digest(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+func digestEqual(a, b string) bool {
+	return len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// ---- setup ----
+
+// IssueSetupCode returns a fresh one-time setup code when no owner exists yet, storing only its
+// digest (an older code stops working); ok is false once the setup is complete.
+func (s *Service) IssueSetupCode(ctx context.Context) (code string, ok bool, err error) {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+		return "", false, err
+	}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		code, ok = "", false
+		st, err := s.store.SetupState(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Completed {
+			return nil
+		}
+		if n, err := s.store.ActiveOwners(ctx); err != nil || n > 0 {
+			return err
+		}
+		c := randomToken(setupCodeBytes)
+		if err := s.store.SetSetupCode(ctx, digest(c)); err != nil {
+			return err
+		}
+		code, ok = c, true
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return code, ok, nil
+}
+
+// Setup creates the first owner with the one-time setup code (POST /setup; instance.bootstrap).
+// Errors: setup_complete, forbidden (wrong or no code), validation_failed, conflict.
+func (s *Service) Setup(ctx context.Context, code, handle, displayName, password string) (User, error) {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+		return User{}, err
+	}
+	check := func(ctx context.Context) error {
+		st, err := s.store.SetupState(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Completed {
+			return errSetupComplete
+		}
+		if st.CodeHash == "" || !digestEqual(st.CodeHash, digest(code)) {
+			return errBadSetupCode
+		}
+		return nil
+	}
+	// The cheap checks run before the slow hash, so a wrong code costs the server nothing.
+	if err := check(ctx); err != nil {
+		return User{}, err
+	}
+	return s.createOwner(ctx, handle, displayName, password, check)
+}
+
+// BootstrapOwner creates the first owner from the command line (setup bootstrap-owner;
+// instance.bootstrap). Errors: setup_complete, validation_failed, conflict.
+func (s *Service) BootstrapOwner(ctx context.Context, handle, displayName, password string) (User, error) {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+		return User{}, err
+	}
+	check := func(ctx context.Context) error {
+		st, err := s.store.SetupState(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Completed {
+			return errSetupComplete
+		}
+		return nil
+	}
+	if err := check(ctx); err != nil {
+		return User{}, err
+	}
+	return s.createOwner(ctx, handle, displayName, password, check)
+}
+
+func (s *Service) createOwner(ctx context.Context, handle, displayName, password string, check func(context.Context) error) (User, error) {
+	u, err := s.newPerson(handle, displayName, password)
+	if err != nil {
+		return User{}, err
+	}
+	u.IsOwner = true
+	hash, err := s.hasher.Hash(password)
+	if err != nil {
+		return User{}, err
+	}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		if err := check(ctx); err != nil { // again, in the transaction: two setups may race
+			return err
+		}
+		if err := s.insertPerson(ctx, u, hash, u.ID); err != nil {
+			return err
+		}
+		return s.store.CompleteSetup(ctx, u.CreatedAt)
+	})
+	if err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// newPerson validates the input of a new person and builds it (without writing).
+func (s *Service) newPerson(handle, displayName, password string) (User, error) {
+	if err := ValidateHandle(handle); err != nil {
+		return User{}, err
+	}
+	name, err := ValidateDisplayName(displayName)
+	if err != nil {
+		return User{}, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return User{}, err
+	}
+	now := s.clock.Now()
+	return User{ID: kernel.NewID(), Kind: kernel.KindPerson, Handle: handle, DisplayName: name, Status: StatusActive,
+		CreatedAt: now, UpdatedAt: now}, nil
+}
+
+func (s *Service) insertPerson(ctx context.Context, u User, hash string, actorID kernel.ID) error {
+	if err := s.store.CreatePrincipal(ctx, u, HandleKey(u.Handle)); err != nil {
+		if kernel.IsCode(err, kernel.CodeConflict) {
+			return errHandleTaken
+		}
+		return err
+	}
+	if err := s.store.SetPassword(ctx, u.ID, hash, u.CreatedAt); err != nil {
+		return err
+	}
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvUserCreated, SubjectID: u.ID, ActorID: actorID, Payload: u})
+	return nil
+}
+
+// ---- login, logout, authentication ----
+
+// LoginResult is what a successful login returns; Token is shown once and never stored.
+type LoginResult struct {
+	Token     string
+	ExpiresAt time.Time
+	User      User
+}
+
+// Login checks a handle and password and opens a session (auth.login.complete). An unknown
+// handle, a wrong password and a disabled person answer the same unauthenticated error in about
+// the same time. Failures are limited per client IP and per handle: rate_limited with
+// RetryAfterSeconds. A hash made with weaker parameters is replaced on success.
+func (s *Service) Login(ctx context.Context, handle, password, clientIP string) (LoginResult, error) {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActLogin, instanceResource); err != nil {
+		return LoginResult{}, err
+	}
+	key := HandleKey(handle)
+	ipKey, handleKey := "ip:"+clientIP, "handle:"+key
+	keys := []LimitKey{{Key: handleKey, Limit: s.cfg.LoginFailuresPerHandle}}
+	if clientIP != "" {
+		keys = append(keys, LimitKey{Key: ipKey, Limit: s.cfg.LoginFailuresPerIP})
+	}
+	if wait, ok := s.limiter.Take(keys...); !ok {
+		secs := int((wait + time.Second - 1) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		return LoginResult{}, &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many failed logins; try again later", RetryAfterSeconds: secs}
+	}
+
+	u, hash, err := s.loginCredential(ctx, key, password)
+	if err != nil {
+		return LoginResult{}, err // the slots stay taken: a store failure is no success
+	}
+	good := false
+	if hash != "" {
+		good, _ = s.hasher.Verify(hash, password)
+	} else {
+		_, _ = s.hasher.Verify(s.dummyHash, password)
+	}
+	if !good || u.Status != StatusActive {
+		return LoginResult{}, errInvalidLogin
+	}
+	for _, k := range keys {
+		s.limiter.Release(k.Key)
+	}
+
+	var rehash string
+	if s.hasher.NeedsRehash(hash) {
+		if h, err := s.hasher.Hash(password); err == nil {
+			rehash = h
+		}
+	}
+	token := randomToken(tokenBytes)
+	for strings.HasPrefix(token, APITokenPrefix) { // keep the two kinds of bearer apart
+		token = randomToken(tokenBytes)
+	}
+	now := s.clock.Now()
+	sess := Session{ID: kernel.NewID(), PrincipalID: u.ID, TokenHash: digest(token), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		if rehash != "" {
+			if err := s.store.SetPassword(ctx, u.ID, rehash, now); err != nil {
+				return err
+			}
+		}
+		return s.store.CreateSession(ctx, sess)
+	})
+	if err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Token: token, ExpiresAt: sess.ExpiresAt, User: u}, nil
+}
+
+// loginCredential returns the person and hash for a login, or an empty hash when there is none
+// to check (unknown handle, no password, input out of bounds).
+func (s *Service) loginCredential(ctx context.Context, key, password string) (User, string, error) {
+	if ValidateHandle(key) != nil || len(password) == 0 || len(password) > MaxPasswordBytes {
+		return User{}, "", nil
+	}
+	u, hash, err := s.store.LoginCredential(ctx, key)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return User{}, "", nil
+	}
+	return u, hash, err
+}
+
+// Logout ends the session the actor came with (auth.logout) and appends the personal event
+// session.revoked. An actor that came with an API token has no session: nothing happens.
+func (s *Service) Logout(ctx context.Context, actor kernel.Actor) error {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActLogout, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
+		return err
+	}
+	if actor.SessionID.IsZero() {
+		return nil
+	}
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		if err := s.store.RevokeSession(ctx, actor.SessionID, s.clock.Now()); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvSessionRevoked, Scope: kernel.Scope{PrincipalID: actor.ID},
+			SubjectID: actor.SessionID, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": actor.SessionID}})
+		return nil
+	})
+}
+
+// Authenticate resolves a bearer (a session token, or an API token with the prefix bothy_) to
+// its actor with one indexed read that also checks expiry, revocation and the principal's status,
+// so a disabled principal or a revoked credential stops at the next request. Errors:
+// unauthenticated.
+func (s *Service) Authenticate(ctx context.Context, bearer string) (kernel.Actor, error) {
+	if bearer == "" || len(bearer) > maxBearerLen {
+		return kernel.Anonymous, errBadCredentials
+	}
+	if strings.HasPrefix(bearer, APITokenPrefix) {
+		c, err := s.store.TokenCredential(ctx, digest(bearer))
+		if err != nil {
+			if kernel.IsCode(err, kernel.CodeNotFound) {
+				return kernel.Anonymous, errBadCredentials
+			}
+			return kernel.Anonymous, err
+		}
+		s.touch(ctx, c)
+		return c.Actor, nil
+	}
+	c, err := s.store.SessionCredential(ctx, digest(bearer), s.clock.Now())
+	if err != nil {
+		if kernel.IsCode(err, kernel.CodeNotFound) {
+			return kernel.Anonymous, errBadCredentials
+		}
+		return kernel.Anonymous, err
+	}
+	return c.Actor, nil
+}
+
+// touch records the use of an API token at most once per TokenTouchInterval per token, so that
+// authentication stays a read on the hot path.
+func (s *Service) touch(ctx context.Context, c Credential) {
+	now := s.clock.Now()
+	every := s.cfg.TokenTouchInterval
+	if c.LastUsedAt != nil && now.Sub(*c.LastUsedAt) < every {
+		return
+	}
+	id := c.Actor.TokenID
+	if last, ok := s.touched.Load(id); ok && now.Sub(last.(time.Time)) < every {
+		return
+	}
+	s.touched.Store(id, now)
+	// Best effort: a failed touch must not fail the request it rides on.
+	_ = s.uow.Do(ctx, func(ctx context.Context) error { return s.store.TouchToken(ctx, id, now) })
+}
+
+// ---- people ----
+
+// Me returns the actor's own principal (self.read).
+func (s *Service) Me(ctx context.Context, actor kernel.Actor) (User, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActSelfRead, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
+		return User{}, err
+	}
+	return s.store.Principal(ctx, actor.ID)
+}
+
+// CreateUser creates a person (user.create, owners only) and appends user.created.
+// Errors: unauthenticated, forbidden, validation_failed, conflict (handle).
+func (s *Service) CreateUser(ctx context.Context, actor kernel.Actor, handle, displayName, password string) (User, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActUserCreate, instanceResource); err != nil {
+		return User{}, err
+	}
+	u, err := s.newPerson(handle, displayName, password)
+	if err != nil {
+		return User{}, err
+	}
+	hash, err := s.hasher.Hash(password)
+	if err != nil {
+		return User{}, err
+	}
+	if err := s.uow.Do(ctx, func(ctx context.Context) error { return s.insertPerson(ctx, u, hash, actor.ID) }); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// ListUsers lists people in id order after the id after (user.read, any principal). limit ≤ 0
+// means 100; at most 500.
+func (s *Service) ListUsers(ctx context.Context, actor kernel.Actor, after kernel.ID, limit int) ([]User, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActUserRead, instanceResource); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	if limit > maxListLimit {
+		limit = maxListLimit
+	}
+	return s.store.People(ctx, after, limit)
+}
+
+// DisableUser disables a person (user.disable, owners only): its sessions and tokens are revoked
+// in the same transaction, UserDisabled is published in it and user.updated appended. Disabling
+// a disabled person changes nothing. Errors: not_found, forbidden, last_owner.
+func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (User, error) {
+	if !actor.Authenticated() {
+		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+	}
+	var out User
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		u, err := s.store.Principal(ctx, id)
+		if err != nil {
+			return err
+		}
+		if u.Kind != kernel.KindPerson {
+			return kernel.ErrNotFound
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+			return err
+		}
+		if u.Status == StatusDisabled {
+			out = u
+			return nil
+		}
+		if u.IsOwner {
+			n, err := s.store.ActiveOwners(ctx)
+			if err != nil {
+				return err
+			}
+			if n <= 1 {
+				return errLastOwner
+			}
+		}
+		now := s.clock.Now()
+		if err := s.store.DisablePrincipal(ctx, id, now); err != nil {
+			return err
+		}
+		if err := s.store.RevokeSessions(ctx, id, now); err != nil {
+			return err
+		}
+		if err := s.store.RevokeTokens(ctx, id, now); err != nil {
+			return err
+		}
+		if err := kernel.Publish(ctx, s.bus, UserDisabled{UserID: id}); err != nil {
+			return err
+		}
+		u.Status, u.UpdatedAt, u.DisabledAt = StatusDisabled, now, &now
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvUserUpdated, SubjectID: id, ActorID: actor.ID, Payload: u})
+		out = u
+		return nil
+	})
+	return out, err
+}
+
+// ---- API tokens ----
+
+// CreateToken creates an API token for the actor itself (token.create). The value, bothy_ and
+// 32 random bytes in base64url, is returned once; only its digest is stored.
+// Errors: unauthenticated, validation_failed (name).
+func (s *Service) CreateToken(ctx context.Context, actor kernel.Actor, name string) (Token, string, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActTokenCreate, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
+		return Token{}, "", err
+	}
+	name, err := validText("name", name, MaxTokenNameLen)
+	if err != nil {
+		return Token{}, "", err
+	}
+	value := APITokenPrefix + randomToken(tokenBytes)
+	t := Token{ID: kernel.NewID(), PrincipalID: actor.ID, Name: name, TokenHash: digest(value), CreatedAt: s.clock.Now()}
+	if err := s.uow.Do(ctx, func(ctx context.Context) error { return s.store.CreateToken(ctx, t) }); err != nil {
+		return Token{}, "", err
+	}
+	t.TokenHash = ""
+	return t, value, nil
+}
+
+// ListTokens lists the actor's live tokens, without their values (token.list).
+func (s *Service) ListTokens(ctx context.Context, actor kernel.Actor) ([]Token, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActTokenList, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
+		return nil, err
+	}
+	return s.store.Tokens(ctx, actor.ID)
+}
+
+// RevokeToken revokes one of the actor's own tokens (token.revoke); another principal's token
+// answers not_found, like a missing one.
+func (s *Service) RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error {
+	if !actor.Authenticated() {
+		return s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id})
+	}
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		t, err := s.store.Token(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id, OwnerID: t.PrincipalID}); err != nil {
+			return err
+		}
+		return s.store.RevokeToken(ctx, id, s.clock.Now())
+	})
+}
