@@ -80,18 +80,42 @@ func checkRequest(in *openapi3filter.RequestValidationInput, body []byte) error 
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	cp := *in
 	cp.Request = r
-	return openapi3filter.ValidateRequest(context.Background(), &cp)
+	return shortErr(openapi3filter.ValidateRequest(context.Background(), &cp))
 }
 
 // checkResponse validates one answer against the operation of its request.
 func checkResponse(in *openapi3filter.RequestValidationInput, status int, header http.Header, body []byte) error {
-	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+	return shortErr(openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: in,
 		Status:                 status,
 		Header:                 header,
 		Body:                   io.NopCloser(bytes.NewReader(body)),
 		Options:                filterOptions,
-	})
+	}))
+}
+
+// shortErr drops the schema and value dumps of the validator's messages: the test prints the
+// answer itself, and the reason with its JSON pointer is what a reader needs.
+func shortErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var keep []string
+	skipping := false
+	for _, line := range strings.Split(err.Error(), "\n") {
+		switch t := strings.TrimSpace(line); {
+		case t == "Schema:" || t == "Value:":
+			skipping = true
+			continue
+		case skipping && (line == "" || line[0] == ' ' || line[0] == '\t'):
+			continue
+		}
+		skipping = false
+		if strings.TrimSpace(line) != "" {
+			keep = append(keep, strings.TrimSpace(line))
+		}
+	}
+	return errors.New(strings.Join(keep, " | "))
 }
 
 // checkProblem validates an answer that no operation documents (unknown path, wrong method):

@@ -1,0 +1,99 @@
+package tests
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// The routes of the contract; the document must describe each of them, and nothing else.
+var contractRoutes = []string{
+	"POST /api/v1/setup", "POST /api/v1/auth/login", "POST /api/v1/auth/logout", "GET /api/v1/me",
+	"POST /api/v1/users", "GET /api/v1/users", "POST /api/v1/users/{id}/disable",
+	"POST /api/v1/tokens", "GET /api/v1/tokens", "DELETE /api/v1/tokens/{id}",
+	"POST /api/v1/spaces", "GET /api/v1/spaces", "GET /api/v1/spaces/{id}", "PATCH /api/v1/spaces/{id}",
+	"POST /api/v1/spaces/{id}/channels", "GET /api/v1/spaces/{id}/channels", "GET /api/v1/channels/{id}", "PATCH /api/v1/channels/{id}",
+	"POST /api/v1/channels/{id}/grants", "GET /api/v1/channels/{id}/grants", "DELETE /api/v1/channels/{id}/grants/{principal_id}",
+	"POST /api/v1/channels/{id}/threads", "GET /api/v1/channels/{id}/threads",
+	"POST /api/v1/threads/{id}/messages", "GET /api/v1/threads/{id}/messages",
+	"GET /api/v1/messages/{id}", "PATCH /api/v1/messages/{id}", "DELETE /api/v1/messages/{id}",
+	"PUT /api/v1/messages/{id}/reactions/{emoji}", "DELETE /api/v1/messages/{id}/reactions/{emoji}",
+	"GET /api/v1/events", "GET /api/v1/openapi.json",
+}
+
+var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true}
+
+// TestOpenAPIDocument holds the rules the document keeps for every operation, so an edit that
+// forgets one fails here rather than in a reader's client.
+func TestOpenAPIDocument(t *testing.T) {
+	ops := map[string]*openapi3.Operation{}
+	for path, item := range apiDoc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+path] = op
+		}
+	}
+	t.Run("it describes exactly the routes of the contract", func(t *testing.T) {
+		for _, r := range contractRoutes {
+			if ops[r] == nil {
+				t.Errorf("no operation for %s", r)
+			}
+		}
+		if len(ops) != len(contractRoutes) {
+			t.Errorf("%d operations, the contract has %d routes", len(ops), len(contractRoutes))
+		}
+	})
+	for name, op := range ops {
+		t.Run(name+" keeps the rules", func(t *testing.T) {
+			public := op.Security != nil && len(*op.Security) == 0
+			if public != publicRoutes[name] {
+				t.Errorf("public %v, want %v", public, publicRoutes[name])
+			}
+			if !public && op.Responses.Status(401) == nil {
+				t.Errorf("no 401 on an authenticated route")
+			}
+			if op.Extensions["x-bothy-action"] == nil {
+				t.Errorf("no x-bothy-action")
+			}
+			if strings.HasPrefix(name, "POST ") && !public {
+				found := false
+				for _, p := range op.Parameters {
+					found = found || (p.Value.In == "header" && p.Value.Name == "Idempotency-Key")
+				}
+				if !found && name != "POST /api/v1/auth/logout" {
+					t.Errorf("no Idempotency-Key header parameter")
+				}
+			}
+			if op.RequestBody != nil {
+				for _, st := range []int{400, 413, 415} {
+					if op.Responses.Status(st) == nil {
+						t.Errorf("a route with a body does not document %d", st)
+					}
+				}
+				s := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+				if s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+					t.Errorf("the request body allows unknown fields")
+				}
+			}
+			for code, resp := range op.Responses.Map() {
+				if resp.Value.Headers["Correlation-Id"] == nil {
+					t.Errorf("%s: no Correlation-Id header", code)
+				}
+				st, _ := strconv.Atoi(code)
+				if st >= 400 {
+					if resp.Value.Content.Get("application/problem+json") == nil || len(resp.Value.Content) != 1 {
+						t.Errorf("%s: not application/problem+json only", code)
+					}
+				} else if st != 204 && st >= 200 && st < 300 {
+					body := resp.Value.Content.Get("application/json")
+					if body == nil {
+						t.Errorf("%s: no application/json body", code)
+					} else if ap := body.Schema.Value.AdditionalProperties.Has; ap != nil && !*ap {
+						t.Errorf("%s: the answer forbids extra fields", code)
+					}
+				}
+			}
+		})
+	}
+}
