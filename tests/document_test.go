@@ -8,7 +8,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// The routes of the contract; the document must describe each of them, and nothing else.
+// The routes of the contract and those the server added; the document must describe each of
+// them, and nothing else.
 var contractRoutes = []string{
 	"POST /api/v1/setup", "POST /api/v1/auth/login", "POST /api/v1/auth/logout", "GET /api/v1/me",
 	"POST /api/v1/users", "GET /api/v1/users", "POST /api/v1/users/{id}/disable",
@@ -19,6 +20,7 @@ var contractRoutes = []string{
 	"POST /api/v1/channels/{id}/threads", "GET /api/v1/channels/{id}/threads",
 	"POST /api/v1/threads/{id}/messages", "GET /api/v1/threads/{id}/messages",
 	"GET /api/v1/messages/{id}", "PATCH /api/v1/messages/{id}", "DELETE /api/v1/messages/{id}",
+	"GET /api/v1/messages/{id}/revisions", // not in the first contract; the server has it
 	"PUT /api/v1/messages/{id}/reactions/{emoji}", "DELETE /api/v1/messages/{id}/reactions/{emoji}",
 	"GET /api/v1/events", "GET /api/v1/openapi.json",
 }

@@ -73,6 +73,11 @@ type (
 		EditedAt    *string  `json:"edited_at"`
 		Deleted     bool     `json:"deleted"`
 	}
+	revision struct {
+		MessageID string `json:"message_id"`
+		Version   int    `json:"version"`
+		Content   string `json:"content"`
+	}
 	threadWithMessage struct {
 		Thread  thread  `json:"thread"`
 		Message message `json:"message"`

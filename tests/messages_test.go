@@ -73,6 +73,21 @@ func TestMessages(t *testing.T) {
 			},
 		},
 		{
+			name: "the earlier contents are kept as revisions", as: "bob", method: "GET", path: api("messages", "{m1.id}", "revisions"),
+			status: http.StatusOK,
+			check: func(t *testing.T, p *play, r *response) {
+				var l page[revision]
+				r.decode(t, &l)
+				var contents []string
+				for _, rv := range l.Items {
+					contents = append(contents, rv.Content)
+				}
+				if !slices.Contains(contents, "hello") || !slices.Contains(contents, "hello, edited") {
+					t.Errorf("revisions %q lack the earlier contents", contents)
+				}
+			},
+		},
+		{
 			name: "someone else cannot edit it", as: "bob", method: "PATCH", path: api("messages", "{m1.id}"),
 			body: map[string]any{"content": "hijack"}, status: http.StatusForbidden, fields: map[string]any{"code": "forbidden"},
 		},
@@ -112,6 +127,15 @@ func TestMessages(t *testing.T) {
 		{
 			name: "a tombstone stays without the content", as: "owner", method: "GET", path: api("messages", "{doomed.id}"),
 			status: http.StatusOK, fields: map[string]any{"id": "{doomed.id}", "deleted": true, "content": ""},
+		},
+		{
+			name: "the revisions of a deleted message keep nothing of it", as: "bob", method: "GET", path: api("messages", "{doomed.id}", "revisions"),
+			status: http.StatusOK, orStatus: []int{http.StatusGone, http.StatusNotFound}, events: anyEvents,
+			check: func(t *testing.T, p *play, r *response) {
+				if strings.Contains(string(r.raw), "words that must vanish") {
+					t.Errorf("the revisions still hold the deleted content: %s", r.raw)
+				}
+			},
 		},
 		{
 			name: "a deleted message cannot be edited", as: "bob", method: "PATCH", path: api("messages", "{doomed.id}"),
