@@ -15,6 +15,7 @@ func nested(depth int) []byte {
 // TestBadInputChangesNothing sends what the server must refuse and checks the clear error and
 // that the log did not move (DESIGN §2.6).
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	sp := in.owner.mustCreateSpace(t, "Bad input")
 	ch := in.owner.mustCreateChannel(t, sp.ID, "general")

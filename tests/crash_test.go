@@ -17,7 +17,8 @@ import (
 
 // TestCrashLosesNoAcknowledgedWrite kills the server with SIGKILL while eight clients post as
 // fast as they can, restarts it on the same data directory and checks that every message that
-// was answered 2xx is there, that the log is gapless and that the database is intact.
+// was answered 2xx is there, that the log is gapless and that the database is intact. It is
+// not parallel: the other tests run after it, so the load has the machine to itself.
 func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	in := mustStartWithOwner(t)
 	sp := in.owner.mustCreateSpace(t, "Crash")

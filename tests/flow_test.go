@@ -20,6 +20,7 @@ func loginAs(name string) func(t *testing.T, p *play, r *response) {
 // TestReadmeFlow walks the path of the README: the printed setup code, the owner's login,
 // a space, a channel, a thread and a message, and the log that tells all of it in order.
 func TestReadmeFlow(t *testing.T) {
+	t.Parallel()
 	srv := mustStart(t)
 	p := newPlay(srv)
 	p.vars["setup"] = map[string]any{"code": srv.setupCode}
@@ -168,6 +169,7 @@ func TestReadmeFlow(t *testing.T) {
 // TestTokens covers API tokens: shown once, usable as a bearer token, listed without their
 // value, and dead at once after revocation.
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	p := newPlay(in.srv)
 	p.clients["owner"] = in.owner

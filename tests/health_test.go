@@ -11,6 +11,7 @@ import (
 // TestHealthAndDiscovery checks the health endpoints, which live only on the internal listener,
 // the served OpenAPI document, and the correlation id of every answer.
 func TestHealthAndDiscovery(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	get := func(t *testing.T, url string) (int, []byte) {
 		t.Helper()

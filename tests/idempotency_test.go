@@ -8,6 +8,7 @@ import (
 // TestIdempotencyKey covers the Idempotency-Key header of POSTs: a retry answers the stored
 // answer without a second effect, another body is refused, and keys belong to one principal.
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	_, dave := in.mustCreateUser(t, "dave")
 	p := newPlay(in.srv)

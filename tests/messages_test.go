@@ -11,6 +11,7 @@ import (
 // TestMessages covers the life of a message: the author's client_msg_id, edits, deletion to a
 // tombstone, reactions and mentions.
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	sp := in.owner.mustCreateSpace(t, "Talk")
 	ch := in.owner.mustCreateChannel(t, sp.ID, "general")
@@ -180,6 +181,7 @@ func TestMessages(t *testing.T) {
 // TestMessagePaging pages through a thread with before and after: every message comes exactly
 // once, in order, and has_more is true until the last page.
 func TestMessagePaging(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	sp := in.owner.mustCreateSpace(t, "Pages")
 	ch := in.owner.mustCreateChannel(t, sp.ID, "long")

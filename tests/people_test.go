@@ -9,6 +9,7 @@ import (
 // TestPeople covers what a person who is not an owner may see and do, before and after grants,
 // and that disabling a person stops all of its credentials at once.
 func TestPeople(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	sp := in.owner.mustCreateSpace(t, "Private")
 	ch := in.owner.mustCreateChannel(t, sp.ID, "secret-plans")

@@ -8,6 +8,7 @@ import (
 
 // TestLoginRateLimit guesses passwords until the server says 429 with Retry-After.
 func TestLoginRateLimit(t *testing.T) {
+	t.Parallel()
 	in := mustStartWithOwner(t)
 	anon := as(in.srv, "")
 	const maxAttempts = 50
