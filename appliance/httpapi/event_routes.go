@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	appsync "bothy.dev/bothy/app/sync"
+)
+
+// CatchUpUseCase is what the event routes call; *sync.Service implements it.
+type CatchUpUseCase interface {
+	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (appsync.Page, error)
+}
+
+var _ CatchUpUseCase = (*appsync.Service)(nil)
+
+// eventJSON is one event as catch-up answers it; data is the payload exactly as logged.
+type eventJSON struct {
+	Seq       int64           `json:"seq"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
+	SpaceID   kernel.ID       `json:"space_id,omitempty"`
+	ChannelID kernel.ID       `json:"channel_id,omitempty"`
+	ThreadID  kernel.ID       `json:"thread_id,omitempty"`
+}
+
+type eventPageJSON struct {
+	Events    []eventJSON `json:"events"`
+	HeadSeq   int64       `json:"head_seq"`
+	NextAfter int64       `json:"next_after"`
+}
+
+// EventRoutes serves catch-up on the event log: GET /api/v1/events?after=SEQ&limit=N.
+func EventRoutes(s CatchUpUseCase) []Route {
+	return []Route{
+		{Method: http.MethodGet, Pattern: "/api/v1/events", Action: kernel.ActEventsCatchUp, Handler: func(r *Request) (int, any, error) {
+			q := r.URL.Query()
+			var after int64
+			if v := q.Get("after"); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 {
+					return 0, nil, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: "after", Message: "after must be a seq (an integer of 0 or more)"}
+				}
+				after = n
+			}
+			limit := 0
+			if v := q.Get("limit"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return 0, nil, kernel.Invalid("limit", "limit must be an integer from 1 to %d", appsync.MaxLimit)
+				}
+				limit = n
+			}
+			p, err := s.CatchUp(r.Context(), r.Actor, after, limit)
+			if err != nil {
+				return 0, nil, err
+			}
+			out := eventPageJSON{Events: make([]eventJSON, len(p.Events)), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}
+			for i, e := range p.Events {
+				out.Events[i] = eventJSON{Seq: e.Seq, Type: e.Type, Data: json.RawMessage(e.Payload), CreatedAt: e.CreatedAt,
+					SpaceID: e.Scope.SpaceID, ChannelID: e.Scope.ChannelID, ThreadID: e.Scope.ThreadID}
+			}
+			return http.StatusOK, out, nil
+		}},
+	}
+}

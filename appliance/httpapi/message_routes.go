@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+)
+
+// MessageUseCases is what the message routes call; *messaging.Service implements it.
+type MessageUseCases interface {
+	CreateThread(ctx context.Context, actor kernel.Actor, channelID kernel.ID, in messaging.NewThread) (chat.Thread, messaging.Message, bool, error)
+	CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in messaging.NewMessage) (messaging.Message, bool, error)
+	ListMessages(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error)
+	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
+	EditMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, content string) (messaging.Message, error)
+	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
+	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+	RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+}
+
+var _ MessageUseCases = (*messaging.Service)(nil)
+
+// clientMsgID reads the optional client_msg_id of a create: absent or null is none; present it
+// must not be empty (the contract's minLength 1).
+func clientMsgID(p *string) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	if *p == "" {
+		return "", kernel.Invalid("client_msg_id", "client_msg_id must not be empty; leave it out instead")
+	}
+	return *p, nil
+}
+
+// createdStatus is 201 for a new message and 200 for the idempotent repeat of a client_msg_id,
+// which answers the message created the first time (seed 8.4): the status tells the client
+// that nothing new happened, the body is the same either way.
+func createdStatus(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// MessageRoutes serves threads with their first message, messages and reactions. (The
+// revisions of a message have a use case, messaging.Service.ListRevisions, but no route yet:
+// the REST contract does not list one.)
+func MessageRoutes(m MessageUseCases) []Route {
+	return []Route{
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				Title       string  `json:"title"`
+				Content     string  `json:"content"`
+				ClientMsgID *string `json:"client_msg_id"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			cmid, err := clientMsgID(in.ClientMsgID)
+			if err != nil {
+				return 0, nil, err
+			}
+			th, msg, created, err := m.CreateThread(r.Context(), r.Actor, id, messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: cmid})
+			if err != nil {
+				return 0, nil, err
+			}
+			return createdStatus(created), struct {
+				Thread  chat.Thread       `json:"thread"`
+				Message messaging.Message `json:"message"`
+			}{th, msg}, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageCreate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				Content     string  `json:"content"`
+				ClientMsgID *string `json:"client_msg_id"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			cmid, err := clientMsgID(in.ClientMsgID)
+			if err != nil {
+				return 0, nil, err
+			}
+			msg, created, err := m.CreateMessage(r.Context(), r.Actor, id, messaging.NewMessage{Content: in.Content, ClientMsgID: cmid})
+			if err != nil {
+				return 0, nil, err
+			}
+			return createdStatus(created), msg, nil
+		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			p, err := keysetPage(r)
+			if err != nil {
+				return 0, nil, err
+			}
+			items, more, err := m.ListMessages(r.Context(), r.Actor, id, p)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, itemsPage[messaging.Message]{Items: nonNil(items), HasMore: more}, nil
+		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			msg, err := m.GetMessage(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, msg, nil
+		}},
+		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageUpdate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				Content string `json:"content"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			msg, err := m.EditMessage(r.Context(), r.Actor, id, in.Content)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, msg, nil
+		}},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageDelete, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := m.DeleteMessage(r.Context(), r.Actor, id); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionAdd, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := m.AddReaction(r.Context(), r.Actor, id, r.PathValue("emoji")); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionRemove, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := m.RemoveReaction(r.Context(), r.Actor, id, r.PathValue("emoji")); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+	}
+}
