@@ -75,7 +75,7 @@ func newAuthzEnv(t *testing.T) *authzEnv {
 
 func (e *authzEnv) grant(t *testing.T, by kernel.Actor, ch kernel.ID, to kernel.Actor, l authz.Level) authz.Grant {
 	t.Helper()
-	g, err := e.az.CreateGrant(context.Background(), by, ch, to.ID, l)
+	g, _, err := e.az.CreateGrant(context.Background(), by, ch, to.ID, l)
 	if err != nil {
 		t.Fatalf("grant %s to %s: %v", l, to.Handle, err)
 	}
@@ -146,9 +146,13 @@ func TestGrants(t *testing.T) {
 
 	t.Run("granting the same level again changes nothing", func(t *testing.T) {
 		e := newAuthzEnv(t)
-		e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
+		if _, created, _ := e.az.CreateGrant(ctx, e.owner, e.channel, e.alice.ID, authz.LevelView); !created {
+			t.Fatal("a new grant is not reported as created")
+		}
 		v := e.version(t)
-		e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
+		if _, created, _ := e.az.CreateGrant(ctx, e.owner, e.channel, e.alice.ID, authz.LevelView); created {
+			t.Fatal("an existing grant is reported as created")
+		}
 		if e.version(t) != v || len(e.events(t)) != 1 {
 			t.Fatalf("version %d→%d, %d events", v, e.version(t), len(e.events(t)))
 		}
@@ -175,7 +179,7 @@ func TestGrants(t *testing.T) {
 	t.Run("a grant to an unknown or disabled principal is refused on principal_id", func(t *testing.T) {
 		e := newAuthzEnv(t)
 		for _, p := range []kernel.ID{kernel.NewID(), e.carol.ID, ""} {
-			_, err := e.az.CreateGrant(ctx, e.owner, e.channel, p, authz.LevelView)
+			_, _, err := e.az.CreateGrant(ctx, e.owner, e.channel, p, authz.LevelView)
 			var ke *kernel.Error
 			if !kernel.IsCode(err, kernel.CodeValidation) || !asKernelError(err, &ke) || ke.Field != "principal_id" {
 				t.Fatalf("%q: %v", p, err)
@@ -188,7 +192,7 @@ func TestGrants(t *testing.T) {
 
 	t.Run("an invalid level is refused on level", func(t *testing.T) {
 		e := newAuthzEnv(t)
-		_, err := e.az.CreateGrant(ctx, e.owner, e.channel, e.alice.ID, authz.Level(9))
+		_, _, err := e.az.CreateGrant(ctx, e.owner, e.channel, e.alice.ID, authz.Level(9))
 		var ke *kernel.Error
 		if !asKernelError(err, &ke) || ke.Code != kernel.CodeValidation || ke.Field != "level" {
 			t.Fatalf("got %v", err)
@@ -198,13 +202,13 @@ func TestGrants(t *testing.T) {
 	t.Run("only a manager may grant: a viewer is forbidden, a stranger finds nothing", func(t *testing.T) {
 		e := newAuthzEnv(t)
 		e.grant(t, e.owner, e.channel, e.alice, authz.LevelPost)
-		if _, err := e.az.CreateGrant(ctx, e.alice, e.channel, e.bob.ID, authz.LevelView); !kernel.IsCode(err, kernel.CodeForbidden) {
+		if _, _, err := e.az.CreateGrant(ctx, e.alice, e.channel, e.bob.ID, authz.LevelView); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("poster: %v", err)
 		}
-		if _, err := e.az.CreateGrant(ctx, e.bob, e.channel, e.bob.ID, authz.LevelManage); !kernel.IsCode(err, kernel.CodeNotFound) {
+		if _, _, err := e.az.CreateGrant(ctx, e.bob, e.channel, e.bob.ID, authz.LevelManage); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("stranger: %v", err)
 		}
-		if _, err := e.az.CreateGrant(ctx, e.owner, kernel.NewID(), e.bob.ID, authz.LevelView); !kernel.IsCode(err, kernel.CodeNotFound) {
+		if _, _, err := e.az.CreateGrant(ctx, e.owner, kernel.NewID(), e.bob.ID, authz.LevelView); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("missing channel: %v", err)
 		}
 		if _, err := e.az.ListGrants(ctx, e.alice, e.channel); !kernel.IsCode(err, kernel.CodeForbidden) {
@@ -217,7 +221,7 @@ func TestGrants(t *testing.T) {
 
 	t.Run("a space grant covers the space's channels but not its DMs", func(t *testing.T) {
 		e := newAuthzEnv(t)
-		if _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.space, e.alice.ID, authz.LevelManage); err != nil {
+		if _, _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.space, e.alice.ID, authz.LevelManage); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.az.Authorize(ctx, e.alice, kernel.ActGrantCreate, kernel.Resource{Kind: kernel.ResChannel, ID: e.channel2, SpaceID: e.space}); err != nil {
@@ -241,7 +245,7 @@ func TestGrants(t *testing.T) {
 
 	t.Run("an owner does not see a DM it is not in until granted", func(t *testing.T) {
 		e := newAuthzEnv(t)
-		if _, err := e.az.CreateGrant(ctx, e.owner, e.dm, e.alice.ID, authz.LevelPost); !kernel.IsCode(err, kernel.CodeNotFound) {
+		if _, _, err := e.az.CreateGrant(ctx, e.owner, e.dm, e.alice.ID, authz.LevelPost); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("owner grants on a dm: %v", err)
 		}
 		// Only a manager of the DM channel itself may grant there; give one by the store.
@@ -295,7 +299,7 @@ func TestAuthzStoreQueries(t *testing.T) {
 	ctx := context.Background()
 	e := newAuthzEnv(t)
 	e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
-	if _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.space, e.alice.ID, authz.LevelPost); err != nil {
+	if _, _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.space, e.alice.ID, authz.LevelPost); err != nil {
 		t.Fatal(err)
 	}
 	e.grant(t, e.owner, e.otherCh, e.bob, authz.LevelInvoke)
@@ -385,7 +389,7 @@ func BenchmarkAuthorizeMessageCreate(b *testing.B) {
 	alice := mustPrincipal(b, db, "alice", false, "active")
 	space := mustSpace(b, db, owner.ID)
 	ch := mustChannel(b, db, space, owner.ID, "channel")
-	if _, err := az.CreateGrant(context.Background(), owner, ch, alice.ID, authz.LevelPost); err != nil {
+	if _, _, err := az.CreateGrant(context.Background(), owner, ch, alice.ID, authz.LevelPost); err != nil {
 		b.Fatal(err)
 	}
 	r := kernel.Resource{Kind: kernel.ResMessage, SpaceID: space, ChannelID: ch, ChannelKind: "channel", OwnerID: alice.ID}

@@ -78,21 +78,24 @@ func (s *Service) loadSpace(ctx context.Context, id kernel.ID) (target, error) {
 }
 
 // CreateGrant gives principal level on a channel, or changes the level it holds there (grant.create,
-// manage on the channel or its space). Errors: not_found (no such channel, or invisible to actor),
-// forbidden, validation_failed (level; principal_id unknown or disabled).
-func (s *Service) CreateGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID, level Level) (Grant, error) {
+// manage on the channel or its space); created reports a new grant rather than a changed one.
+// Errors: not_found (no such channel, or invisible to actor), forbidden, validation_failed (level;
+// principal_id unknown or disabled).
+func (s *Service) CreateGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID, level Level) (g Grant, created bool, err error) {
 	return s.setGrant(ctx, actor, principalID, level, func(ctx context.Context) (target, error) { return s.loadChannel(ctx, channelID) })
 }
 
 // CreateSpaceGrant gives principal level on a space and so on all its non-DM channels (grant.create,
 // manage on the space). Errors as CreateGrant.
-func (s *Service) CreateSpaceGrant(ctx context.Context, actor kernel.Actor, spaceID, principalID kernel.ID, level Level) (Grant, error) {
+func (s *Service) CreateSpaceGrant(ctx context.Context, actor kernel.Actor, spaceID, principalID kernel.ID, level Level) (g Grant, created bool, err error) {
 	return s.setGrant(ctx, actor, principalID, level, func(ctx context.Context) (target, error) { return s.loadSpace(ctx, spaceID) })
 }
 
-func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID kernel.ID, level Level, load func(context.Context) (target, error)) (Grant, error) {
+func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID kernel.ID, level Level, load func(context.Context) (target, error)) (Grant, bool, error) {
 	var out Grant
+	var created bool
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		created = false
 		t, err := load(ctx)
 		if err != nil {
 			return err
@@ -122,6 +125,7 @@ func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID 
 		case err != nil && !kernel.IsCode(err, kernel.CodeNotFound):
 			return err
 		}
+		created = err != nil
 		g, err := s.store.UpsertGrant(ctx, Grant{ResourceKind: t.kind, ResourceID: t.id, PrincipalID: principalID,
 			Level: level, CreatedBy: actor.ID, CreatedAt: s.clock.Now()})
 		if err != nil {
@@ -132,7 +136,7 @@ func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID 
 		name := level.String()
 		return s.changed(ctx, actor, t, principalID, &name)
 	})
-	return out, err
+	return out, created, err
 }
 
 // changed appends grant.changed and bumps the permission version, in the caller's Unit of Work.

@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// GrantUseCases is what the grant routes call; *authz.Service implements it.
+type GrantUseCases interface {
+	CreateGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID, level authz.Level) (authz.Grant, bool, error)
+	ListGrants(ctx context.Context, actor kernel.Actor, channelID kernel.ID) ([]authz.Grant, error)
+	RevokeGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID) error
+}
+
+var _ GrantUseCases = (*authz.Service)(nil)
+
+type grantView struct {
+	ChannelID   kernel.ID `json:"channel_id"`
+	PrincipalID kernel.ID `json:"principal_id"`
+	Level       string    `json:"level"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func viewGrant(g authz.Grant) grantView {
+	return grantView{ChannelID: g.ResourceID, PrincipalID: g.PrincipalID, Level: g.Level.String(), CreatedAt: g.CreatedAt.UTC()}
+}
+
+// GrantRoutes serves the grants of a channel: 201 for a new grant, 200 when an existing grant
+// changed (or kept) its level.
+func GrantRoutes(az GrantUseCases) []Route {
+	return []Route{
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantCreate, Handler: func(r *Request) (int, any, error) {
+			channelID, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				PrincipalID string `json:"principal_id"`
+				Level       string `json:"level"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			level, err := authz.ParseLevel(in.Level)
+			if err != nil {
+				return 0, nil, err
+			}
+			principalID, err := kernel.ParseID(in.PrincipalID)
+			if err != nil {
+				return 0, nil, kernel.Invalid("principal_id", "principal_id must be an id")
+			}
+			g, created, err := az.CreateGrant(r.Context(), r.Actor, channelID, principalID, level)
+			if err != nil {
+				return 0, nil, err
+			}
+			status := http.StatusOK
+			if created {
+				status = http.StatusCreated
+			}
+			return status, viewGrant(g), nil
+		}},
+
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantRead, Handler: func(r *Request) (int, any, error) {
+			channelID, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			gs, err := az.ListGrants(r.Context(), r.Actor, channelID)
+			if err != nil {
+				return 0, nil, err
+			}
+			out := itemsOf[grantView]{Items: make([]grantView, 0, len(gs))}
+			for _, g := range gs {
+				out.Items = append(out.Items, viewGrant(g))
+			}
+			return http.StatusOK, out, nil
+		}},
+
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/grants/{principal_id}", Action: kernel.ActGrantRevoke, Handler: func(r *Request) (int, any, error) {
+			channelID, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			principalID, err := r.PathID("principal_id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := az.RevokeGrant(r.Context(), r.Actor, channelID, principalID); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+	}
+}

@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// IdentityUseCases is what the identity routes call; *identity.Service implements it.
+type IdentityUseCases interface {
+	Setup(ctx context.Context, code, handle, displayName, password string) (identity.User, error)
+	Login(ctx context.Context, handle, password, clientIP string) (identity.LoginResult, error)
+	Logout(ctx context.Context, actor kernel.Actor) error
+	Me(ctx context.Context, actor kernel.Actor) (identity.User, error)
+	CreateUser(ctx context.Context, actor kernel.Actor, handle, displayName, password string) (identity.User, error)
+	ListUsers(ctx context.Context, actor kernel.Actor, after kernel.ID, limit int) ([]identity.User, error)
+	DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
+	CreateToken(ctx context.Context, actor kernel.Actor, name string) (identity.Token, string, error)
+	ListTokens(ctx context.Context, actor kernel.Actor) ([]identity.Token, error)
+	RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error
+}
+
+var _ IdentityUseCases = (*identity.Service)(nil)
+
+// userView is a principal as the API shows it.
+type userView struct {
+	ID          kernel.ID            `json:"id"`
+	Handle      string               `json:"handle"`
+	DisplayName string               `json:"display_name"`
+	Kind        kernel.PrincipalKind `json:"kind"`
+	Status      string               `json:"status"`
+	IsOwner     bool                 `json:"is_owner"`
+	CreatedAt   time.Time            `json:"created_at"`
+}
+
+func viewUser(u identity.User) userView {
+	return userView{ID: u.ID, Handle: u.Handle, DisplayName: u.DisplayName, Kind: u.Kind, Status: u.Status,
+		IsOwner: u.IsOwner, CreatedAt: u.CreatedAt.UTC()}
+}
+
+// tokenView lists a token: never its value. last_used_at is null until the first use.
+type tokenView struct {
+	ID         kernel.ID  `json:"id"`
+	Name       string     `json:"name"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+func viewToken(t identity.Token) tokenView {
+	v := tokenView{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC()}
+	if t.LastUsedAt != nil {
+		u := t.LastUsedAt.UTC()
+		v.LastUsedAt = &u
+	}
+	return v
+}
+
+type createdTokenView struct {
+	ID        kernel.ID `json:"id"`
+	Name      string    `json:"name"`
+	Token     string    `json:"token"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type sessionView struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	User      userView  `json:"user"`
+}
+
+type itemsOf[T any] struct {
+	Items []T `json:"items"`
+}
+
+// IdentityRoutes serves setup, login and logout, the caller, people and the caller's API tokens.
+// The handlers never log a body: it may hold a password.
+func IdentityRoutes(svc IdentityUseCases) []Route {
+	return []Route{
+		{Method: http.MethodPost, Pattern: "/api/v1/setup", Action: kernel.ActInstanceBootstrap, Public: true, Handler: func(r *Request) (int, any, error) {
+			var in struct {
+				Code        string `json:"code"`
+				Handle      string `json:"handle"`
+				DisplayName string `json:"display_name"`
+				Password    string `json:"password"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			u, err := svc.Setup(r.Context(), in.Code, in.Handle, in.DisplayName, in.Password)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusCreated, viewUser(u), nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/login", Action: kernel.ActLogin, Public: true, Handler: func(r *Request) (int, any, error) {
+			var in struct {
+				Handle   string `json:"handle"`
+				Password string `json:"password"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			res, err := svc.Login(r.Context(), in.Handle, in.Password, r.ClientIP)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, sessionView{Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(), User: viewUser(res.User)}, nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/logout", Action: kernel.ActLogout, Handler: func(r *Request) (int, any, error) {
+			if err := svc.Logout(r.Context(), r.Actor); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+
+		{Method: http.MethodGet, Pattern: "/api/v1/me", Action: kernel.ActSelfRead, Handler: func(r *Request) (int, any, error) {
+			u, err := svc.Me(r.Context(), r.Actor)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, viewUser(u), nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Handler: func(r *Request) (int, any, error) {
+			var in struct {
+				Handle      string `json:"handle"`
+				DisplayName string `json:"display_name"`
+				Password    string `json:"password"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			u, err := svc.CreateUser(r.Context(), r.Actor, in.Handle, in.DisplayName, in.Password)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusCreated, viewUser(u), nil
+		}},
+
+		// GET /users takes the optional keyset ?after=<id>&limit=<n> (default 500, the maximum).
+		{Method: http.MethodGet, Pattern: "/api/v1/users", Action: kernel.ActUserRead, Handler: func(r *Request) (int, any, error) {
+			after, limit, err := usersPage(r)
+			if err != nil {
+				return 0, nil, err
+			}
+			us, err := svc.ListUsers(r.Context(), r.Actor, after, limit)
+			if err != nil {
+				return 0, nil, err
+			}
+			out := itemsOf[userView]{Items: make([]userView, 0, len(us))}
+			for _, u := range us {
+				out.Items = append(out.Items, viewUser(u))
+			}
+			return http.StatusOK, out, nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/disable", Action: kernel.ActUserDisable, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			u, err := svc.DisableUser(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, viewUser(u), nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Handler: func(r *Request) (int, any, error) {
+			var in struct {
+				Name string `json:"name"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			t, value, err := svc.CreateToken(r.Context(), r.Actor, in.Name)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusCreated, createdTokenView{ID: t.ID, Name: t.Name, Token: value, CreatedAt: t.CreatedAt.UTC()}, nil
+		}},
+
+		{Method: http.MethodGet, Pattern: "/api/v1/tokens", Action: kernel.ActTokenList, Handler: func(r *Request) (int, any, error) {
+			ts, err := svc.ListTokens(r.Context(), r.Actor)
+			if err != nil {
+				return 0, nil, err
+			}
+			out := itemsOf[tokenView]{Items: make([]tokenView, 0, len(ts))}
+			for _, t := range ts {
+				out.Items = append(out.Items, viewToken(t))
+			}
+			return http.StatusOK, out, nil
+		}},
+
+		{Method: http.MethodDelete, Pattern: "/api/v1/tokens/{id}", Action: kernel.ActTokenRevoke, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if err := svc.RevokeToken(r.Context(), r.Actor, id); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+	}
+}
+
+func usersPage(r *Request) (kernel.ID, int, error) {
+	q := r.URL.Query()
+	var after kernel.ID
+	if v := q.Get("after"); v != "" {
+		id, err := kernel.ParseID(v)
+		if err != nil {
+			return "", 0, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: "after", Message: "after must be an id"}
+		}
+		after = id
+	}
+	limit := 500
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return "", 0, kernel.Invalid("limit", "limit must be an integer from 1 to 500")
+		}
+		limit = n
+	}
+	return after, limit, nil
+}
