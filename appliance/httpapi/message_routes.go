@@ -17,6 +17,7 @@ type MessageUseCases interface {
 	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
 	EditMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, content string) (messaging.Message, error)
 	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
+	ListRevisions(ctx context.Context, actor kernel.Actor, id kernel.ID) ([]messaging.Revision, error)
 	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
 	RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
 }
@@ -45,9 +46,7 @@ func createdStatus(created bool) int {
 	return http.StatusOK
 }
 
-// MessageRoutes serves threads with their first message, messages and reactions. (The
-// revisions of a message have a use case, messaging.Service.ListRevisions, but no route yet:
-// the REST contract does not list one.)
+// MessageRoutes serves threads with their first message, messages, revisions and reactions.
 func MessageRoutes(m MessageUseCases) []Route {
 	return []Route{
 		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
@@ -150,6 +149,17 @@ func MessageRoutes(m MessageUseCases) []Route {
 				return 0, nil, err
 			}
 			return http.StatusNoContent, nil, nil
+		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: kernel.ActRevisionsRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			items, err := m.ListRevisions(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, itemsList[messaging.Revision]{Items: nonNil(items)}, nil
 		}},
 		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionAdd, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")

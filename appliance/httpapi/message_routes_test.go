@@ -77,6 +77,16 @@ func TestMessageRoutes(t *testing.T) {
 		{name: "the author edits a message", as: "alice", method: "PATCH", path: "/api/v1/messages/{m1.id}", body: `{"content":"edited"}`,
 			status: http.StatusOK, events: []string{"message.updated"},
 			fields: map[string]any{"content": "edited", "version": 2.0, "edited_at": "2026-03-01T12:00:00Z", "mentions": []any{}}},
+		{name: "the earlier content is kept as a revision", as: "carol", method: "GET", path: "/api/v1/messages/{m1.id}/revisions",
+			status: http.StatusOK,
+			check: func(t *testing.T, api *chatAPI, body []byte) {
+				var l struct{ Items []map[string]any }
+				_ = json.Unmarshal(body, &l)
+				if len(l.Items) != 1 || l.Items[0]["content"] != "hello @Bob and @nobody" || l.Items[0]["version"] != 1.0 ||
+					l.Items[0]["message_id"] != api.vars["m1"]["id"] || l.Items[0]["created_at"] == nil {
+					t.Errorf("revisions %s", body)
+				}
+			}},
 		{name: "someone else may not edit it", as: "bob", method: "PATCH", path: "/api/v1/messages/{m1.id}", body: `{"content":"mine"}`,
 			status: http.StatusForbidden, fields: map[string]any{"code": "forbidden"}},
 		{name: "a reaction is added", as: "bob", method: "PUT", path: "/api/v1/messages/{m1.id}/reactions/%F0%9F%91%8D",
@@ -102,6 +112,8 @@ func TestMessageRoutes(t *testing.T) {
 			status: http.StatusNoContent, events: []string{"message.deleted"}},
 		{name: "a tombstone stays", as: "alice", method: "GET", path: "/api/v1/messages/{doomed.id}", status: http.StatusOK,
 			fields: map[string]any{"deleted": true, "content": "", "version": 3.0}},
+		{name: "the revisions of a deleted message keep nothing of it", as: "bob", method: "GET", path: "/api/v1/messages/{doomed.id}/revisions",
+			status: http.StatusOK, fields: map[string]any{"items": []any{}}},
 		{name: "a deleted message cannot be edited", as: "bob", method: "PATCH", path: "/api/v1/messages/{doomed.id}",
 			body: `{"content":"back"}`, status: http.StatusGone, fields: map[string]any{"code": "message_deleted"}},
 		{name: "a deleted message cannot be deleted again", as: "bob", method: "DELETE", path: "/api/v1/messages/{doomed.id}",
