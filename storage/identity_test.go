@@ -663,3 +663,31 @@ func TestDisableUser(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAuthenticate measures the per-request read of a session and of an API token.
+func BenchmarkAuthenticate(b *testing.B) {
+	db := storetest.Open(b, storage.Options{})
+	az := storage.NewAuthzStore(db)
+	svc := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db,
+		Authz: authz.New(az, az, db, db, nil), Hasher: &fakeHasher{}}, identity.Config{})
+	if _, err := svc.BootstrapOwner(bg, "olga", "Olga", "owner-password"); err != nil {
+		b.Fatal(err)
+	}
+	res, err := svc.Login(bg, "olga", "owner-password", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, _ := svc.Authenticate(bg, res.Token)
+	_, token, _ := svc.CreateToken(bg, a, "bench")
+	for name, bearer := range map[string]string{"session": res.Token, "api token": token} {
+		b.Run(name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := svc.Authenticate(bg, bearer); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}

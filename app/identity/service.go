@@ -291,7 +291,11 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 		return LoginResult{}, err
 	}
 	key := HandleKey(handle)
-	ipKey, handleKey := "ip:"+clientIP, "handle:"+key
+	limitKey := key
+	if len(limitKey) > MaxHandleLen { // no such handle exists; keep the limiter's memory bounded
+		limitKey = limitKey[:MaxHandleLen+1]
+	}
+	ipKey, handleKey := "ip:"+clientIP, "handle:"+limitKey
 	keys := []LimitKey{{Key: handleKey, Limit: s.cfg.LoginFailuresPerHandle}}
 	if clientIP != "" {
 		keys = append(keys, LimitKey{Key: ipKey, Limit: s.cfg.LoginFailuresPerIP})
