@@ -1,19 +1,79 @@
 package appliance
 
 import (
-	"io"
-	"net/http"
+	"runtime"
+
+	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	appsync "bothy.dev/bothy/app/sync"
+	"bothy.dev/bothy/appliance/httpapi"
+	"bothy.dev/bothy/appliance/passwords"
+	"bothy.dev/bothy/storage"
 )
 
-// wire builds the services of the appliance on a.DB and sets a.Public.
-//
-// PLACEHOLDER: the lead engineer owns this file and replaces it. Until then the public
-// listener answers every request with 404 as application/problem+json.
+// wire builds the modules on a.DB, registers the in-transaction subscribers in one place, seals
+// the bus, and sets the public handler. Every dependency is passed explicitly; nothing is global.
 func wire(a *App) error {
-	a.Public = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"type":"https://bothy.dev/problems/not_found","title":"Not Found","status":404,"code":"not_found","detail":"no such resource"}`+"\n")
+	db, clock := a.DB, a.Clock
+	bus := kernel.NewTxBus()
+
+	authzStore := storage.NewAuthzStore(db)
+	az := authz.New(authzStore, authzStore, db, db, clock)
+
+	// argon2id takes 19 MiB per hash: bound the hashes running at once so a burst of logins
+	// cannot take the memory of a small machine.
+	hasher := passwords.New(passwords.OWASP, max(1, runtime.NumCPU()))
+	ident := identity.New(identity.Deps{
+		Store:  storage.NewIdentityStore(db),
+		UoW:    db,
+		Events: db,
+		Authz:  az,
+		Hasher: hasher,
+		Bus:    bus,
+		Clock:  clock,
+	}, identity.Config{
+		SessionTTL:             a.Config.Auth.SessionTTL,
+		LoginFailuresPerIP:     a.Config.Auth.LoginMaxFailures,
+		LoginFailuresPerHandle: a.Config.Auth.LoginMaxFailures,
+		LoginFailureWindow:     a.Config.Auth.LoginFailureWindow,
 	})
+
+	chats := chat.New(chat.Deps{Store: storage.NewChatStore(db), UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
+	msgStore := storage.NewMessageStore(db)
+	msgs := messaging.New(messaging.Deps{
+		Store:     msgStore,
+		Threads:   chats,
+		Directory: msgStore,
+		Redactor:  db,
+		UoW:       db,
+		Events:    db,
+		Authz:     az,
+		Bus:       bus,
+		Clock:     clock,
+	})
+	catchUp := appsync.New(db, az)
+
+	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
+	// order. None yet: runs will subscribe to messaging.MessagePosted.
+	bus.Seal()
+
+	router := httpapi.NewRouter(ident, httpapi.NewIdempotency(db, db), httpapi.Options{
+		MaxBodyBytes:   a.Config.HTTP.MaxJSONBodyBytes,
+		MaxJSONDepth:   a.Config.HTTP.MaxJSONDepth,
+		RequestTimeout: a.Config.HTTP.RequestTimeout,
+		Logger:         a.Logger,
+	})
+	router.Handle(httpapi.OpenAPIRoutes(az)...)
+	router.Handle(httpapi.IdentityRoutes(ident)...)
+	router.Handle(httpapi.GrantRoutes(az)...)
+	router.Handle(httpapi.ChatRoutes(chats)...)
+	router.Handle(httpapi.MessageRoutes(msgs)...)
+	router.Handle(httpapi.EventRoutes(catchUp)...)
+
+	a.Identity = ident
+	a.Public = router
 	return nil
 }

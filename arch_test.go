@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The rules of the rooms (DESIGN §3), held by the import graph.
+
+type pkgInfo struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkgInfo {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []pkgInfo
+	for dec.More() {
+		var p pkgInfo
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+const module = "bothy.dev/bothy"
+
+func isThirdParty(imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	return strings.Contains(first, ".") && !strings.HasPrefix(imp, module)
+}
+
+func TestDomainImportsNoAdapters(t *testing.T) {
+	forbidden := []string{"net/http", "database/sql", module + "/storage", module + "/appliance", module + "/migrate", module + "/ui"}
+	for _, p := range listPackages(t) {
+		if !strings.HasPrefix(p.ImportPath, module+"/app/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, f := range forbidden {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					t.Errorf("%s imports %s: the domain must not know adapters", p.ImportPath, imp)
+				}
+			}
+			if isThirdParty(imp) {
+				t.Errorf("%s imports third-party %s", p.ImportPath, imp)
+			}
+			if p.ImportPath == module+"/app/kernel" && strings.HasPrefix(imp, module) {
+				t.Errorf("kernel imports %s: it depends on nothing of the project", imp)
+			}
+		}
+	}
+}
+
+// Each third-party library lives in one place (DESIGN §3). bench/ may import what it compares.
+func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
+	home := map[string]string{
+		"modernc.org/sqlite":   module + "/storage/sqlite",
+		"go.yaml.in/yaml/v3":   module + "/appliance/config",
+		"golang.org/x/crypto/": module + "/appliance/passwords",
+	}
+	for _, p := range listPackages(t) {
+		if strings.HasPrefix(p.ImportPath, module+"/bench") || strings.HasPrefix(p.ImportPath, module+"/tests") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for lib, where := range home {
+				if (imp == lib || strings.HasPrefix(imp, strings.TrimSuffix(lib, "/")+"/")) && p.ImportPath != where {
+					t.Errorf("%s imports %s, which lives only in %s", p.ImportPath, imp, where)
+				}
+			}
+		}
+	}
+}
