@@ -73,13 +73,15 @@ type Service struct {
 	limiter *FailureLimiter
 
 	// dummyHash is verified against for unknown handles, so that an unknown handle costs the
-	// same time as a wrong password.
+	// same time as a wrong password. It is made at the first such login, not at start: one
+	// argon2id hash costs tens of milliseconds and 19 MiB, which start-up must not pay.
+	dummyOnce sync.Once
 	dummyHash string
 
 	touched sync.Map // token id → time.Time of this process's last touch
 }
 
-// New returns the identity service. It hashes one dummy password (tens of milliseconds).
+// New returns the identity service.
 func New(d Deps, cfg Config) *Service {
 	if d.Store == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Hasher == nil {
 		panic("identity: New needs Store, UoW, Events, Authz and Hasher")
@@ -90,7 +92,6 @@ func New(d Deps, cfg Config) *Service {
 	cfg = cfg.withDefaults()
 	s := &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, hasher: d.Hasher, bus: d.Bus,
 		clock: d.Clock, cfg: cfg, limiter: NewFailureLimiter(d.Clock, cfg.LoginFailureWindow, cfg.RateLimitMaxKeys)}
-	s.dummyHash, _ = d.Hasher.Hash(randomToken(16))
 	return s
 }
 
@@ -316,6 +317,7 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 	if hash != "" {
 		good, _ = s.hasher.Verify(hash, password)
 	} else {
+		s.dummyOnce.Do(func() { s.dummyHash, _ = s.hasher.Hash(randomToken(16)) })
 		_, _ = s.hasher.Verify(s.dummyHash, password)
 	}
 	if !good || u.Status != StatusActive {
