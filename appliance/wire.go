@@ -67,6 +67,7 @@ func wire(a *App) error {
 		Logger:         a.Logger,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
+	router.Handle(httpapi.SetupPageRoutes(az)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
