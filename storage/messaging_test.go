@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"bothy.dev/bothy/app/chat"
@@ -338,4 +339,25 @@ func TestMessageStoreResolveHandles(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v (disabled and unknown handles are no mentions)", got, want)
 	}
+}
+
+// BenchmarkCreateMessage measures the hot path below HTTP: many writers posting into one thread
+// with a client_msg_id each, sharing group commits.
+func BenchmarkCreateMessage(b *testing.B) {
+	e := newMsgEnv(b)
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			_, _, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello @bob", ClientMsgID: fmt.Sprintf("b-%d", i)})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
