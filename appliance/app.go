@@ -144,7 +144,8 @@ func (a *App) Close() error {
 	return a.closeErr
 }
 
-// Ready is closed once Run has opened both listeners and reported ready.
+// Ready is closed once Run has opened both listeners, reported ready and printed the setup
+// link (if it prints one).
 func (a *App) Ready() <-chan struct{} { return a.ready }
 
 // PublicAddr is the bound address of the public listener ("" before Run has bound it). With

@@ -277,6 +277,89 @@ func TestServe(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("serve = %d on a taken port, want 1: %s", code, c.stderr)
 		}
+		if !strings.Contains(c.stderr.String(), "server.listen_addr") {
+			t.Fatalf("the log does not name server.listen_addr:\n%s", c.stderr)
+		}
+	})
+}
+
+func TestSetup(t *testing.T) {
+	const password = "correct horse battery staple"
+	serve := func(t *testing.T, dataDir string) (stdout string) {
+		t.Helper()
+		c := newTestCLI()
+		ready := make(chan *App, 1)
+		c.onReady = func(a *App) { ready <- a }
+		exit := make(chan int, 1)
+		go func() {
+			exit <- c.run("serve", "--data-dir", dataDir, "--listen-addr", "127.0.0.1:0", "--internal-listen-addr", "127.0.0.1:0")
+		}()
+		var a *App
+		select {
+		case a = <-ready:
+		case code := <-exit:
+			t.Fatalf("serve exited with %d: %s", code, c.stderr)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("serve was not ready within 10s: %s", c.stderr)
+		}
+		stdout = c.stdout.String()
+		if want := "http://" + a.PublicAddr() + "/setup?code="; stdout != "" && !strings.Contains(stdout, want) {
+			t.Errorf("the setup line %q does not lead to %s", stdout, want)
+		}
+		c.sigs <- syscall.SIGTERM
+		select {
+		case code := <-exit:
+			if code != 0 {
+				t.Fatalf("serve = %d: %s", code, c.stderr)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+		return stdout
+	}
+	bootstrap := func(dataDir string, args ...string) (*testCLI, int) {
+		c := newTestCLI()
+		c.stdin = strings.NewReader(password + "\n")
+		code := c.run(append([]string{"setup", "bootstrap-owner", "--data-dir", dataDir, "--password-file", "-"}, args...)...)
+		return c, code
+	}
+	setupLine := regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/setup\?code=[A-Za-z0-9_%-]+ to create the first owner\n$`)
+
+	dataDir := filepath.Join(t.TempDir(), "data")
+	t.Run("serve prints one setup line while no owner exists", func(t *testing.T) {
+		out := serve(t, dataDir)
+		if !setupLine.MatchString(out) {
+			t.Fatalf("stdout = %q, want exactly the setup line", out)
+		}
+	})
+	t.Run("bootstrap-owner refuses a handle the instance does not accept", func(t *testing.T) {
+		c, code := bootstrap(dataDir, "--handle", "no spaces")
+		if code != 2 || !strings.Contains(c.stderr.String(), "handle") {
+			t.Fatalf("bootstrap-owner = %d, stderr %q; want 2 naming the handle", code, c.stderr)
+		}
+	})
+	t.Run("bootstrap-owner creates the first owner and prints its id", func(t *testing.T) {
+		c, code := bootstrap(dataDir, "--handle", "ada", "--display-name", "Ada Lovelace")
+		if code != 0 {
+			t.Fatalf("bootstrap-owner = %d: %s", code, c.stderr)
+		}
+		if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$`).MatchString(c.stdout.String()) {
+			t.Fatalf("stdout = %q, want the owner's id alone", c.stdout)
+		}
+		if strings.Contains(c.stdout.String()+c.stderr.String(), password) {
+			t.Fatal("the password shows in the output")
+		}
+	})
+	t.Run("bootstrap-owner exits 3 once setup is complete", func(t *testing.T) {
+		c, code := bootstrap(dataDir, "--handle", "bob")
+		if code != 3 || !strings.Contains(c.stderr.String(), "already complete") {
+			t.Fatalf("bootstrap-owner = %d, stderr %q; want 3", code, c.stderr)
+		}
+	})
+	t.Run("serve prints no setup line once an owner exists", func(t *testing.T) {
+		if out := serve(t, dataDir); out != "" {
+			t.Fatalf("stdout = %q, want nothing", out)
+		}
 	})
 }
 

@@ -23,15 +23,19 @@ var ErrShutdownTimeout = errors.New("shutdown did not finish within shutdown.tot
 func (a *App) Run(ctx context.Context) error {
 	// Run is called once per App; a second call panics on the closed ready channel.
 	defer a.Close()
+	startFailed := func(err error) error {
+		a.Logger.Error("start failed", "err", err)
+		return err
+	}
 	if a.Public == nil {
-		return errors.New("wire set no public handler")
+		return startFailed(errors.New("wire set no public handler"))
 	}
 	cfg := a.Config
 	errorLog := slog.NewLogLogger(a.Logger.Handler(), slog.LevelWarn)
 
 	iln, err := net.Listen("tcp", cfg.Server.InternalListenAddr)
 	if err != nil {
-		return fmt.Errorf("open the internal listener (server.internal_listen_addr): %w", err)
+		return startFailed(fmt.Errorf("open the internal listener (server.internal_listen_addr): %w", err))
 	}
 	a.internalAddr.Store(iln.Addr())
 	internal := &http.Server{
@@ -57,7 +61,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		internal.Close()
 		serving.Wait()
-		return fmt.Errorf("open the public listener (server.listen_addr): %w", err)
+		return startFailed(fmt.Errorf("open the public listener (server.listen_addr): %w", err))
 	}
 	a.publicAddr.Store(pln.Addr())
 	public := &http.Server{
@@ -89,12 +93,12 @@ func (a *App) Run(ctx context.Context) error {
 
 	a.state.Store("")
 	a.Logger.Info("listening", "public", a.PublicAddr(), "internal", a.InternalAddr(), "role", cfg.Server.Role)
-	close(a.ready)
 
 	var runErr error
-	if err := a.announceSetup(ctx); err != nil {
+	if err := a.announceSetup(ctx); err != nil && ctx.Err() == nil {
 		runErr = err
 	} else {
+		close(a.ready)
 		select {
 		case <-ctx.Done():
 			a.Logger.Info("shutting down")
