@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite"                   // registers "sqlite"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/bench/internal/fixture"
 	"bothy.dev/bothy/migrate"
 )
@@ -267,15 +268,17 @@ func (w *Writer) create(ctx context.Context, seq int64) error {
 		return err
 	}
 	id := kernel.NewID()
-	now := fixture.Stamp(time.Now())
+	at := time.Now()
+	now := fixture.Stamp(at)
 	if _, err := w.insertMessage.ExecContext(ctx, string(id), string(th.ID), channelID, spaceID, author, fixture.Content, clientMsgID, now); err != nil {
 		return err
 	}
 	if _, err := w.updateThread.ExecContext(ctx, now, now, string(th.ID)); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(fixture.MessagePayload{ID: id, ThreadID: th.ID, ChannelID: kernel.ID(channelID), SpaceID: kernel.ID(spaceID),
-		AuthorID: w.fx.AuthorID, Content: fixture.Content, ClientMsgID: clientMsgID, Version: 1, CreatedAt: now})
+	payload, err := json.Marshal(messaging.Message{ID: id, ThreadID: th.ID, ChannelID: kernel.ID(channelID), SpaceID: kernel.ID(spaceID),
+		AuthorID: w.fx.AuthorID, Content: fixture.Content, ClientMsgID: messaging.ClientMsgID(clientMsgID), Mentions: []kernel.ID{},
+		Version: 1, CreatedAt: at})
 	if err != nil {
 		return err
 	}

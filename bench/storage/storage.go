@@ -1,6 +1,7 @@
 // Package storagebench measures bothy's write path: Units of Work through storage.DB.Do on a
-// real SQLite file (storage/sqlite's pragmas: WAL, synchronous=FULL), each appending one
-// message-shaped durable event, from many concurrent writers so that group commit batches them.
+// real SQLite file (storage/sqlite's pragmas: WAL, synchronous=FULL), each writing a message with
+// storage's repositories and appending its message.created event, from many concurrent writers
+// so that group commit batches them.
 // It reports durable events committed per second (the event_seq head, read after COMMIT) and
 // the latency of Do at a fixed offered rate. It never edits storage: it only drives it.
 package storagebench
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/bench/internal/fixture"
 	"bothy.dev/bothy/bench/internal/measure"
 	"bothy.dev/bothy/migrate"
@@ -24,33 +26,18 @@ import (
 
 // Store is a migrated store on a fresh file with the fixture rows a message needs.
 type Store struct {
-	DB    *storage.DB
-	reads *sql.DB // the store's own read pool, for checks after a run
-	fx    fixture.Fixture
-	n     atomic.Int64 // messages created, for client_msg_id and thread rotation
+	DB         *storage.DB
+	reads      *sql.DB // the store's own read pool, for checks after a run
+	chat       *storage.ChatStore
+	messages   *storage.MessageStore
+	eventsOnly bool
+	fx         fixture.Fixture
+	n          atomic.Int64 // messages created, for client_msg_id and thread rotation
 }
 
-// messageRowTrigger makes every message.created event insert its message row and bump its
-// thread, in the same statement and so in the same SAVEPOINT of the Unit of Work. storage has
-// no messages repository yet and offers no way to run SQL inside a Unit of Work from outside
-// the package, so this is how the benchmark writes the domain rows of a message create through
-// the real Do path: the message row (its primary key, UNIQUE (author_id, client_msg_id) and
-// thread index, four foreign-key checks) and the thread's counters. The use case's two reads
-// (the idempotency check and the thread lookup) are not in it.
-const messageRowTrigger = `CREATE TRIGGER bench_message_row AFTER INSERT ON event_log
-WHEN NEW.type = 'message.created'
-BEGIN
-	INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, created_at)
-	VALUES (NEW.subject_id, NEW.thread_id, NEW.channel_id, NEW.space_id, NEW.actor_id,
-		json_extract(NEW.payload, '$.content'), json_extract(NEW.payload, '$.client_msg_id'), NEW.created_at);
-	UPDATE threads SET message_count = message_count + 1, last_message_at = NEW.created_at, updated_at = NEW.created_at
-	WHERE id = NEW.thread_id;
-END`
-
 // Open opens a store on a new file in dir, with the pragmas of storage/sqlite (synchronous=FULL)
-// and options o. With messageRows, each message event also writes its message row (see
-// messageRowTrigger).
-func Open(ctx context.Context, dir string, o storage.Options, messageRows bool) (*Store, error) {
+// and options o. With eventsOnly, a Unit of Work only appends its event (see CreateMessage).
+func Open(ctx context.Context, dir string, o storage.Options, eventsOnly bool) (*Store, error) {
 	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "bothy.db"), Synchronous: "FULL"})
 	if err != nil {
 		return nil, err
@@ -67,37 +54,50 @@ func Open(ctx context.Context, dir string, o storage.Options, messageRows bool) 
 	if err != nil {
 		return fail(err)
 	}
-	if messageRows {
-		if _, err := w.ExecContext(ctx, messageRowTrigger); err != nil {
-			return fail(err)
-		}
-	}
 	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, o)
 	if err != nil {
 		return fail(err)
 	}
-	return &Store{DB: db, reads: r, fx: fx}, nil
+	return &Store{DB: db, reads: r, chat: storage.NewChatStore(db), messages: storage.NewMessageStore(db),
+		eventsOnly: eventsOnly, fx: fx}, nil
 }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.DB.Close() }
 
-// CreateMessage runs one Unit of Work that appends one message.created event, the shape the
-// messaging module appends (scope, subject, actor, a payload with the message).
+// CreateMessage runs one Unit of Work that does what messaging's CreateMessage does in storage,
+// through storage's own repositories: read the thread, insert the message (its idempotency is
+// the ON CONFLICT on (author_id, client_msg_id)), count it in the thread and append one
+// message.created event with the message as payload. What it leaves out runs outside SQL
+// (authorize, validate, resolve mentions). With eventsOnly it only appends the event.
 func (s *Store) CreateMessage(ctx context.Context) error {
 	n := s.n.Add(1)
-	th := s.fx.Threads[int(n)%len(s.fx.Threads)]
-	id := kernel.NewID()
+	fth := s.fx.Threads[int(n)%len(s.fx.Threads)]
+	cmid := messaging.ClientMsgID(fmt.Sprintf("bench-%d", n))
 	return s.DB.Do(ctx, func(ctx context.Context) error {
-		s.DB.Append(ctx, kernel.Event{
-			Type:      kernel.EvMessageCreated,
-			Scope:     kernel.Scope{SpaceID: s.fx.SpaceID, ChannelID: th.ChannelID, ThreadID: th.ID},
-			SubjectID: id,
-			ActorID:   s.fx.AuthorID,
-			Payload: fixture.MessagePayload{ID: id, ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: s.fx.SpaceID,
-				AuthorID: s.fx.AuthorID, Content: fixture.Content, ClientMsgID: fmt.Sprintf("bench-%d", n), Version: 1,
-				CreatedAt: fixture.Stamp(time.Now())},
-		})
+		now := time.Now()
+		m := messaging.Message{ID: kernel.NewID(), ThreadID: fth.ID, ChannelID: fth.ChannelID, SpaceID: s.fx.SpaceID,
+			AuthorID: s.fx.AuthorID, Content: fixture.Content, ClientMsgID: cmid, Mentions: []kernel.ID{}, Version: 1,
+			CreatedAt: now, ChannelKind: "channel"}
+		if !s.eventsOnly {
+			th, err := s.chat.Thread(ctx, fth.ID)
+			if err != nil {
+				return err
+			}
+			m.ChannelKind = th.ChannelKind
+			inserted, err := s.messages.InsertMessage(ctx, m)
+			if err != nil {
+				return err
+			}
+			if !inserted {
+				return fmt.Errorf("storagebench: client_msg_id %s was already used", cmid)
+			}
+			if err := s.chat.BumpThread(ctx, th.ID, 1, now); err != nil {
+				return err
+			}
+		}
+		s.DB.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
+			ActorID: m.AuthorID, Payload: m})
 		return nil
 	})
 }
@@ -170,11 +170,10 @@ func (s *Store) Latency(ctx context.Context, rate float64, dur time.Duration) (m
 	return measure.Summarise(lat), nil
 }
 
-// Count returns the committed rows the benchmark wrote: events in the log and messages.
-func (s *Store) Count(ctx context.Context) (events, messages int64, err error) {
-	if err := s.reads.QueryRowContext(ctx, `SELECT COUNT(*) FROM event_log`).Scan(&events); err != nil {
-		return 0, 0, err
-	}
-	err = s.reads.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages`).Scan(&messages)
-	return events, messages, err
+// Count returns what the benchmark committed: events in the log, messages, and the messages
+// counted in their threads.
+func (s *Store) Count(ctx context.Context) (events, messages, counted int64, err error) {
+	err = s.reads.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM event_log), (SELECT COUNT(*) FROM messages),
+		(SELECT SUM(message_count) FROM threads)`).Scan(&events, &messages, &counted)
+	return events, messages, counted, err
 }

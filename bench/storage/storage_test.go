@@ -14,8 +14,8 @@ import (
 // what it counts. The measurements are behind -bench and in bench/cmd/bothybench.
 func TestWritePath(t *testing.T) {
 	ctx := context.Background()
-	t.Run("counts only committed events, each with its message row", func(t *testing.T) {
-		s, err := Open(ctx, t.TempDir(), storage.Options{}, true)
+	t.Run("counts only committed events, each with its message row and thread count", func(t *testing.T) {
+		s, err := Open(ctx, t.TempDir(), storage.Options{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,12 +27,12 @@ func TestWritePath(t *testing.T) {
 		if run.Ops <= 0 || run.PerSecond() <= 0 || run.CPU <= 0 {
 			t.Fatalf("run = %+v", run)
 		}
-		events, messages, err := s.Count(ctx)
+		events, messages, counted, err := s.Count(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if events != s.DB.Head() || messages != events {
-			t.Fatalf("head %d, events %d, messages %d: want all equal", s.DB.Head(), events, messages)
+		if events != s.DB.Head() || messages != events || counted != events {
+			t.Fatalf("head %d, events %d, messages %d, counted in threads %d: want all equal", s.DB.Head(), events, messages, counted)
 		}
 	})
 	t.Run("times every Unit of Work offered at a fixed rate", func(t *testing.T) {
@@ -67,7 +67,7 @@ func BenchmarkDo(b *testing.B) {
 		{"max-batch=1/simulated-2ms-commit", storage.Options{MaxBatch: 1, BenchCommitDelay: 2 * time.Millisecond}},
 	} {
 		b.Run(fmt.Sprintf("%s/writers=256", c.name), func(b *testing.B) {
-			s, err := Open(ctx, b.TempDir(), c.o, true)
+			s, err := Open(ctx, b.TempDir(), c.o, false)
 			if err != nil {
 				b.Fatal(err)
 			}

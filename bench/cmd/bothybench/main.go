@@ -213,12 +213,12 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
 		maxBatch:    fs.Int("max-batch", 0, "storage.Options.MaxBatch (0: the store's default; 1 turns group commit off)"),
 		commitDelay: fs.Duration("commit-delay", 0, "storage.Options.BenchCommitDelay: a SIMULATED slow-disk commit cost slept before each COMMIT"),
-		eventsOnly:  fs.Bool("events-only", false, "append the event without writing its message row"),
+		eventsOnly:  fs.Bool("events-only", false, "only append the event: no thread read, message row or thread count"),
 	}
 }
 
 func (f storeFlags) open(ctx context.Context, dir string) (*storagebench.Store, error) {
-	return storagebench.Open(ctx, dir, storage.Options{MaxBatch: *f.maxBatch, BenchCommitDelay: *f.commitDelay}, !*f.eventsOnly)
+	return storagebench.Open(ctx, dir, storage.Options{MaxBatch: *f.maxBatch, BenchCommitDelay: *f.commitDelay}, *f.eventsOnly)
 }
 
 // label names a storage run by what differs from the default: group commit on, no delay,
