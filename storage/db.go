@@ -60,6 +60,11 @@ type DB struct {
 
 	w *writer
 
+	// readStmts holds statements prepared on the read pool, by query text: preparing costs as
+	// much as running a small query, and the same few queries run on every request.
+	readStmts sync.Map // string → *sql.Stmt
+	readStmtN atomic.Int32
+
 	head     atomic.Int64 // highest committed seq
 	notifyMu sync.Mutex
 	notifyCh chan struct{} // closed and replaced at each commit that appended events
@@ -98,6 +103,7 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 // Close stops the write path after the batch in flight and closes both pools.
 func (db *DB) Close() error {
 	db.w.stop()
+	db.readStmts.Range(func(k, v any) bool { v.(*sql.Stmt).Close(); return true })
 	return errors.Join(db.writeDB.Close(), db.readDB.Close())
 }
 
@@ -141,7 +147,51 @@ func (db *DB) q(ctx context.Context) querier {
 	if st := txFrom(ctx); st != nil {
 		return rebinding{db, st.conn}
 	}
-	return rebinding{db, db.readDB}
+	return rebinding{db, readPool{db}}
+}
+
+var errCacheFull = errors.New("statement cache full")
+
+// readPool runs queries on the read pool with statements prepared once.
+type readPool struct{ db *DB }
+
+func (p readPool) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := p.db.readStmts.Load(q); ok {
+		return s.(*sql.Stmt), nil
+	}
+	if p.db.readStmtN.Load() >= maxCachedStmts {
+		return nil, errCacheFull // a dynamic query (an IN list of varying length): run it unprepared
+	}
+	s, err := p.db.readDB.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	p.db.readStmtN.Add(1)
+	if prev, loaded := p.db.readStmts.LoadOrStore(q, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+func (p readPool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return p.db.readDB.ExecContext(ctx, q, args...)
+}
+
+func (p readPool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := p.stmt(ctx, q)
+	if err != nil {
+		return p.db.readDB.QueryContext(ctx, q, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (p readPool) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := p.stmt(ctx, q)
+	if err != nil {
+		return p.db.readDB.QueryRowContext(ctx, q, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
 }
 
 // inTx reports whether ctx carries a Unit of Work.

@@ -124,8 +124,9 @@ func (w *writer) run() {
 	}
 }
 
+// exec runs a transaction-control statement (BEGIN, SAVEPOINT, COMMIT …), prepared once.
 func (w *writer) exec(q string, args ...any) error {
-	_, err := w.conn.ExecContext(context.Background(), q, args...)
+	_, err := w.stmts.ExecContext(context.Background(), q, args...)
 	return err
 }
 
