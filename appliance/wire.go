@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"fmt"
 	"runtime"
 
 	"bothy.dev/bothy/app/authz"
@@ -73,6 +74,13 @@ func wire(a *App) error {
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.MessageRoutes(msgs)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
+
+	// Seed 15.1 step 7: every route's action must be one authz decides, or the start aborts.
+	for _, r := range router.Routes() {
+		if !authz.Known(r.Action) {
+			return fmt.Errorf("route %s %s: authz has no rule for action %q", r.Method, r.Pattern, r.Action)
+		}
+	}
 
 	a.Identity = ident
 	a.Public = router

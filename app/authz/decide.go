@@ -33,6 +33,7 @@ const (
 var rules = map[kernel.Action]rule{
 	kernel.ActInstanceBootstrap: {kind: ruleAnyone},
 	kernel.ActLogin:             {kind: ruleAnyone},
+	kernel.ActDiscoveryRead:     {kind: ruleAnyone}, // the API description and the setup page
 
 	kernel.ActLogout:        {kind: ruleAuthenticated},
 	kernel.ActSelfRead:      {kind: ruleAuthenticated},
