@@ -119,8 +119,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 			body: map[string]any{"name": "anon"}, status: http.StatusUnauthorized, fields: map[string]any{"code": "unauthenticated"},
 		},
 		{
-			name: "a malformed token is unauthenticated", method: "GET", path: api("me"),
-			opts: []reqOption{header("Authorization", "Bearer \x01nonsense"), bad}, status: http.StatusUnauthorized,
+			name: "a token of another scheme is unauthenticated", method: "GET", path: api("me"),
+			opts: []reqOption{header("Authorization", "Basic b3duZXI6cGFzc3dvcmQ="), bad}, status: http.StatusUnauthorized,
+			fields: map[string]any{"code": "unauthenticated"},
+		},
+		{
+			name: "a malformed bearer token is unauthenticated", method: "GET", path: api("me"),
+			opts: []reqOption{header("Authorization", "Bearer !! not a token !!")}, status: http.StatusUnauthorized,
 			fields: map[string]any{"code": "unauthenticated"},
 		},
 		{

@@ -26,6 +26,16 @@ func TestReadmeFlow(t *testing.T) {
 	p.vars["setup"] = map[string]any{"code": srv.setupCode}
 	p.run(t, []scenario{
 		{
+			name: "a wrong setup code creates nobody", method: "POST", path: api("setup"),
+			body:   map[string]any{"code": "not-the-printed-code", "handle": "intruder", "display_name": "Intruder", "password": ownerPassword},
+			status: http.StatusForbidden, fields: map[string]any{"code": "forbidden"},
+		},
+		{
+			name: "nobody can log in before setup", method: "POST", path: api("auth", "login"),
+			body:   map[string]any{"handle": "intruder", "password": ownerPassword},
+			status: http.StatusUnauthorized, orStatus: []int{http.StatusServiceUnavailable},
+		},
+		{
 			name: "the printed setup code creates the owner", method: "POST", path: api("setup"),
 			body:   map[string]any{"code": "{setup.code}", "handle": "owner", "display_name": "The Owner", "password": ownerPassword},
 			status: http.StatusCreated, save: "owner_user",

@@ -40,7 +40,7 @@ type server struct {
 	logs   *logTail
 }
 
-// logTail keeps the last lines a process wrote, to show them when a test fails.
+// logTail keeps the last 40 lines a process wrote, to show them when a test fails.
 type logTail struct {
 	mu    sync.Mutex
 	lines []string
@@ -50,8 +50,8 @@ func (l *logTail) add(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, line)
-	if len(l.lines) > 200 {
-		l.lines = l.lines[len(l.lines)-200:]
+	if len(l.lines) > 40 {
+		l.lines = l.lines[len(l.lines)-40:]
 	}
 }
 
