@@ -162,6 +162,7 @@ func (c *client) try(tb testing.TB, method, path string, body any, opts ...reqOp
 		}
 	}
 	if in != nil {
+		noteExercised(in, resp.StatusCode)
 		if err := checkResponse(in, resp.StatusCode, resp.Header, raw); err != nil {
 			tb.Errorf("the answer %s does not match the OpenAPI document: %v", out, err)
 		}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -72,6 +74,38 @@ func documented(req *http.Request) (*openapi3filter.RequestValidationInput, erro
 		return nil, err
 	}
 	return &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: filterOptions}, nil
+}
+
+// exercised records the operations whose success answer some test has seen, so that the whole
+// suite can fail when an operation of the document is never tried.
+var exercised = struct {
+	sync.Mutex
+	ops map[string]bool
+}{ops: map[string]bool{}}
+
+func noteExercised(in *openapi3filter.RequestValidationInput, status int) {
+	if status >= 300 {
+		return
+	}
+	exercised.Lock()
+	exercised.ops[in.Route.Method+" "+in.Route.Path] = true
+	exercised.Unlock()
+}
+
+// unexercised lists the operations of the document that no test saw succeed.
+func unexercised() []string {
+	exercised.Lock()
+	defer exercised.Unlock()
+	var out []string
+	for path, item := range apiDoc.Paths.Map() {
+		for method := range item.Operations() {
+			if !exercised.ops[method+" "+path] {
+				out = append(out, method+" "+path)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // checkRequest validates req, whose body is body, against its operation.

@@ -78,6 +78,26 @@ func TestReadmeFlow(t *testing.T) {
 			events: []string{"channel.created", "thread.created"},
 		},
 		{
+			name: "the owner lists the channels of the space", as: "owner", method: "GET", path: api("spaces", "{space.id}", "channels"),
+			status: http.StatusOK,
+			check: func(t *testing.T, p *play, r *response) {
+				var l page[channel]
+				r.decode(t, &l)
+				if len(l.Items) != 1 || l.Items[0].ID != p.lookup(t, "channel.id") {
+					t.Errorf("channels %+v, want only the new one", l.Items)
+				}
+			},
+		},
+		{
+			name: "the owner renames the space", as: "owner", method: "PATCH", path: api("spaces", "{space.id}"),
+			body: map[string]any{"name": "Home sweet home"}, status: http.StatusOK,
+			fields: map[string]any{"id": "{space.id}", "name": "Home sweet home"}, events: []string{"space.updated"},
+		},
+		{
+			name: "the space reads back with its new name", as: "owner", method: "GET", path: api("spaces", "{space.id}"),
+			status: http.StatusOK, fields: map[string]any{"id": "{space.id}", "name": "Home sweet home", "created_at": "{space.created_at}"},
+		},
+		{
 			name: "the owner sets the channel's topic", as: "owner", method: "PATCH", path: api("channels", "{channel.id}"),
 			body: map[string]any{"topic": "Everything"}, status: http.StatusOK,
 			fields: map[string]any{"name": "general", "topic": "Everything"}, events: []string{"channel.updated"},
@@ -150,7 +170,7 @@ func TestReadmeFlow(t *testing.T) {
 						got = append(got, e.Type)
 					}
 				}
-				want := []string{"space.created", "channel.created", "thread.created", "channel.updated",
+				want := []string{"space.created", "channel.created", "thread.created", "space.updated", "channel.updated",
 					"thread.created", "message.created", "message.created"}
 				if strings.Join(got, " ") != strings.Join(want, " ") {
 					t.Errorf("events %v, want %v", got, want)

@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "tests: load the OpenAPI document:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	// A full run must have seen every operation of the document succeed at least once.
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.skip").Value.String() == "" {
+		if missing := unexercised(); len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "tests: no test saw these operations of the OpenAPI document succeed:\n  %s\n", strings.Join(missing, "\n  "))
+			fmt.Println("FAIL: operations of the OpenAPI document not exercised")
+			return 1
+		}
+	}
+	return code
 }
