@@ -1,9 +1,9 @@
 // Package storagebench measures bothy's write path: Units of Work through storage.DB.Do on a
 // real SQLite file (storage/sqlite's pragmas: WAL, synchronous=FULL), each writing a message with
 // storage's repositories and appending its message.created event, from many concurrent writers
-// so that group commit batches them.
-// It reports durable events committed per second (the event_seq head, read after COMMIT) and
-// the latency of Do at a fixed offered rate. It never edits storage: it only drives it.
+// so that group commit batches them. It reports durable events committed per second (the
+// event_seq head, read after COMMIT) and the latency of Do at a fixed offered rate. It only
+// drives storage through its exported API and never changes it.
 package storagebench
 
 import (
@@ -109,14 +109,17 @@ func (s *Store) Rate(ctx context.Context, writers int, warmup, dur time.Duration
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	var firstErr atomic.Value
+	failed := make(chan error, 1) // the first error stops the run
 	for range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				if err := s.CreateMessage(ctx); err != nil && ctx.Err() == nil {
-					firstErr.CompareAndSwap(nil, err)
+					select {
+					case failed <- err:
+					default:
+					}
 					cancel()
 				}
 			}
@@ -128,8 +131,10 @@ func (s *Store) Rate(ctx context.Context, writers int, warmup, dur time.Duration
 	h1, t1, cpu1 := s.DB.Head(), time.Now(), measure.CPUTime()
 	cancel()
 	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	select {
+	case err := <-failed:
 		return measure.Run{}, err
+	default:
 	}
 	return measure.Run{Ops: h1 - h0, Elapsed: t1.Sub(t0), CPU: cpu1 - cpu0}, nil
 }
