@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,19 @@ func TestReadmeFlow(t *testing.T) {
 	srv := mustStart(t)
 	p := newPlay(srv)
 	p.vars["setup"] = map[string]any{"code": srv.setupCode}
+	t.Run("the printed link opens the setup page", func(t *testing.T) {
+		u, err := url.Parse(srv.setupLink)
+		if err != nil || u.Path != "/setup" || u.Query().Get("code") != srv.setupCode {
+			t.Fatalf("setup link %q (%v)", srv.setupLink, err)
+		}
+		r := as(srv, "").do(t, http.MethodGet, u.RequestURI(), nil, breaksDocument()).want(t, http.StatusOK)
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("content type %q", ct)
+		}
+		if !strings.Contains(string(r.raw), `data-testid="setup-form"`) || !strings.Contains(string(r.raw), "/api/v1/setup") {
+			t.Errorf("the page has no setup form posting to /api/v1/setup")
+		}
+	})
 	p.run(t, []scenario{
 		{
 			name: "a wrong setup code creates nobody", method: "POST", path: api("setup"),

@@ -23,6 +23,7 @@ func TestMessages(t *testing.T) {
 	p.clients["owner"] = in.owner
 	p.clients["bob"] = bobc
 	p.vars["th"] = map[string]any{"id": started.Thread.ID}
+	p.vars["ch"] = map[string]any{"id": ch.ID, "main": ch.MainThreadID}
 	p.vars["bob"] = map[string]any{"id": bob.ID}
 	p.vars["owner"] = map[string]any{"id": in.me.ID}
 	thumbs := url.PathEscape("👍")
@@ -38,6 +39,28 @@ func TestMessages(t *testing.T) {
 			name: "the same client_msg_id again answers the same message and appends nothing", as: "owner", method: "POST",
 			path: api("threads", "{th.id}", "messages"), body: map[string]any{"content": "hello", "client_msg_id": "c-1"},
 			status: http.StatusOK, fields: map[string]any{"id": "{m1.id}", "content": "hello", "version": 1},
+		},
+		{
+			name: "the same client_msg_id in another thread is a conflict", as: "owner", method: "POST", path: api("threads", "{ch.main}", "messages"),
+			body: map[string]any{"content": "hello", "client_msg_id": "c-1"}, status: http.StatusConflict,
+			fields: map[string]any{"code": "conflict"},
+		},
+		{
+			name: "a thread is started with a client_msg_id", as: "owner", method: "POST", path: api("channels", "{ch.id}", "threads"),
+			body:   map[string]any{"title": "Twice?", "content": "only once", "client_msg_id": "t-1"},
+			status: http.StatusCreated, save: "t1", events: []string{"thread.created", "message.created"},
+		},
+		{
+			name: "starting it again with the same client_msg_id answers the same thread and appends nothing", as: "owner", method: "POST",
+			path: api("channels", "{ch.id}", "threads"), body: map[string]any{"title": "Twice?", "content": "only once", "client_msg_id": "t-1"},
+			status: http.StatusOK,
+			check: func(t *testing.T, p *play, r *response) {
+				var tm threadWithMessage
+				r.decode(t, &tm)
+				if tm.Thread.ID != p.lookup(t, "t1.thread.id") || tm.Message.ID != p.lookup(t, "t1.message.id") {
+					t.Errorf("another thread or message: %s", r.raw)
+				}
+			},
 		},
 		{
 			name: "another author's same client_msg_id is its own message", as: "bob", method: "POST", path: api("threads", "{th.id}", "messages"),

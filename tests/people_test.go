@@ -21,6 +21,7 @@ func TestPeople(t *testing.T) {
 	p.vars["ch"] = map[string]any{"id": ch.ID}
 	p.vars["th"] = map[string]any{"id": started.Thread.ID}
 	p.vars["msg"] = map[string]any{"id": started.Message.ID}
+	p.vars["owner"] = map[string]any{"id": in.me.ID}
 	const carolPassword = "carol's long password"
 	noTrace := func(t *testing.T, p *play, r *response) {
 		for _, s := range []string{sp.ID, ch.ID, started.Thread.ID, "private plans"} {
@@ -200,6 +201,10 @@ func TestPeople(t *testing.T) {
 				}
 				t.Errorf("users %+v lack carol", l.Items)
 			},
+		},
+		{
+			name: "the last owner cannot disable itself", as: "owner", method: "POST", path: api("users", "{owner.id}", "disable"),
+			status: http.StatusConflict, fields: map[string]any{"code": "last_owner"},
 		},
 	})
 }

@@ -31,8 +31,9 @@ type server struct {
 	// the listeners are on port 0.
 	public   string
 	internal string
-	// setupCode is the code of the setup line, when the process printed one.
-	setupCode string
+	// setupCode is the code of the setup line, when the process printed one; setupLink the
+	// whole link.
+	setupCode, setupLink string
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -97,14 +98,14 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 	}
 	logs := &logTail{}
 	s.logs = logs
-	s.public, s.internal, s.setupCode = "", "", ""
+	s.public, s.internal, s.setupCode, s.setupLink = "", "", "", ""
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start %s: %v", binPath, err)
 	}
 	s.cmd = cmd
 	s.exited = make(chan struct{})
 
-	type found struct{ public, internal, setupURL, code string }
+	type found struct{ public, internal, link, code string }
 	finds := make(chan found, 16)
 	// Readers never block on a finding nobody waits for any more.
 	send := func(f found) {
@@ -126,7 +127,7 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 				if err != nil {
 					code = m[2]
 				}
-				send(found{setupURL: m[1], code: code})
+				send(found{link: m[1] + "/setup?code=" + m[2], code: code})
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -168,7 +169,7 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 				s.internal = "http://" + f.internal
 			}
 			if f.code != "" {
-				s.setupCode = f.code
+				s.setupCode, s.setupLink = f.code, f.link
 			}
 		case <-s.exited:
 			tb.Fatalf("bothy serve exited before it was listening (%v)", s.err)
