@@ -206,5 +206,5 @@ func (r *response) code() string {
 	return s
 }
 
-// joinPath builds an API path from parts.
+// api builds a path under /api/v1 from its parts.
 func api(parts ...string) string { return "/api/v1/" + strings.Join(parts, "/") }
