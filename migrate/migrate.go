@@ -34,8 +34,10 @@ type Status struct {
 }
 
 // List returns the migrations of engine ("sqlite") in version order.
-func List(engine string) ([]Migration, error) {
-	entries, err := fs.ReadDir(files, engine)
+func List(engine string) ([]Migration, error) { return list(files, engine) }
+
+func list(fsys fs.FS, engine string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, engine)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: no migrations for engine %q", engine)
 	}
@@ -50,7 +52,7 @@ func List(engine string) ([]Migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migrate: bad file name %s", name)
 		}
-		b, err := files.ReadFile(path.Join(engine, name))
+		b, err := fs.ReadFile(fsys, path.Join(engine, name))
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +75,7 @@ const createTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 
 // StatusOf lists every migration of engine and when it was applied. It only reads.
 func StatusOf(ctx context.Context, db *sql.DB, engine string) ([]Status, error) {
-	ms, err := List(engine)
+	ms, err := list(files, engine)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +124,11 @@ func appliedVersions(ctx context.Context, db *sql.DB) (map[int]time.Time, error)
 // Up applies the pending migrations of engine in order, each in its own transaction, and calls
 // applied after each one. It returns the migrations it applied.
 func Up(ctx context.Context, db *sql.DB, engine string, applied func(Migration)) ([]Migration, error) {
-	ms, err := List(engine)
+	return up(ctx, db, files, engine, applied)
+}
+
+func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func(Migration)) ([]Migration, error) {
+	ms, err := list(fsys, engine)
 	if err != nil {
 		return nil, err
 	}
