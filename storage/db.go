@@ -27,6 +27,9 @@ type Dialect interface {
 	Rebind(q string) string
 	// BeginWrite is the statement that opens a write transaction.
 	BeginWrite() string
+	// ForUpdate is the clause that locks a selected row until commit ("" where the write
+	// transaction already excludes every other writer, as SQLite's does).
+	ForUpdate() string
 	IsUniqueViolation(err error) bool
 	// IsRetryable reports a transient conflict after which the whole Unit of Work may run again.
 	IsRetryable(err error) bool
@@ -119,6 +122,29 @@ func (db *DB) Changed() <-chan struct{} {
 	db.notifyMu.Lock()
 	defer db.notifyMu.Unlock()
 	return db.notifyCh
+}
+
+// advanceHead records a committed head and wakes the log tails. Heads only move forward.
+func (db *DB) advanceHead(head int64) {
+	for {
+		cur := db.head.Load()
+		if head <= cur || db.head.CompareAndSwap(cur, head) {
+			break
+		}
+	}
+	db.wake()
+}
+
+// notifyInTx runs inside the commit phase, after the events are numbered: on PostgreSQL it will
+// send pg_notify('event_log', head) so the other nodes' tails wake at commit. SQLite has one
+// process per file and wakes in process (advanceHead).
+func (db *DB) notifyInTx(head int64) error {
+	switch db.dialect.Name() {
+	case "sqlite":
+		return nil
+	default:
+		panic("storage: unknown dialect " + db.dialect.Name())
+	}
 }
 
 func (db *DB) wake() {

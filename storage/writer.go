@@ -131,13 +131,11 @@ func (w *writer) exec(q string, args ...any) error {
 }
 
 func (w *writer) runBatch(batch []*job) {
-	committed := w.db.head.Load()
 	for attempt := 0; ; attempt++ {
-		err := w.tryBatch(batch, committed)
+		err := w.tryBatch(batch)
 		if err == nil {
 			return
 		}
-		w.db.head.Store(committed)
 		if w.db.dialect.IsRetryable(err) && attempt < 5 {
 			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
 			continue
@@ -153,52 +151,64 @@ func (w *writer) runBatch(batch []*job) {
 }
 
 // tryBatch runs one batch in one transaction. It returns an error only when the transaction as a
-// whole failed (begin or commit); the errors of single Units of Work go to their jobs.
-func (w *writer) tryBatch(batch []*job, committed int64) error {
+// whole failed (begin, counter, commit); the errors of single Units of Work go to their jobs.
+//
+// The event counter is read, and on PostgreSQL locked, at the start of the batch, inside the
+// transaction: another process may have written since (bothy setup bootstrap-owner beside a
+// running server; another api node), so a head kept in memory would hand out a seq twice. The
+// lock is held to the COMMIT, which makes seq gapless in commit order (seed 8.1, 8.2).
+func (w *writer) tryBatch(batch []*job) (err error) {
+	for _, j := range batch {
+		j.err = nil
+	}
 	if err := w.exec(w.db.dialect.BeginWrite()); err != nil {
 		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = w.exec("ROLLBACK")
+		}
+	}()
+	var committed int64
+	if err := w.stmts.QueryRowContext(context.Background(), w.db.rebind(`SELECT value FROM sequence_counters WHERE name = 'event_seq'`+w.db.dialect.ForUpdate())).Scan(&committed); err != nil {
+		return fmt.Errorf("lock event_seq: %w", err)
 	}
 	head := committed
 	ok := 0
 	single := len(batch) == 1
 	for _, j := range batch {
-		j.err = nil
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			continue
 		}
 		if !single {
 			if err := w.exec("SAVEPOINT uow"); err != nil {
-				_ = w.exec("ROLLBACK")
 				return err
 			}
 		}
 		st := &txState{conn: w.stmts}
 		ctx := context.WithValue(context.WithoutCancel(j.ctx), txKey{}, st)
-		err := callSafely(ctx, j.fn)
+		ferr := callSafely(ctx, j.fn)
 		var n int64
-		if err == nil {
-			n, err = w.appendEvents(ctx, st, head)
+		if ferr == nil {
+			n, ferr = w.appendEvents(ctx, st, head)
 		}
-		if err != nil {
-			j.err = err
+		if ferr != nil {
+			j.err = ferr
 			if single {
 				_ = w.exec("ROLLBACK")
 				return nil
 			}
-			if rerr := w.exec("ROLLBACK TO SAVEPOINT uow"); rerr != nil {
-				_ = w.exec("ROLLBACK")
-				return rerr
+			if err := w.exec("ROLLBACK TO SAVEPOINT uow"); err != nil {
+				return err
 			}
-			if rerr := w.exec("RELEASE SAVEPOINT uow"); rerr != nil {
-				_ = w.exec("ROLLBACK")
-				return rerr
+			if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
+				return err
 			}
 			continue
 		}
 		if !single {
 			if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
-				_ = w.exec("ROLLBACK")
 				return err
 			}
 		}
@@ -210,7 +220,9 @@ func (w *writer) tryBatch(batch []*job, committed int64) error {
 	}
 	if head != committed {
 		if _, err := w.stmts.ExecContext(context.Background(), w.db.rebind(`UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`), head); err != nil {
-			_ = w.exec("ROLLBACK")
+			return err
+		}
+		if err := w.db.notifyInTx(head); err != nil {
 			return err
 		}
 	}
@@ -218,12 +230,10 @@ func (w *writer) tryBatch(batch []*job, committed int64) error {
 		time.Sleep(d)
 	}
 	if err := w.exec("COMMIT"); err != nil {
-		_ = w.exec("ROLLBACK")
 		return err
 	}
 	if head != committed {
-		w.db.head.Store(head)
-		w.db.wake()
+		w.db.advanceHead(head)
 	}
 	w.afterCommit(len(batch))
 	return nil

@@ -3,11 +3,15 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/sqlite"
 	"bothy.dev/bothy/storage/storetest"
 )
 
@@ -110,4 +114,47 @@ func TestUnitOfWork(t *testing.T) {
 			t.Fatalf("events = %+v", evs)
 		}
 	})
+}
+
+func TestTwoWritersOnOneFile(t *testing.T) {
+	// bothy setup bootstrap-owner may write while a server runs on the same data dir: the
+	// second writer's events must continue the sequence, not repeat it.
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bothy.db")
+	open := func() *storage.DB {
+		w, r, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := migrate.Up(ctx, w, "sqlite", nil); err != nil {
+			t.Fatal(err)
+		}
+		db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open(), open()
+	for i, db := range []*storage.DB{a, b, a, b, a} {
+		if err := db.Do(ctx, func(ctx context.Context) error {
+			db.Append(ctx, kernel.Event{Type: "test", Payload: i})
+			return nil
+		}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	evs, err := a.EventsAfter(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 5 {
+		t.Fatalf("%d events", len(evs))
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) || string(e.Payload) != fmt.Sprint(i) {
+			t.Fatalf("event %d: seq %d payload %s", i, e.Seq, e.Payload)
+		}
+	}
 }

@@ -85,6 +85,7 @@ type Dialect struct{}
 func (Dialect) Name() string           { return "sqlite" }
 func (Dialect) Rebind(q string) string { return q }
 func (Dialect) BeginWrite() string     { return "BEGIN IMMEDIATE" }
+func (Dialect) ForUpdate() string      { return "" }
 func (Dialect) IsUniqueViolation(err error) bool {
 	var e *sqlite.Error
 	if errors.As(err, &e) {
