@@ -8,6 +8,13 @@
 //	bothybench driver-rss -driver ncruces -writes 20000
 //	bothybench storage-rate -writers 256 -commit-delay 2ms -max-batch 1
 //	bothybench storage-latency -rate 1000 -duration 5s
+//	bothybench http-closed -bin bench/out/bothy -clients 32 -warmup 1s -duration 5s
+//	bothybench http-open -bin bench/out/bothy -rate 1000 -warmup 1s -duration 10s
+//	bothybench serve-start -bin bench/out/bothy -starts 10
+//
+// The http-… and serve-… scenarios run a `bothy serve` binary (-bin, built by bench/run with
+// `go build -o bench/out/bothy .`) as a child process on a temp data directory and loopback
+// ports, and load it from this process.
 //
 // It holds no figure of its own: a scenario that fails prints its error and exits 1.
 package main
@@ -18,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +34,9 @@ import (
 	"time"
 
 	"bothy.dev/bothy/bench/driver"
+	httpbench "bothy.dev/bothy/bench/http"
 	"bothy.dev/bothy/bench/internal/measure"
+	servebench "bothy.dev/bothy/bench/serve"
 	storagebench "bothy.dev/bothy/bench/storage"
 	"bothy.dev/bothy/storage"
 )
@@ -37,8 +47,7 @@ type scenario struct {
 	run   func(ctx context.Context, args []string, out io.Writer) error
 }
 
-// scenarios are the benchmarks. The HTTP message-create load generator and the serve
-// start-to-ready/RSS measurement join here once the appliance serves.
+// scenarios are the benchmarks.
 var scenarios = map[string]scenario{
 	"driver-rate":        {"message-create writes/s through one SQLite driver (bench/driver)", driverRate},
 	"driver-start":       {"open-to-first-query of a driver, cold, in a fresh child process", driverStart},
@@ -46,6 +55,9 @@ var scenarios = map[string]scenario{
 	"driver-rss":         {"RSS growth of a process using a driver (1 writer, 4 readers)", driverRSS},
 	"storage-rate":       {"durable events/s through storage.DB.Do from many writers (bench/storage)", storageRate},
 	"storage-latency":    {"latency of storage.DB.Do at a fixed offered rate", storageLatency},
+	"http-closed":        {"messages/s over HTTP from clients posting back to back to a real bothy serve", httpClosed},
+	"http-open":          {"latency of message create over HTTP at a fixed offered rate (open loop)", httpOpen},
+	"serve-start":        {"exec to /readyz 200 of bothy serve, on empty and existing data dirs; RSS at ready and idle", serveStart},
 }
 
 func main() {
@@ -300,5 +312,175 @@ func storageLatency(ctx context.Context, args []string, out io.Writer) error {
 	name := fmt.Sprintf("storage/do/%s/latency@%g/s", f.label(), *rate)
 	measure.Result(out, name+"/p50", measure.Ms(l.P50), "ms")
 	measure.Result(out, name+"/p99", measure.Ms(l.P99), "ms")
+	return nil
+}
+
+// serverFlags are the flags of the scenarios that run bothy serve.
+type serverFlags struct {
+	bin              *string
+	people, channels *int
+	args             *string
+}
+
+func addServerFlags(fs *flag.FlagSet) serverFlags {
+	return serverFlags{
+		bin:      fs.String("bin", "bench/out/bothy", "the bothy binary to run (go build -o bench/out/bothy .)"),
+		people:   fs.Int("people", 4, "people who post (each with post on every channel; client i posts as person i mod people)"),
+		channels: fs.Int("channels", 4, "channels whose main threads the messages rotate over"),
+		args:     fs.String("serve-args", "", "more arguments for bothy serve, space-separated (e.g. \"--set database.max_batch=64\")"),
+	}
+}
+
+// start runs bothy serve on a fresh data directory in dir and prepares it for posting.
+func (f serverFlags) start(ctx context.Context, dir string, conns int) (*servebench.Server, httpbench.Target, *http.Client, error) {
+	s, err := servebench.Start(ctx, servebench.Options{
+		Bin: *f.bin, DataDir: filepath.Join(dir, "data"), WantSetupCode: true, Args: strings.Fields(*f.args),
+	})
+	if err != nil {
+		return nil, httpbench.Target{}, nil, err
+	}
+	c := httpbench.Client(conns)
+	t, err := httpbench.Prepare(ctx, c, s.Public, s.SetupCode, *f.people, *f.channels)
+	if err != nil {
+		s.Stop()
+		return nil, httpbench.Target{}, nil, fmt.Errorf("prepare: %w\n%s", err, s.Logs())
+	}
+	return s, t, c, nil
+}
+
+// stopped stops s and returns err, or the error of the stop when err is nil.
+func stopped(s *servebench.Server, err error) error {
+	if stopErr := s.Stop(); err == nil {
+		err = stopErr
+	}
+	return err
+}
+
+func httpClosed(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("http-closed", flag.ContinueOnError)
+	f := addServerFlags(fs)
+	clients := fs.Int("clients", 32, "concurrent clients, each posting back to back on its own keep-alive connection")
+	warmup := fs.Duration("warmup", time.Second, "post this long before measuring")
+	dur := fs.Duration("duration", 5*time.Second, "how long to measure")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	s, t, c, err := f.start(ctx, dir, *clients)
+	if err != nil {
+		return err
+	}
+	r, err := httpbench.Closed(ctx, c, t, *clients, *warmup, *dur, s.CPU)
+	if err = stopped(s, err); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("http/message-create/closed-loop/%d-clients", *clients)
+	measure.Result(out, name, r.PerSecond(), "messages/s")
+	measure.Result(out, name+"/p50", measure.Ms(r.Latencies.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.Latencies.P99), "ms")
+	measure.Result(out, name+"/server-cpu", r.ServerCPUPerOp(), "µs/message")
+	measure.Result(out, name+"/loadgen-cpu", r.LoadCPUPerOp(), "µs/message")
+	return nil
+}
+
+func httpOpen(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("http-open", flag.ContinueOnError)
+	f := addServerFlags(fs)
+	rate := fs.Float64("rate", 1000, "messages offered per second, each at its scheduled time")
+	workers := fs.Int("workers", 64, "clients that send the due requests (a due request waits while all are busy)")
+	warmup := fs.Duration("warmup", time.Second, "offer at the rate this long before measuring")
+	dur := fs.Duration("duration", 10*time.Second, "how long to measure")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	s, t, c, err := f.start(ctx, dir, *workers)
+	if err != nil {
+		return err
+	}
+	r, err := httpbench.Open(ctx, c, t, *rate, *workers, *warmup, *dur, s.CPU)
+	if err = stopped(s, err); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("http/message-create/open-loop@%g/s", *rate)
+	measure.Result(out, name+"/p50", measure.Ms(r.Latencies.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.Latencies.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(r.Latencies.Max), "ms")
+	measure.Result(out, name+"/server-cpu", r.ServerCPUPerOp(), "µs/message")
+	return nil
+}
+
+// serveStart prints one line per start (bench/run's median and range then cover every start
+// of every repetition): starts on fresh data directories, then on one that holds an owner,
+// people, channels and messages, then the memory of one idle process of each kind.
+func serveStart(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("serve-start", flag.ContinueOnError)
+	f := addServerFlags(fs)
+	starts := fs.Int("starts", 10, "starts of each kind")
+	idle := fs.Duration("idle", time.Second, "how long the idle process waits before its second RSS reading")
+	messages := fs.Int("messages", 2000, "messages in the existing data directory")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	o := servebench.Options{Bin: *f.bin, Args: strings.Fields(*f.args)}
+
+	fresh := func(i int) string { return filepath.Join(dir, fmt.Sprintf("empty-%d", i)) }
+	empty, err := servebench.Starts(ctx, o, *starts, fresh)
+	if err != nil {
+		return err
+	}
+	o.DataDir = fresh(*starts)
+	emptyAt, emptyIdle, err := servebench.IdleRSS(ctx, o, *idle)
+	if err != nil {
+		return err
+	}
+
+	// The existing data directory: what http-closed leaves, smaller.
+	s, t, c, err := f.start(ctx, dir, 8)
+	if err != nil {
+		return err
+	}
+	if err := stopped(s, httpbench.Seed(ctx, c, t, *messages)); err != nil {
+		return err
+	}
+	existing := filepath.Join(dir, "data")
+	full, err := servebench.Starts(ctx, o, *starts, func(int) string { return existing })
+	if err != nil {
+		return err
+	}
+	o.DataDir = existing
+	fullAt, fullIdle, err := servebench.IdleRSS(ctx, o, *idle)
+	if err != nil {
+		return err
+	}
+
+	for _, k := range []struct {
+		kind    string
+		samples []servebench.Sample
+		at      int64
+		idle    int64
+	}{{"empty-data-dir", empty, emptyAt, emptyIdle}, {"existing-data-dir", full, fullAt, fullIdle}} {
+		for _, x := range k.samples {
+			measure.Result(out, "serve/start-to-ready/"+k.kind, measure.Ms(x.ToReady), "ms")
+		}
+		for _, x := range k.samples {
+			measure.Result(out, "serve/rss-at-ready/"+k.kind, measure.MiB(x.RSS), "MiB")
+		}
+		measure.Result(out, "serve/rss-at-ready/"+k.kind, measure.MiB(k.at), "MiB")
+		measure.Result(out, fmt.Sprintf("serve/rss-after-%v-idle/%s", *idle, k.kind), measure.MiB(k.idle), "MiB")
+	}
 	return nil
 }

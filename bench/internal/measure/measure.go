@@ -87,6 +87,39 @@ func CPUTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat: 100 on every Linux
+// architecture Go supports (sysconf(_SC_CLK_TCK) would need cgo).
+const clockTicks = 100
+
+// ProcCPU returns the user and system CPU time process pid has used so far, all its threads
+// together, from /proc/<pid>/stat (a resolution of 10 ms). It reads another process, such as a
+// server under load, where CPUTime reads this one.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("measure: /proc/%d/stat without a command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("measure: /proc/%d/stat has %d fields", pid, len(f)+2)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("measure: /proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
 // Run is what a throughput measurement saw: operations done, wall time, CPU time of the process.
 type Run struct {
 	Ops     int64

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -26,5 +27,22 @@ func TestRSS(t *testing.T) {
 	}
 	if b < 1<<20 {
 		t.Fatalf("RSS of a Go test binary = %d bytes, implausibly small", b)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	before, err := ProcCPU(os.Getpid())
+	if err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	// Burn a little more than one tick of CPU, then /proc must show it.
+	for end := CPUTime() + 30*time.Millisecond; CPUTime() < end; {
+	}
+	after, err := ProcCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 10*time.Millisecond || after > CPUTime()+20*time.Millisecond {
+		t.Fatalf("ProcCPU went from %v to %v; getrusage says %v", before, after, CPUTime())
 	}
 }
