@@ -1,0 +1,355 @@
+package storage_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"bothy.dev/bothy/migrate"
+	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/sqlite"
+)
+
+// copyEnd is one side of a copy: a database handle and its dialect.
+type copyEnd struct {
+	db      *sql.DB
+	dialect storage.Dialect
+	// open opens the store on this side (for reading it back like the server does).
+	open func(tb testing.TB) *storage.DB
+}
+
+// mustSQLiteEnd returns a migrated SQLite database in a temp dir: its write handle, and the path.
+func mustSQLiteEnd(tb testing.TB) (copyEnd, string) {
+	tb.Helper()
+	ctx := context.Background()
+	path := filepath.Join(tb.TempDir(), "bothy.db")
+	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.Close()
+	tb.Cleanup(func() { w.Close() })
+	if _, err := migrate.Up(ctx, w, "sqlite", nil); err != nil {
+		tb.Fatal(err)
+	}
+	open := func(tb testing.TB) *storage.DB {
+		tb.Helper()
+		w, r, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		return db
+	}
+	return copyEnd{db: w, dialect: sqlite.Dialect{}, open: open}, path
+}
+
+// mustReadOnly opens the SQLite database at path the way `bothy migrate copy` reads its source.
+func mustReadOnly(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sqlite.OpenReadOnly(context.Background(), path, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fixtureEvents is the number of events mustFill logs: more than two batches of 500.
+const fixtureEvents = 1203
+
+// mustFill writes rows into every table of the schema through plain SQL on w (SQLite), with
+// NULLs, text that is not ASCII and an event log longer than two batches, and sets the
+// event_seq counter to its head, as the write path does.
+func mustFill(tb testing.TB, w *sql.DB) {
+	tb.Helper()
+	const t0 = "2025-01-02T03:04:05.000000Z"
+	stmts := []string{
+		`UPDATE instance SET setup_code_hash = NULL, setup_completed_at = '` + t0 + `' WHERE id = 1`,
+		`UPDATE sequence_counters SET value = 7 WHERE name = 'permission_version'`,
+		`INSERT INTO principals (id, kind, handle, handle_key, display_name, status, is_owner, created_at, updated_at, disabled_at) VALUES
+			('p1', 'person', 'ada', 'ada', 'Ada Lovelace', 'active', 1, '` + t0 + `', '` + t0 + `', NULL),
+			('p2', 'agent', 'bot', 'bot', 'Bøt 🤖', 'disabled', 0, '` + t0 + `', '` + t0 + `', '` + t0 + `')`,
+		`INSERT INTO local_credentials VALUES ('p1', '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA', '` + t0 + `')`,
+		`INSERT INTO auth_sessions VALUES ('s1', 'p1', 'th1', '` + t0 + `', '2099-01-01T00:00:00.000000Z', NULL)`,
+		`INSERT INTO api_tokens VALUES ('k1', 'p2', 'bot token', 'kh1', '` + t0 + `', NULL, NULL)`,
+		`INSERT INTO spaces VALUES ('sp1', 'Home', 'p1', '` + t0 + `', '` + t0 + `', NULL)`,
+		`INSERT INTO channels VALUES ('c1', 'sp1', 'channel', 'general', 'it''s a topic', 't1', 'p1', '` + t0 + `', '` + t0 + `', NULL)`,
+		`INSERT INTO threads VALUES ('t1', 'c1', 'sp1', '', 1, 'p1', '` + t0 + `', '` + t0 + `', '` + t0 + `', 2)`,
+		`INSERT INTO grants VALUES ('g1', 'channel', 'c1', 'p2', 'post', 2, 'p1', '` + t0 + `')`,
+		`INSERT INTO messages VALUES
+			('m1', 't1', 'c1', 'sp1', 'p1', 'hello @bot — ünïcode, "quotes", ? and $1', 'cm1', 2, '` + t0 + `', '` + t0 + `', NULL),
+			('m2', 't1', 'c1', 'sp1', 'p2', '', NULL, 1, '` + t0 + `', NULL, '` + t0 + `')`,
+		`INSERT INTO message_revisions VALUES ('m1', 1, 'hello', '` + t0 + `')`,
+		`INSERT INTO mentions VALUES ('m1', 'p2')`,
+		`INSERT INTO reactions VALUES ('m1', 'p2', '👍', '` + t0 + `')`,
+		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
+	}
+	for _, s := range stmts {
+		if _, err := w.Exec(s); err != nil {
+			tb.Fatalf("%s: %v", s, err)
+		}
+	}
+	tx, err := w.Begin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for seq := 1; seq <= fixtureEvents; seq++ {
+		var subject any
+		if seq%3 == 0 {
+			subject = "m1"
+		}
+		if _, err := tx.Exec(`INSERT INTO event_log VALUES (?, 'message.created', 'sp1', 'c1', 't1', NULL, ?, 'p1', ?, ?)`,
+			seq, subject, fmt.Sprintf(`{"n":%d,"text":"ü"}`, seq), t0); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(`UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`, fixtureEvents); err != nil {
+		tb.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// dump reads every row of every table, ordered, as text, to compare two databases value by value.
+func dump(tb testing.TB, db *sql.DB) map[string][]string {
+	tb.Helper()
+	out := map[string][]string{}
+	for _, t := range storage.CopyTables {
+		rows, err := db.Query("SELECT * FROM " + t + " ORDER BY 1, 2")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				tb.Fatal(err)
+			}
+			var b strings.Builder
+			for i, v := range vals {
+				if b2, ok := v.([]byte); ok {
+					v = string(b2)
+				}
+				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
+			}
+			out[t] = append(out[t], b.String())
+		}
+		if err := rows.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		rows.Close()
+	}
+	return out
+}
+
+// testCopy copies a filled SQLite source into target and checks everything a move promises.
+func testCopy(t *testing.T, target copyEnd) {
+	ctx := context.Background()
+	src, path := mustSQLiteEnd(t)
+	mustFill(t, src.db)
+	ro := mustReadOnly(t, path)
+
+	var progress []storage.CopyProgress
+	rep, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{
+		BatchRows: 500,
+		Progress:  func(p storage.CopyProgress) { progress = append(progress, p) },
+	})
+	if err != nil {
+		t.Fatalf("Copy: %v", err)
+	}
+
+	t.Run("copies every table, with rows in each", func(t *testing.T) {
+		for _, tbl := range storage.CopyTables {
+			if rep.Rows[tbl] == 0 {
+				t.Errorf("table %s has no row in the fixture: add some to mustFill", tbl)
+			}
+		}
+		if rep.Head != fixtureEvents || rep.Rows["event_log"] != fixtureEvents {
+			t.Fatalf("report: head %d, %d events", rep.Head, rep.Rows["event_log"])
+		}
+	})
+	t.Run("keeps every value, ids and seq included", func(t *testing.T) {
+		want, got := dump(t, src.db), dump(t, target.db)
+		for _, tbl := range storage.CopyTables {
+			if !reflect.DeepEqual(want[tbl], got[tbl]) {
+				t.Errorf("table %s differs:\nsource %q\ntarget %q", tbl, first(want[tbl], 3), first(got[tbl], 3))
+			}
+		}
+	})
+	t.Run("reports one line per table, in order, and batches of a large one", func(t *testing.T) {
+		var done []string
+		for _, p := range progress {
+			if p.Done {
+				done = append(done, p.Table)
+				if p.Copied != rep.Rows[p.Table] || p.Rows != rep.Rows[p.Table] {
+					t.Errorf("progress of %s: %d of %d, want %d", p.Table, p.Copied, p.Rows, rep.Rows[p.Table])
+				}
+			}
+		}
+		if !reflect.DeepEqual(done, storage.CopyTables) {
+			t.Fatalf("tables reported done: %v", done)
+		}
+	})
+	t.Run("a client's cursor from before the move reads the same events after it", func(t *testing.T) {
+		before, after := src.open(t), target.open(t)
+		if after.Head() != before.Head() {
+			t.Fatalf("head after the move %d, before %d", after.Head(), before.Head())
+		}
+		for _, cursor := range []int64{0, 1, 499, 500, 1000, fixtureEvents - 1, fixtureEvents} {
+			a, err := before.EventsAfter(ctx, cursor, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := after.EventsAfter(ctx, cursor, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("events after %d differ:\nbefore %+v\nafter  %+v", cursor, first(a, 2), first(b, 2))
+			}
+		}
+	})
+	t.Run("refuses to copy again into the now non-empty target, changing nothing", func(t *testing.T) {
+		before := dump(t, target.db)
+		_, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrTargetNotEmpty) || !strings.Contains(err.Error(), "principals") {
+			t.Fatalf("second Copy = %v, want ErrTargetNotEmpty naming principals", err)
+		}
+		if !reflect.DeepEqual(before, dump(t, target.db)) {
+			t.Fatal("the refused copy changed the target")
+		}
+	})
+}
+
+func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+func TestCopy(t *testing.T) {
+	t.Run("to SQLite", func(t *testing.T) {
+		target, _ := mustSQLiteEnd(t)
+		testCopy(t, target)
+	})
+}
+
+func TestCopyRefusals(t *testing.T) {
+	ctx := context.Background()
+	filled := func(t *testing.T) (*sql.DB, copyEnd) {
+		src, path := mustSQLiteEnd(t)
+		mustFill(t, src.db)
+		return mustReadOnly(t, path), src
+	}
+
+	t.Run("refuses a target that holds only an event", func(t *testing.T) {
+		ro, _ := filled(t)
+		target, _ := mustSQLiteEnd(t)
+		if _, err := target.db.Exec(`INSERT INTO event_log VALUES (1, 'x', NULL, NULL, NULL, NULL, NULL, NULL, '{}', 'now')`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrTargetNotEmpty) || !strings.Contains(err.Error(), "event_log") {
+			t.Fatalf("Copy = %v, want ErrTargetNotEmpty naming event_log", err)
+		}
+	})
+	t.Run("refuses a target whose event counter moved", func(t *testing.T) {
+		ro, _ := filled(t)
+		target, _ := mustSQLiteEnd(t)
+		if _, err := target.db.Exec(`UPDATE sequence_counters SET value = 3 WHERE name = 'event_seq'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{}); !errors.Is(err, storage.ErrTargetNotEmpty) {
+			t.Fatalf("Copy = %v, want ErrTargetNotEmpty", err)
+		}
+	})
+	t.Run("refuses a target that is not migrated, changing nothing", func(t *testing.T) {
+		ro, _ := filled(t)
+		path := filepath.Join(t.TempDir(), "empty.db")
+		w, r, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		defer r.Close()
+		_, err = storage.Copy(ctx, ro, sqlite.Dialect{}, w, sqlite.Dialect{}, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrSchemaMismatch) || !strings.Contains(err.Error(), "instance") {
+			t.Fatalf("Copy = %v, want ErrSchemaMismatch naming the first table", err)
+		}
+		var n int
+		if err := w.QueryRow(`SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the target has %d schema objects, %v", n, err)
+		}
+	})
+	t.Run("refuses a source with a table it does not know", func(t *testing.T) {
+		src, path := mustSQLiteEnd(t)
+		if _, err := src.db.Exec(`CREATE TABLE later_feature (id TEXT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		target, _ := mustSQLiteEnd(t)
+		_, err := storage.Copy(ctx, mustReadOnly(t, path), sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrSchemaMismatch) || !strings.Contains(err.Error(), "later_feature") {
+			t.Fatalf("Copy = %v, want ErrSchemaMismatch naming later_feature", err)
+		}
+	})
+	t.Run("refuses a table whose columns differ", func(t *testing.T) {
+		ro, _ := filled(t)
+		target, _ := mustSQLiteEnd(t)
+		if _, err := target.db.Exec(`ALTER TABLE reactions ADD COLUMN extra TEXT`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrSchemaMismatch) || !strings.Contains(err.Error(), "reactions") {
+			t.Fatalf("Copy = %v, want ErrSchemaMismatch naming reactions", err)
+		}
+		var n int
+		if err := target.db.QueryRow(`SELECT COUNT(*) FROM principals`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the refused copy left %d principals in the target (%v)", n, err)
+		}
+	})
+	t.Run("rolls the target back when the source is written during the copy", func(t *testing.T) {
+		ro, src := filled(t)
+		target, _ := mustSQLiteEnd(t)
+		wrote := false
+		_, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{
+			Progress: func(p storage.CopyProgress) {
+				if p.Table == "messages" && p.Done && !wrote {
+					wrote = true
+					// A server still running on the file commits a login.
+					if _, err := src.db.Exec(`INSERT INTO auth_sessions VALUES ('s2', 'p1', 'th2', 'now', 'later', NULL)`); err != nil {
+						t.Error(err)
+					}
+				}
+			},
+		})
+		if !errors.Is(err, storage.ErrSourceChanged) {
+			t.Fatalf("Copy = %v, want ErrSourceChanged", err)
+		}
+		var n int
+		if err := target.db.QueryRow(`SELECT COUNT(*) FROM event_log`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the target kept %d events (%v)", n, err)
+		}
+	})
+	t.Run("refuses a source whose counter is behind its log", func(t *testing.T) {
+		ro, src := filled(t)
+		if _, err := src.db.Exec(`UPDATE sequence_counters SET value = 5 WHERE name = 'event_seq'`); err != nil {
+			t.Fatal(err)
+		}
+		target, _ := mustSQLiteEnd(t)
+		_, err := storage.Copy(ctx, ro, sqlite.Dialect{}, target.db, target.dialect, storage.CopyOptions{})
+		if !errors.Is(err, storage.ErrCopyMismatch) {
+			t.Fatalf("Copy = %v, want ErrCopyMismatch", err)
+		}
+	})
+}
