@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-//go:embed sqlite/*.sql
+//go:embed sqlite/*.sql postgres/*.sql
 var files embed.FS
 
 // Migration is one embedded migration file.
@@ -33,7 +33,7 @@ type Status struct {
 	AppliedAt *time.Time
 }
 
-// List returns the migrations of engine ("sqlite") in version order.
+// List returns the migrations of engine ("sqlite" or "postgres") in version order.
 func List(engine string) ([]Migration, error) { return list(files, engine) }
 
 func list(fsys fs.FS, engine string) ([]Migration, error) {
@@ -73,13 +73,24 @@ const createTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at TEXT NOT NULL
 )`
 
+// lockKey is the PostgreSQL advisory lock that Up holds for its whole run, so that two
+// `bothy migrate up` (or two nodes) never apply the same migration twice. It is the ASCII of
+// "bothyboo" and must never change: a new value would let two versions migrate at once.
+const lockKey int64 = 0x626f746879626f6f
+
+// querier is what the runner reads through: a pool (StatusOf, Pending) or its one connection.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // StatusOf lists every migration of engine and when it was applied. It only reads.
 func StatusOf(ctx context.Context, db *sql.DB, engine string) ([]Status, error) {
 	ms, err := list(files, engine)
 	if err != nil {
 		return nil, err
 	}
-	applied, err := appliedVersions(ctx, db)
+	applied, err := appliedVersions(ctx, db, engine)
 	if err != nil {
 		return nil, err
 	}
@@ -94,14 +105,70 @@ func StatusOf(ctx context.Context, db *sql.DB, engine string) ([]Status, error) 
 	return out, nil
 }
 
-func appliedVersions(ctx context.Context, db *sql.DB) (map[int]time.Time, error) {
-	var n int
-	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+// Pending returns the migrations of engine that the database has not applied, in order. It
+// only reads (a read-only pool will do): serve on PostgreSQL refuses to start while it is not
+// empty and points to `bothy migrate up`. A database with migrations newer than this binary
+// has nothing pending; Up refuses it.
+func Pending(ctx context.Context, db *sql.DB, engine string) ([]Migration, error) {
+	ms, err := list(files, engine)
 	if err != nil {
+		return nil, err
+	}
+	applied, err := appliedVersions(ctx, db, engine)
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, m := range ms {
+		if _, ok := applied[m.Version]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// The SQL that differs between the engines; one switch each, panicking on an unknown engine
+// (list has refused it before: it has no folder).
+func tableExistsQuery(engine string) string {
+	switch engine {
+	case "sqlite":
+		return `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	case "postgres":
+		return `SELECT to_regclass('schema_migrations') IS NOT NULL`
+	default:
+		panic("migrate: unknown engine " + engine)
+	}
+}
+
+func beginStatement(engine string) string {
+	switch engine {
+	case "sqlite":
+		return "BEGIN IMMEDIATE"
+	case "postgres":
+		return "BEGIN"
+	default:
+		panic("migrate: unknown engine " + engine)
+	}
+}
+
+func recordStatement(engine string) string {
+	switch engine {
+	case "sqlite":
+		return `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
+	case "postgres":
+		return `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`
+	default:
+		panic("migrate: unknown engine " + engine)
+	}
+}
+
+func appliedVersions(ctx context.Context, db querier, engine string) (map[int]time.Time, error) {
+	var exists bool
+	if err := db.QueryRowContext(ctx, tableExistsQuery(engine)).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("migrate: read schema: %w", err)
 	}
 	out := map[int]time.Time{}
-	if n == 0 {
+	if !exists {
 		return out, nil
 	}
 	rows, err := db.QueryContext(ctx, `SELECT version, applied_at FROM schema_migrations`)
@@ -122,7 +189,9 @@ func appliedVersions(ctx context.Context, db *sql.DB) (map[int]time.Time, error)
 }
 
 // Up applies the pending migrations of engine in order, each in its own transaction, and calls
-// applied after each one. It returns the migrations it applied.
+// applied after each one. It returns the migrations it applied. It runs on one connection of
+// db; on PostgreSQL it holds an advisory lock on it for the whole run, so a second Up waits and
+// then finds nothing left to do.
 func Up(ctx context.Context, db *sql.DB, engine string, applied func(Migration)) ([]Migration, error) {
 	return up(ctx, db, files, engine, applied)
 }
@@ -132,10 +201,23 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, createTable); err != nil {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Close()
+	if engine == "postgres" {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, lockKey); err != nil {
+			return nil, fmt.Errorf("migrate: take the migration lock: %w", err)
+		}
+		defer func() {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lockKey)
+		}()
+	}
+	if _, err := conn.ExecContext(ctx, createTable); err != nil {
 		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
-	done, err := appliedVersions(ctx, db)
+	done, err := appliedVersions(ctx, conn, engine)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +231,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 		if _, ok := done[m.Version]; ok {
 			continue
 		}
-		if err := apply(ctx, db, m); err != nil {
+		if err := apply(ctx, conn, engine, m); err != nil {
 			return out, err
 		}
 		out = append(out, m)
@@ -160,24 +242,21 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 	return out, nil
 }
 
-func apply(ctx context.Context, db *sql.DB, m Migration) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+// apply runs one migration file and records it, in one transaction. On PostgreSQL the file goes
+// as one simple query (pgx sends a query without arguments that way), which may hold several
+// statements.
+func apply(ctx context.Context, conn *sql.Conn, engine string, m Migration) error {
+	if _, err := conn.ExecContext(ctx, beginStatement(engine)); err != nil {
 		return fmt.Errorf("migrate: %04d_%s: begin: %w", m.Version, m.Name, err)
 	}
 	fail := func(err error) error {
-		_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		return fmt.Errorf("migrate: %04d_%s: %w", m.Version, m.Name, err)
 	}
 	if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
 		return fail(err)
 	}
-	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := conn.ExecContext(ctx, recordStatement(engine), m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		return fail(err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {

@@ -66,9 +66,9 @@ type chatEnv struct {
 	alice kernel.Actor
 }
 
-func newChatEnv(tb testing.TB) *chatEnv {
+func newChatEnv(tb testing.TB, eng storetest.Engine) *chatEnv {
 	tb.Helper()
-	db := storetest.Open(tb, storage.Options{})
+	db := eng.Open(tb, storage.Options{})
 	e := &chatEnv{db: db, store: storage.NewChatStore(db), az: &chatAllow{deny: map[kernel.ID]bool{}},
 		clock: kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))}
 	e.svc = chat.New(chat.Deps{Store: e.store, UoW: db, Events: db, Authz: e.az, Scoper: e.az, Clock: e.clock})
@@ -118,191 +118,197 @@ func logged(tb testing.TB, db *storage.DB) []kernel.LoggedEvent {
 }
 
 func TestChatStoreSpaces(t *testing.T) {
-	ctx := context.Background()
-	e := newChatEnv(t)
-	a, b := e.space(t, "A"), e.space(t, "B")
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newChatEnv(t, eng)
+		a, b := e.space(t, "A"), e.space(t, "B")
 
-	t.Run("reads a space back as it was written", func(t *testing.T) {
-		got, err := e.store.Space(ctx, a.ID)
-		if err != nil || got != a {
-			t.Fatalf("got %+v, %v; want %+v", got, err, a)
-		}
-	})
-	t.Run("lists spaces in id order", func(t *testing.T) {
-		got, err := e.store.Spaces(ctx)
-		if err != nil || len(got) != 2 || got[0] != a || got[1] != b {
-			t.Fatalf("got %+v, %v", got, err)
-		}
-	})
-	t.Run("answers not found for a missing space", func(t *testing.T) {
-		if _, err := e.store.Space(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
-			t.Fatalf("err = %v", err)
-		}
-		if err := e.db.Do(ctx, func(ctx context.Context) error {
-			return e.store.UpdateSpace(ctx, chat.Space{ID: kernel.NewID(), Name: "x", UpdatedAt: time.Now()})
-		}); !kernel.IsCode(err, kernel.CodeNotFound) {
-			t.Fatalf("update: err = %v", err)
-		}
-	})
-	t.Run("renames a space and logs space.updated with the space as data", func(t *testing.T) {
-		e.clock.Advance(time.Second)
-		name := "A2"
-		up, err := e.svc.UpdateSpace(ctx, e.alice, a.ID, chat.SpacePatch{Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := e.store.Space(ctx, a.ID)
-		if got != up || got.Name != "A2" || !got.UpdatedAt.After(got.CreatedAt) {
-			t.Fatalf("got %+v, want %+v", got, up)
-		}
-		evs := logged(t, e.db)
-		last := evs[len(evs)-1]
-		var data chat.Space
-		if err := json.Unmarshal(last.Payload, &data); err != nil || last.Type != kernel.EvSpaceUpdated || data != up ||
-			last.Scope.SpaceID != a.ID || last.SubjectID != a.ID || last.ActorID != e.alice.ID {
-			t.Fatalf("last event %+v (%s), %v", last, last.Payload, err)
-		}
+		t.Run("reads a space back as it was written", func(t *testing.T) {
+			got, err := e.store.Space(ctx, a.ID)
+			if err != nil || got != a {
+				t.Fatalf("got %+v, %v; want %+v", got, err, a)
+			}
+		})
+		t.Run("lists spaces in id order", func(t *testing.T) {
+			got, err := e.store.Spaces(ctx)
+			if err != nil || len(got) != 2 || got[0] != a || got[1] != b {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+		t.Run("answers not found for a missing space", func(t *testing.T) {
+			if _, err := e.store.Space(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("err = %v", err)
+			}
+			if err := e.db.Do(ctx, func(ctx context.Context) error {
+				return e.store.UpdateSpace(ctx, chat.Space{ID: kernel.NewID(), Name: "x", UpdatedAt: time.Now()})
+			}); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("update: err = %v", err)
+			}
+		})
+		t.Run("renames a space and logs space.updated with the space as data", func(t *testing.T) {
+			e.clock.Advance(time.Second)
+			name := "A2"
+			up, err := e.svc.UpdateSpace(ctx, e.alice, a.ID, chat.SpacePatch{Name: &name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := e.store.Space(ctx, a.ID)
+			if got != up || got.Name != "A2" || !got.UpdatedAt.After(got.CreatedAt) {
+				t.Fatalf("got %+v, want %+v", got, up)
+			}
+			evs := logged(t, e.db)
+			last := evs[len(evs)-1]
+			var data chat.Space
+			if err := json.Unmarshal(last.Payload, &data); err != nil || last.Type != kernel.EvSpaceUpdated || data != up ||
+				last.Scope.SpaceID != a.ID || last.SubjectID != a.ID || last.ActorID != e.alice.ID {
+				t.Fatalf("last event %+v (%s), %v", last, last.Payload, err)
+			}
+		})
 	})
 }
 
 func TestChatStoreChannels(t *testing.T) {
-	ctx := context.Background()
-	e := newChatEnv(t)
-	sp := e.space(t, "A")
-	before := len(logged(t, e.db))
-	c := e.channel(t, sp.ID, "general")
-	d := e.channel(t, sp.ID, "random")
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newChatEnv(t, eng)
+		sp := e.space(t, "A")
+		before := len(logged(t, e.db))
+		c := e.channel(t, sp.ID, "general")
+		d := e.channel(t, sp.ID, "random")
 
-	t.Run("creates the channel and its main thread in one unit with two events", func(t *testing.T) {
-		got, err := e.store.Channel(ctx, c.ID)
-		if err != nil || got != c {
-			t.Fatalf("got %+v, %v; want %+v", got, err, c)
-		}
-		main, err := e.store.Thread(ctx, c.MainThreadID)
-		if err != nil || !main.IsMain || main.ChannelID != c.ID || main.SpaceID != sp.ID || main.ChannelKind != chat.KindChannel ||
-			main.MessageCount != 0 || main.LastMessageAt != nil {
-			t.Fatalf("main thread %+v, %v", main, err)
-		}
-		evs := logged(t, e.db)[before:]
-		if len(evs) != 4 || evs[0].Type != kernel.EvChannelCreated || evs[1].Type != kernel.EvThreadCreated ||
-			evs[1].Seq != evs[0].Seq+1 || evs[1].Scope.ThreadID != c.MainThreadID || evs[0].Scope.ChannelID != c.ID {
-			t.Fatalf("events %+v", evs)
-		}
-		var data map[string]any
-		if err := json.Unmarshal(evs[0].Payload, &data); err != nil || data["main_thread_id"] != string(c.MainThreadID) || data["kind"] != "channel" {
-			t.Fatalf("channel.created data %s", evs[0].Payload)
-		}
-	})
-	t.Run("lists the channels of a space in id order", func(t *testing.T) {
-		got, err := e.store.Channels(ctx, sp.ID)
-		if err != nil || len(got) != 2 || got[0] != c || got[1] != d {
-			t.Fatalf("got %+v, %v", got, err)
-		}
-		got, err = e.store.Channels(ctx, kernel.NewID())
-		if err != nil || len(got) != 0 {
-			t.Fatalf("other space: %+v, %v", got, err)
-		}
-	})
-	t.Run("updates name and topic", func(t *testing.T) {
-		name, topic := "general2", "what we talk about"
-		up, err := e.svc.UpdateChannel(ctx, e.alice, c.ID, chat.ChannelPatch{Name: &name, Topic: &topic})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := e.store.Channel(ctx, c.ID)
-		if got != up || got.Topic != topic || got.Name != name {
-			t.Fatalf("got %+v, want %+v", got, up)
-		}
-	})
-	t.Run("refuses a channel in a missing space and writes nothing", func(t *testing.T) {
-		n := len(logged(t, e.db))
-		if _, err := e.svc.CreateChannel(ctx, e.alice, kernel.NewID(), chat.NewChannel{Name: "x"}); !kernel.IsCode(err, kernel.CodeNotFound) {
-			t.Fatalf("err = %v", err)
-		}
-		if len(logged(t, e.db)) != n {
-			t.Fatal("a refused channel logged an event")
-		}
-	})
-	t.Run("hides a channel the scoper hides", func(t *testing.T) {
-		e.az.deny[d.ID] = true
-		defer delete(e.az.deny, d.ID)
-		got, err := e.svc.ListChannels(ctx, e.alice, sp.ID)
-		if err != nil || len(got) != 1 || got[0].ID != c.ID {
-			t.Fatalf("got %+v, %v", got, err)
-		}
+		t.Run("creates the channel and its main thread in one unit with two events", func(t *testing.T) {
+			got, err := e.store.Channel(ctx, c.ID)
+			if err != nil || got != c {
+				t.Fatalf("got %+v, %v; want %+v", got, err, c)
+			}
+			main, err := e.store.Thread(ctx, c.MainThreadID)
+			if err != nil || !main.IsMain || main.ChannelID != c.ID || main.SpaceID != sp.ID || main.ChannelKind != chat.KindChannel ||
+				main.MessageCount != 0 || main.LastMessageAt != nil {
+				t.Fatalf("main thread %+v, %v", main, err)
+			}
+			evs := logged(t, e.db)[before:]
+			if len(evs) != 4 || evs[0].Type != kernel.EvChannelCreated || evs[1].Type != kernel.EvThreadCreated ||
+				evs[1].Seq != evs[0].Seq+1 || evs[1].Scope.ThreadID != c.MainThreadID || evs[0].Scope.ChannelID != c.ID {
+				t.Fatalf("events %+v", evs)
+			}
+			var data map[string]any
+			if err := json.Unmarshal(evs[0].Payload, &data); err != nil || data["main_thread_id"] != string(c.MainThreadID) || data["kind"] != "channel" {
+				t.Fatalf("channel.created data %s", evs[0].Payload)
+			}
+		})
+		t.Run("lists the channels of a space in id order", func(t *testing.T) {
+			got, err := e.store.Channels(ctx, sp.ID)
+			if err != nil || len(got) != 2 || got[0] != c || got[1] != d {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+			got, err = e.store.Channels(ctx, kernel.NewID())
+			if err != nil || len(got) != 0 {
+				t.Fatalf("other space: %+v, %v", got, err)
+			}
+		})
+		t.Run("updates name and topic", func(t *testing.T) {
+			name, topic := "general2", "what we talk about"
+			up, err := e.svc.UpdateChannel(ctx, e.alice, c.ID, chat.ChannelPatch{Name: &name, Topic: &topic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := e.store.Channel(ctx, c.ID)
+			if got != up || got.Topic != topic || got.Name != name {
+				t.Fatalf("got %+v, want %+v", got, up)
+			}
+		})
+		t.Run("refuses a channel in a missing space and writes nothing", func(t *testing.T) {
+			n := len(logged(t, e.db))
+			if _, err := e.svc.CreateChannel(ctx, e.alice, kernel.NewID(), chat.NewChannel{Name: "x"}); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("err = %v", err)
+			}
+			if len(logged(t, e.db)) != n {
+				t.Fatal("a refused channel logged an event")
+			}
+		})
+		t.Run("hides a channel the scoper hides", func(t *testing.T) {
+			e.az.deny[d.ID] = true
+			defer delete(e.az.deny, d.ID)
+			got, err := e.svc.ListChannels(ctx, e.alice, sp.ID)
+			if err != nil || len(got) != 1 || got[0].ID != c.ID {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
 	})
 }
 
 func TestChatStoreThreads(t *testing.T) {
-	ctx := context.Background()
-	e := newChatEnv(t)
-	sp := e.space(t, "A")
-	c := e.channel(t, sp.ID, "general")
-	other := e.channel(t, sp.ID, "other")
-	e.thread(t, other, "elsewhere")
-	ids := []kernel.ID{c.MainThreadID}
-	for i := 0; i < 5; i++ {
-		ids = append(ids, e.thread(t, c, "t").ID)
-	}
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newChatEnv(t, eng)
+		sp := e.space(t, "A")
+		c := e.channel(t, sp.ID, "general")
+		other := e.channel(t, sp.ID, "other")
+		e.thread(t, other, "elsewhere")
+		ids := []kernel.ID{c.MainThreadID}
+		for i := 0; i < 5; i++ {
+			ids = append(ids, e.thread(t, c, "t").ID)
+		}
 
-	pages := []struct {
-		name     string
-		page     chat.Page
-		want     []kernel.ID
-		wantMore bool
-	}{
-		{"answers the newest page without a cursor", chat.Page{Limit: 2}, ids[4:], true},
-		{"answers everything when the page is large", chat.Page{Limit: 50}, ids, false},
-		{"pages backwards with before", chat.Page{Before: ids[4], Limit: 2}, ids[2:4], true},
-		{"ends backwards at the oldest", chat.Page{Before: ids[2], Limit: 2}, ids[:2], false},
-		{"pages forwards with after", chat.Page{After: ids[0], Limit: 2}, ids[1:3], true},
-		{"ends forwards at the newest", chat.Page{After: ids[3], Limit: 2}, ids[4:], false},
-		{"answers an empty page after the newest", chat.Page{After: ids[5], Limit: 2}, nil, false},
-	}
-	for _, tt := range pages {
-		t.Run(tt.name, func(t *testing.T) {
-			got, more, err := e.svc.ListThreads(ctx, e.alice, c.ID, tt.page)
+		pages := []struct {
+			name     string
+			page     chat.Page
+			want     []kernel.ID
+			wantMore bool
+		}{
+			{"answers the newest page without a cursor", chat.Page{Limit: 2}, ids[4:], true},
+			{"answers everything when the page is large", chat.Page{Limit: 50}, ids, false},
+			{"pages backwards with before", chat.Page{Before: ids[4], Limit: 2}, ids[2:4], true},
+			{"ends backwards at the oldest", chat.Page{Before: ids[2], Limit: 2}, ids[:2], false},
+			{"pages forwards with after", chat.Page{After: ids[0], Limit: 2}, ids[1:3], true},
+			{"ends forwards at the newest", chat.Page{After: ids[3], Limit: 2}, ids[4:], false},
+			{"answers an empty page after the newest", chat.Page{After: ids[5], Limit: 2}, nil, false},
+		}
+		for _, tt := range pages {
+			t.Run(tt.name, func(t *testing.T) {
+				got, more, err := e.svc.ListThreads(ctx, e.alice, c.ID, tt.page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var gotIDs []kernel.ID
+				for _, th := range got {
+					gotIDs = append(gotIDs, th.ID)
+				}
+				if !slices.Equal(gotIDs, tt.want) || more != tt.wantMore {
+					t.Fatalf("got %v more=%v, want %v more=%v", gotIDs, more, tt.want, tt.wantMore)
+				}
+			})
+		}
+		t.Run("counts messages and never below zero", func(t *testing.T) {
+			at := e.clock.Now().Truncate(time.Microsecond)
+			err := e.db.Do(ctx, func(ctx context.Context) error {
+				if err := e.svc.AppendToThread(ctx, ids[1], at); err != nil {
+					return err
+				}
+				if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
+					return err
+				}
+				if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
+					return err
+				}
+				return e.svc.AppendToThread(ctx, ids[1], at)
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var gotIDs []kernel.ID
-			for _, th := range got {
-				gotIDs = append(gotIDs, th.ID)
-			}
-			if !slices.Equal(gotIDs, tt.want) || more != tt.wantMore {
-				t.Fatalf("got %v more=%v, want %v more=%v", gotIDs, more, tt.want, tt.wantMore)
+			th, err := e.store.Thread(ctx, ids[1])
+			if err != nil || th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(at) {
+				t.Fatalf("thread %+v, %v", th, err)
 			}
 		})
-	}
-	t.Run("counts messages and never below zero", func(t *testing.T) {
-		at := e.clock.Now().Truncate(time.Microsecond)
-		err := e.db.Do(ctx, func(ctx context.Context) error {
-			if err := e.svc.AppendToThread(ctx, ids[1], at); err != nil {
-				return err
+		t.Run("answers not found for a missing thread", func(t *testing.T) {
+			if _, err := e.store.Thread(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("err = %v", err)
 			}
-			if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
-				return err
+			err := e.db.Do(ctx, func(ctx context.Context) error { return e.store.BumpThread(ctx, kernel.NewID(), 1, time.Now()) })
+			if !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("bump: err = %v", err)
 			}
-			if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
-				return err
-			}
-			return e.svc.AppendToThread(ctx, ids[1], at)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		th, err := e.store.Thread(ctx, ids[1])
-		if err != nil || th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(at) {
-			t.Fatalf("thread %+v, %v", th, err)
-		}
-	})
-	t.Run("answers not found for a missing thread", func(t *testing.T) {
-		if _, err := e.store.Thread(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
-			t.Fatalf("err = %v", err)
-		}
-		err := e.db.Do(ctx, func(ctx context.Context) error { return e.store.BumpThread(ctx, kernel.NewID(), 1, time.Now()) })
-		if !kernel.IsCode(err, kernel.CodeNotFound) {
-			t.Fatalf("bump: err = %v", err)
-		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,9 @@ type Dialect interface {
 	Name() string
 	// Rebind turns ? placeholders into the engine's own.
 	Rebind(q string) string
-	// BeginWrite is the statement that opens a write transaction.
+	// BeginWrite is the statement that opens a write transaction. It may hold several
+	// statements separated by semicolons (PostgreSQL's sets the transaction's timeouts in the
+	// same round trip); the writer runs it unprepared there.
 	BeginWrite() string
 	// ForUpdate is the clause that locks a selected row until commit ("" where the write
 	// transaction already excludes every other writer, as SQLite's does).
@@ -42,6 +45,10 @@ type Options struct {
 	// CheckpointPages: after a commit, the writer checkpoints the WAL when it holds at least
 	// this many pages (SQLite only). 0 means 2000.
 	CheckpointPages int
+	// TxRetryMax is how many times the writer runs a batch again after a transient conflict
+	// (SQLite busy; PostgreSQL deadlock, lock timeout, serialization failure, or a connection
+	// lost before COMMIT): database.tx_retry_max. 0 means 3; below 0 means never.
+	TxRetryMax int
 	// BenchCommitDelay is a benchmark-only hook: the writer sleeps this long before each
 	// COMMIT, to simulate a slow disk's fsync. Never set it in production.
 	BenchCommitDelay time.Duration
@@ -82,6 +89,12 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 	if o.CheckpointPages <= 0 {
 		o.CheckpointPages = 2000
 	}
+	switch {
+	case o.TxRetryMax == 0:
+		o.TxRetryMax = 3
+	case o.TxRetryMax < 0:
+		o.TxRetryMax = 0
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -90,9 +103,9 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 	}
 	db := &DB{dialect: d, writeDB: writeDB, readDB: readDB, opts: o, log: o.Logger, clock: o.Clock,
 		rebinds: map[string]string{}, notifyCh: make(chan struct{})}
-	var head int64
-	if err := readDB.QueryRowContext(ctx, d.Rebind(`SELECT value FROM sequence_counters WHERE name = 'event_seq'`)).Scan(&head); err != nil {
-		return nil, fmt.Errorf("storage: read event_seq: %w", err)
+	head, err := db.readCounter(ctx)
+	if err != nil {
+		return nil, err
 	}
 	db.head.Store(head)
 	w, err := startWriter(ctx, db)
@@ -113,8 +126,49 @@ func (db *DB) Close() error {
 // Dialect returns the engine's dialect.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
-// Head returns the highest committed seq.
+// Head returns the highest committed seq this process knows of: its own commits, and on
+// PostgreSQL the other nodes' as AdvanceHead and RefreshHead learn them.
 func (db *DB) Head() int64 { return db.head.Load() }
+
+// ReadHead returns the highest committed seq (app/sync's Log). On PostgreSQL another node may
+// have committed since this process last heard, so it reads event_seq (and advances Head);
+// on SQLite every commit of the file's one server passes through this process.
+func (db *DB) ReadHead(ctx context.Context) (int64, error) {
+	switch db.dialect.Name() {
+	case "sqlite":
+		return db.Head(), nil
+	case "postgres":
+		if err := db.RefreshHead(ctx); err != nil {
+			return 0, err
+		}
+		return db.Head(), nil
+	default:
+		panic("storage: unknown dialect " + db.dialect.Name())
+	}
+}
+
+// AdvanceHead records a head committed elsewhere (another node, told by LISTEN/NOTIFY: the
+// onHead of postgres.Listen) and wakes the log tails if it is new. An old head does nothing.
+func (db *DB) AdvanceHead(head int64) { db.advanceHead(head) }
+
+// RefreshHead reads the committed head from the database and advances Head to it: the poll
+// that bridges a lost notification or a LISTEN connection being re-established.
+func (db *DB) RefreshHead(ctx context.Context) error {
+	head, err := db.readCounter(ctx)
+	if err != nil {
+		return err
+	}
+	db.advanceHead(head)
+	return nil
+}
+
+func (db *DB) readCounter(ctx context.Context) (int64, error) {
+	var head int64
+	if err := db.readDB.QueryRowContext(ctx, `SELECT value FROM sequence_counters WHERE name = 'event_seq'`).Scan(&head); err != nil {
+		return 0, fmt.Errorf("storage: read event_seq: %w", err)
+	}
+	return head, nil
+}
 
 // Changed returns a channel that is closed at the next commit that appends events. Log tails
 // wait on it (the in-process wake-up of DESIGN §4 step 4).
@@ -124,24 +178,32 @@ func (db *DB) Changed() <-chan struct{} {
 	return db.notifyCh
 }
 
-// advanceHead records a committed head and wakes the log tails. Heads only move forward.
+// advanceHead records a committed head and wakes the log tails if it moved. Heads only move
+// forward.
 func (db *DB) advanceHead(head int64) {
 	for {
 		cur := db.head.Load()
-		if head <= cur || db.head.CompareAndSwap(cur, head) {
+		if head <= cur {
+			return
+		}
+		if db.head.CompareAndSwap(cur, head) {
 			break
 		}
 	}
 	db.wake()
 }
 
-// notifyInTx runs inside the commit phase, after the events are numbered: on PostgreSQL it will
-// send pg_notify('event_log', head) so the other nodes' tails wake at commit. SQLite has one
+// notifyInTx runs inside the commit phase, after the events are numbered: on PostgreSQL it
+// sends pg_notify('event_log', head), which PostgreSQL delivers at COMMIT, so the tails of
+// every node (this one's included) wake; the payload is the number alone. SQLite has one
 // process per file and wakes in process (advanceHead).
-func (db *DB) notifyInTx(head int64) error {
+func (db *DB) notifyInTx(ctx context.Context, q querier, head int64) error {
 	switch db.dialect.Name() {
 	case "sqlite":
 		return nil
+	case "postgres":
+		_, err := q.ExecContext(ctx, db.rebind(`SELECT pg_notify('event_log', ?)`), strconv.FormatInt(head, 10))
+		return err
 	default:
 		panic("storage: unknown dialect " + db.dialect.Name())
 	}

@@ -14,6 +14,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 // msgEnv adds messaging to a chatEnv, with a channel and two more people.
@@ -30,9 +31,9 @@ type msgEnv struct {
 	startSeq int64
 }
 
-func newMsgEnv(tb testing.TB) *msgEnv {
+func newMsgEnv(tb testing.TB, eng storetest.Engine) *msgEnv {
 	tb.Helper()
-	e := &msgEnv{chatEnv: newChatEnv(tb)}
+	e := &msgEnv{chatEnv: newChatEnv(tb, eng)}
 	e.msgs = storage.NewMessageStore(e.db)
 	e.bus = kernel.NewTxBus()
 	kernel.Subscribe(e.bus, "count", func(ctx context.Context, ev messaging.MessagePosted) error { e.posted++; return nil })
@@ -67,297 +68,309 @@ func (e *msgEnv) newEvents(tb testing.TB) []kernel.LoggedEvent {
 }
 
 func TestMessageStoreCreate(t *testing.T) {
-	ctx := context.Background()
-	t.Run("stores a message with its mentions and logs it as the REST answer", func(t *testing.T) {
-		e := newMsgEnv(t)
-		m := e.post(t, e.alice, e.mainID, "hi @bob and @CY and @nobody", "c-1")
-		got, err := e.msgs.Message(ctx, m.ID)
-		if err != nil || !reflect.DeepEqual(got, m) {
-			t.Fatalf("got %+v, %v\nwant %+v", got, err, m)
-		}
-		want := []kernel.ID{e.bob.ID, e.cy.ID}
-		slices.Sort(want)
-		if !reflect.DeepEqual(m.Mentions, want) {
-			t.Fatalf("mentions %v, want %v", m.Mentions, want)
-		}
-		evs := e.newEvents(t)
-		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID ||
-			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) {
-			t.Fatalf("events %+v", evs)
-		}
-		rest, _ := json.Marshal(m)
-		if string(evs[0].Payload) != string(rest) {
-			t.Fatalf("data %s\nREST %s", evs[0].Payload, rest)
-		}
-		th, _ := e.store.Thread(ctx, e.mainID)
-		if th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(m.CreatedAt) {
-			t.Fatalf("thread %+v", th)
-		}
-	})
-	t.Run("answers a repeated client_msg_id with the same message and no second event", func(t *testing.T) {
-		e := newMsgEnv(t)
-		first := e.post(t, e.alice, e.mainID, "hello", "c-1")
-		for i := 0; i < 3; i++ {
-			again, created, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello", ClientMsgID: "c-1"})
-			if err != nil || created || !reflect.DeepEqual(again, first) {
-				t.Fatalf("repeat %d: %+v created=%v err=%v", i, again, created, err)
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		t.Run("stores a message with its mentions and logs it as the REST answer", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "hi @bob and @CY and @nobody", "c-1")
+			got, err := e.msgs.Message(ctx, m.ID)
+			if err != nil || !reflect.DeepEqual(got, m) {
+				t.Fatalf("got %+v, %v\nwant %+v", got, err, m)
 			}
-		}
-		if evs := e.newEvents(t); len(evs) != 1 {
-			t.Fatalf("%d events after repeats", len(evs))
-		}
-		if th, _ := e.store.Thread(ctx, e.mainID); th.MessageCount != 1 || e.posted != 1 {
-			t.Fatalf("count %d, posted %d", th.MessageCount, e.posted)
-		}
-		if _, _, err := e.svc.CreateMessage(ctx, e.alice, e.otherTh.ID, messaging.NewMessage{Content: "x", ClientMsgID: "c-1"}); !kernel.IsCode(err, kernel.CodeConflict) {
-			t.Fatalf("other thread: err = %v", err)
-		}
-		if m := e.post(t, e.bob, e.mainID, "mine", "c-1"); m.ID == first.ID {
-			t.Fatal("another author's client_msg_id answered alice's message")
-		}
-		if m := e.post(t, e.alice, e.mainID, "no id", ""); m.ClientMsgID != "" {
-			t.Fatalf("client_msg_id %q", m.ClientMsgID)
-		}
-		e.post(t, e.alice, e.mainID, "no id again", "") // NULL client_msg_ids never collide
-	})
-	t.Run("answers null for a missing client_msg_id in JSON", func(t *testing.T) {
-		e := newMsgEnv(t)
-		m := e.post(t, e.alice, e.mainID, "x", "")
-		b, _ := json.Marshal(m)
-		if !strings.Contains(string(b), `"client_msg_id":null`) || !strings.Contains(string(b), `"mentions":[]`) ||
-			!strings.Contains(string(b), `"edited_at":null`) {
-			t.Fatalf("json %s", b)
-		}
-	})
-	t.Run("creates a thread with its first message in one commit", func(t *testing.T) {
-		e := newMsgEnv(t)
-		th, m, created, err := e.svc.CreateThread(ctx, e.alice, e.channel.ID, messaging.NewThread{Title: "Plan", Content: "go", ClientMsgID: "t-1"})
-		if err != nil || !created {
-			t.Fatal(err)
-		}
-		stored, _ := e.store.Thread(ctx, th.ID)
-		if stored.MessageCount != 1 || stored.Title != "Plan" || th.MessageCount != 1 || !th.LastMessageAt.Equal(*stored.LastMessageAt) {
-			t.Fatalf("thread %+v stored %+v", th, stored)
-		}
-		evs := e.newEvents(t)
-		if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
-			t.Fatalf("events %+v", evs)
-		}
-		th2, m2, created, err := e.svc.CreateThread(ctx, e.alice, e.channel.ID, messaging.NewThread{Title: "Plan", Content: "go", ClientMsgID: "t-1"})
-		if err != nil || created || th2.ID != th.ID || m2.ID != m.ID || len(e.newEvents(t)) != 2 {
-			t.Fatalf("repeat: %v %v created=%v err=%v", th2.ID, m2.ID, created, err)
-		}
+			want := []kernel.ID{e.bob.ID, e.cy.ID}
+			slices.Sort(want)
+			if !reflect.DeepEqual(m.Mentions, want) {
+				t.Fatalf("mentions %v, want %v", m.Mentions, want)
+			}
+			evs := e.newEvents(t)
+			if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID ||
+				evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) {
+				t.Fatalf("events %+v", evs)
+			}
+			rest, _ := json.Marshal(m)
+			if string(evs[0].Payload) != string(rest) {
+				t.Fatalf("data %s\nREST %s", evs[0].Payload, rest)
+			}
+			th, _ := e.store.Thread(ctx, e.mainID)
+			if th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(m.CreatedAt) {
+				t.Fatalf("thread %+v", th)
+			}
+		})
+		t.Run("answers a repeated client_msg_id with the same message and no second event", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			first := e.post(t, e.alice, e.mainID, "hello", "c-1")
+			for i := 0; i < 3; i++ {
+				again, created, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello", ClientMsgID: "c-1"})
+				if err != nil || created || !reflect.DeepEqual(again, first) {
+					t.Fatalf("repeat %d: %+v created=%v err=%v", i, again, created, err)
+				}
+			}
+			if evs := e.newEvents(t); len(evs) != 1 {
+				t.Fatalf("%d events after repeats", len(evs))
+			}
+			if th, _ := e.store.Thread(ctx, e.mainID); th.MessageCount != 1 || e.posted != 1 {
+				t.Fatalf("count %d, posted %d", th.MessageCount, e.posted)
+			}
+			if _, _, err := e.svc.CreateMessage(ctx, e.alice, e.otherTh.ID, messaging.NewMessage{Content: "x", ClientMsgID: "c-1"}); !kernel.IsCode(err, kernel.CodeConflict) {
+				t.Fatalf("other thread: err = %v", err)
+			}
+			if m := e.post(t, e.bob, e.mainID, "mine", "c-1"); m.ID == first.ID {
+				t.Fatal("another author's client_msg_id answered alice's message")
+			}
+			if m := e.post(t, e.alice, e.mainID, "no id", ""); m.ClientMsgID != "" {
+				t.Fatalf("client_msg_id %q", m.ClientMsgID)
+			}
+			e.post(t, e.alice, e.mainID, "no id again", "") // NULL client_msg_ids never collide
+		})
+		t.Run("answers null for a missing client_msg_id in JSON", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "x", "")
+			b, _ := json.Marshal(m)
+			if !strings.Contains(string(b), `"client_msg_id":null`) || !strings.Contains(string(b), `"mentions":[]`) ||
+				!strings.Contains(string(b), `"edited_at":null`) {
+				t.Fatalf("json %s", b)
+			}
+		})
+		t.Run("creates a thread with its first message in one commit", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			th, m, created, err := e.svc.CreateThread(ctx, e.alice, e.channel.ID, messaging.NewThread{Title: "Plan", Content: "go", ClientMsgID: "t-1"})
+			if err != nil || !created {
+				t.Fatal(err)
+			}
+			stored, _ := e.store.Thread(ctx, th.ID)
+			if stored.MessageCount != 1 || stored.Title != "Plan" || th.MessageCount != 1 || !th.LastMessageAt.Equal(*stored.LastMessageAt) {
+				t.Fatalf("thread %+v stored %+v", th, stored)
+			}
+			evs := e.newEvents(t)
+			if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+				t.Fatalf("events %+v", evs)
+			}
+			th2, m2, created, err := e.svc.CreateThread(ctx, e.alice, e.channel.ID, messaging.NewThread{Title: "Plan", Content: "go", ClientMsgID: "t-1"})
+			if err != nil || created || th2.ID != th.ID || m2.ID != m.ID || len(e.newEvents(t)) != 2 {
+				t.Fatalf("repeat: %v %v created=%v err=%v", th2.ID, m2.ID, created, err)
+			}
+		})
 	})
 }
 
 func TestMessageStorePages(t *testing.T) {
-	ctx := context.Background()
-	e := newMsgEnv(t)
-	var ids []kernel.ID
-	for i := 0; i < 7; i++ {
-		content := fmt.Sprintf("m%d", i)
-		if i%2 == 0 {
-			content += " @bob"
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newMsgEnv(t, eng)
+		var ids []kernel.ID
+		for i := 0; i < 7; i++ {
+			content := fmt.Sprintf("m%d", i)
+			if i%2 == 0 {
+				content += " @bob"
+			}
+			ids = append(ids, e.post(t, e.alice, e.mainID, content, "").ID)
 		}
-		ids = append(ids, e.post(t, e.alice, e.mainID, content, "").ID)
-	}
-	e.post(t, e.alice, e.otherTh.ID, "elsewhere", "")
+		e.post(t, e.alice, e.otherTh.ID, "elsewhere", "")
 
-	pages := []struct {
-		name     string
-		page     chat.Page
-		want     []kernel.ID
-		wantMore bool
-	}{
-		{"answers the newest page oldest first without a cursor", chat.Page{Limit: 3}, ids[4:], true},
-		{"pages backwards with before", chat.Page{Before: ids[4], Limit: 3}, ids[1:4], true},
-		{"ends backwards at the oldest", chat.Page{Before: ids[1], Limit: 3}, ids[:1], false},
-		{"pages forwards with after", chat.Page{After: ids[1], Limit: 3}, ids[2:5], true},
-		{"ends forwards at the newest", chat.Page{After: ids[4], Limit: 3}, ids[5:], false},
-		{"answers the whole thread with the default limit", chat.Page{}, ids, false},
-	}
-	for _, tt := range pages {
-		t.Run(tt.name, func(t *testing.T) {
-			got, more, err := e.svc.ListMessages(ctx, e.alice, e.mainID, tt.page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var gotIDs []kernel.ID
-			for _, m := range got {
-				gotIDs = append(gotIDs, m.ID)
-				even := strings.Contains(m.Content, "@bob")
-				if even != (len(m.Mentions) == 1) || m.Mentions == nil || m.ChannelKind != chat.KindChannel {
-					t.Fatalf("message %+v has mentions %v", m, m.Mentions)
+		pages := []struct {
+			name     string
+			page     chat.Page
+			want     []kernel.ID
+			wantMore bool
+		}{
+			{"answers the newest page oldest first without a cursor", chat.Page{Limit: 3}, ids[4:], true},
+			{"pages backwards with before", chat.Page{Before: ids[4], Limit: 3}, ids[1:4], true},
+			{"ends backwards at the oldest", chat.Page{Before: ids[1], Limit: 3}, ids[:1], false},
+			{"pages forwards with after", chat.Page{After: ids[1], Limit: 3}, ids[2:5], true},
+			{"ends forwards at the newest", chat.Page{After: ids[4], Limit: 3}, ids[5:], false},
+			{"answers the whole thread with the default limit", chat.Page{}, ids, false},
+		}
+		for _, tt := range pages {
+			t.Run(tt.name, func(t *testing.T) {
+				got, more, err := e.svc.ListMessages(ctx, e.alice, e.mainID, tt.page)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if !slices.Equal(gotIDs, tt.want) || more != tt.wantMore {
-				t.Fatalf("got %v more=%v, want %v more=%v", gotIDs, more, tt.want, tt.wantMore)
-			}
-		})
-	}
+				var gotIDs []kernel.ID
+				for _, m := range got {
+					gotIDs = append(gotIDs, m.ID)
+					even := strings.Contains(m.Content, "@bob")
+					if even != (len(m.Mentions) == 1) || m.Mentions == nil || m.ChannelKind != chat.KindChannel {
+						t.Fatalf("message %+v has mentions %v", m, m.Mentions)
+					}
+				}
+				if !slices.Equal(gotIDs, tt.want) || more != tt.wantMore {
+					t.Fatalf("got %v more=%v, want %v more=%v", gotIDs, more, tt.want, tt.wantMore)
+				}
+			})
+		}
+	})
 }
 
 func TestMessageStoreEditDelete(t *testing.T) {
-	ctx := context.Background()
-	t.Run("keeps revisions, replaces mentions and logs message.updated", func(t *testing.T) {
-		e := newMsgEnv(t)
-		m := e.post(t, e.alice, e.mainID, "one @bob", "")
-		e.clock.Advance(1e9)
-		m2, err := e.svc.EditMessage(ctx, e.alice, m.ID, "two @cy")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(1e9)
-		m3, err := e.svc.EditMessage(ctx, e.alice, m.ID, "three")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := e.msgs.Message(ctx, m.ID)
-		if !reflect.DeepEqual(got, m3) || got.Version != 3 || len(got.Mentions) != 0 || got.EditedAt == nil {
-			t.Fatalf("got %+v\nwant %+v", got, m3)
-		}
-		revs, err := e.svc.ListRevisions(ctx, e.alice, m.ID)
-		if err != nil || len(revs) != 2 || revs[0].Content != "one @bob" || revs[0].Version != 1 || !revs[0].CreatedAt.Equal(m.CreatedAt) ||
-			revs[1].Content != "two @cy" || revs[1].Version != 2 || !revs[1].CreatedAt.Equal(*m2.EditedAt) {
-			t.Fatalf("revisions %+v, %v", revs, err)
-		}
-		evs := e.newEvents(t)
-		if len(evs) != 3 || evs[1].Type != kernel.EvMessageUpdated || evs[2].Type != kernel.EvMessageUpdated {
-			t.Fatalf("events %+v", evs)
-		}
-	})
-	t.Run("leaves a tombstone and redacts the content from the log", func(t *testing.T) {
-		e := newMsgEnv(t)
-		m := e.post(t, e.alice, e.mainID, "secret @bob", "")
-		keep := e.post(t, e.alice, e.mainID, "keep me", "")
-		if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "secret two"); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.svc.AddReaction(ctx, e.bob, m.ID, "👍"); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.svc.GetMessage(ctx, e.alice, m.ID)
-		if err != nil || !got.Deleted || got.Content != "" || len(got.Mentions) != 0 || got.Version != 3 {
-			t.Fatalf("tombstone %+v, %v", got, err)
-		}
-		if revs, _ := e.msgs.Revisions(ctx, m.ID); len(revs) != 0 {
-			t.Fatalf("revisions kept: %+v", revs)
-		}
-		evs := e.newEvents(t)
-		for _, ev := range evs {
-			if strings.Contains(string(ev.Payload), "secret") {
-				t.Fatalf("the log still holds the content: %s %s", ev.Type, ev.Payload)
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		t.Run("keeps revisions, replaces mentions and logs message.updated", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "one @bob", "")
+			e.clock.Advance(1e9)
+			m2, err := e.svc.EditMessage(ctx, e.alice, m.ID, "two @cy")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if last := evs[len(evs)-1]; last.Type != kernel.EvMessageDeleted || last.SubjectID != m.ID {
-			t.Fatalf("last event %+v", last)
-		}
-		if !strings.Contains(string(evs[1].Payload), "keep me") {
-			t.Fatalf("another message was redacted: %s", evs[1].Payload)
-		}
-		if th, _ := e.store.Thread(ctx, e.mainID); th.MessageCount != 1 {
-			t.Fatalf("thread count %d", th.MessageCount)
-		}
-		if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
-			t.Fatalf("second delete: %v", err)
-		}
-		if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "back"); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
-			t.Fatalf("edit after delete: %v", err)
-		}
-		_ = keep
+			e.clock.Advance(1e9)
+			m3, err := e.svc.EditMessage(ctx, e.alice, m.ID, "three")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := e.msgs.Message(ctx, m.ID)
+			if !reflect.DeepEqual(got, m3) || got.Version != 3 || len(got.Mentions) != 0 || got.EditedAt == nil {
+				t.Fatalf("got %+v\nwant %+v", got, m3)
+			}
+			revs, err := e.svc.ListRevisions(ctx, e.alice, m.ID)
+			if err != nil || len(revs) != 2 || revs[0].Content != "one @bob" || revs[0].Version != 1 || !revs[0].CreatedAt.Equal(m.CreatedAt) ||
+				revs[1].Content != "two @cy" || revs[1].Version != 2 || !revs[1].CreatedAt.Equal(*m2.EditedAt) {
+				t.Fatalf("revisions %+v, %v", revs, err)
+			}
+			evs := e.newEvents(t)
+			if len(evs) != 3 || evs[1].Type != kernel.EvMessageUpdated || evs[2].Type != kernel.EvMessageUpdated {
+				t.Fatalf("events %+v", evs)
+			}
+		})
+		t.Run("leaves a tombstone and redacts the content from the log", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "secret @bob", "")
+			keep := e.post(t, e.alice, e.mainID, "keep me", "")
+			if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "secret two"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.svc.AddReaction(ctx, e.bob, m.ID, "👍"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.svc.GetMessage(ctx, e.alice, m.ID)
+			if err != nil || !got.Deleted || got.Content != "" || len(got.Mentions) != 0 || got.Version != 3 {
+				t.Fatalf("tombstone %+v, %v", got, err)
+			}
+			if revs, _ := e.msgs.Revisions(ctx, m.ID); len(revs) != 0 {
+				t.Fatalf("revisions kept: %+v", revs)
+			}
+			evs := e.newEvents(t)
+			for _, ev := range evs {
+				if strings.Contains(string(ev.Payload), "secret") {
+					t.Fatalf("the log still holds the content: %s %s", ev.Type, ev.Payload)
+				}
+			}
+			if last := evs[len(evs)-1]; last.Type != kernel.EvMessageDeleted || last.SubjectID != m.ID {
+				t.Fatalf("last event %+v", last)
+			}
+			if !strings.Contains(string(evs[1].Payload), "keep me") {
+				t.Fatalf("another message was redacted: %s", evs[1].Payload)
+			}
+			if th, _ := e.store.Thread(ctx, e.mainID); th.MessageCount != 1 {
+				t.Fatalf("thread count %d", th.MessageCount)
+			}
+			if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+				t.Fatalf("second delete: %v", err)
+			}
+			if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "back"); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+				t.Fatalf("edit after delete: %v", err)
+			}
+			_ = keep
+		})
 	})
 }
 
 func TestMessageStoreReactions(t *testing.T) {
-	ctx := context.Background()
-	e := newMsgEnv(t)
-	m := e.post(t, e.alice, e.mainID, "react to me", "")
-	steps := []struct {
-		name    string
-		do      func(ctx context.Context) (bool, error)
-		changed bool
-	}{
-		{"adds a reaction", func(ctx context.Context) (bool, error) {
-			return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "👍", CreatedAt: e.clock.Now()})
-		}, true},
-		{"adds the same reaction again without a change", func(ctx context.Context) (bool, error) {
-			return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "👍", CreatedAt: e.clock.Now()})
-		}, false},
-		{"adds another emoji of the same person", func(ctx context.Context) (bool, error) {
-			return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "tada", CreatedAt: e.clock.Now()})
-		}, true},
-		{"removes a reaction", func(ctx context.Context) (bool, error) { return e.msgs.RemoveReaction(ctx, m.ID, e.bob.ID, "👍") }, true},
-		{"removes it again without a change", func(ctx context.Context) (bool, error) { return e.msgs.RemoveReaction(ctx, m.ID, e.bob.ID, "👍") }, false},
-	}
-	for _, tt := range steps {
-		t.Run(tt.name, func(t *testing.T) {
-			var changed bool
-			err := e.db.Do(ctx, func(ctx context.Context) error {
-				var err error
-				changed, err = tt.do(ctx)
-				return err
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newMsgEnv(t, eng)
+		m := e.post(t, e.alice, e.mainID, "react to me", "")
+		steps := []struct {
+			name    string
+			do      func(ctx context.Context) (bool, error)
+			changed bool
+		}{
+			{"adds a reaction", func(ctx context.Context) (bool, error) {
+				return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "👍", CreatedAt: e.clock.Now()})
+			}, true},
+			{"adds the same reaction again without a change", func(ctx context.Context) (bool, error) {
+				return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "👍", CreatedAt: e.clock.Now()})
+			}, false},
+			{"adds another emoji of the same person", func(ctx context.Context) (bool, error) {
+				return e.msgs.AddReaction(ctx, messaging.Reaction{MessageID: m.ID, PrincipalID: e.bob.ID, Emoji: "tada", CreatedAt: e.clock.Now()})
+			}, true},
+			{"removes a reaction", func(ctx context.Context) (bool, error) { return e.msgs.RemoveReaction(ctx, m.ID, e.bob.ID, "👍") }, true},
+			{"removes it again without a change", func(ctx context.Context) (bool, error) { return e.msgs.RemoveReaction(ctx, m.ID, e.bob.ID, "👍") }, false},
+		}
+		for _, tt := range steps {
+			t.Run(tt.name, func(t *testing.T) {
+				var changed bool
+				err := e.db.Do(ctx, func(ctx context.Context) error {
+					var err error
+					changed, err = tt.do(ctx)
+					return err
+				})
+				if err != nil || changed != tt.changed {
+					t.Fatalf("changed %v, %v; want %v", changed, err, tt.changed)
+				}
 			})
-			if err != nil || changed != tt.changed {
-				t.Fatalf("changed %v, %v; want %v", changed, err, tt.changed)
+		}
+		t.Run("logs one event per change through the use case", func(t *testing.T) {
+			before := len(e.newEvents(t))
+			for i := 0; i < 2; i++ {
+				if err := e.svc.AddReaction(ctx, e.cy, m.ID, "👀"); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.svc.RemoveReaction(ctx, e.cy, m.ID, "👀"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs := e.newEvents(t)[before:]
+			if len(evs) != 4 || evs[0].Type != kernel.EvReactionAdded || evs[1].Type != kernel.EvReactionRemoved {
+				t.Fatalf("events %+v", evs)
+			}
+			var r messaging.Reaction
+			if err := json.Unmarshal(evs[0].Payload, &r); err != nil || r.Emoji != "👀" || r.PrincipalID != e.cy.ID || r.MessageID != m.ID || r.ThreadID != e.mainID {
+				t.Fatalf("data %s", evs[0].Payload)
 			}
 		})
-	}
-	t.Run("logs one event per change through the use case", func(t *testing.T) {
-		before := len(e.newEvents(t))
-		for i := 0; i < 2; i++ {
-			if err := e.svc.AddReaction(ctx, e.cy, m.ID, "👀"); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.svc.RemoveReaction(ctx, e.cy, m.ID, "👀"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		evs := e.newEvents(t)[before:]
-		if len(evs) != 4 || evs[0].Type != kernel.EvReactionAdded || evs[1].Type != kernel.EvReactionRemoved {
-			t.Fatalf("events %+v", evs)
-		}
-		var r messaging.Reaction
-		if err := json.Unmarshal(evs[0].Payload, &r); err != nil || r.Emoji != "👀" || r.PrincipalID != e.cy.ID || r.MessageID != m.ID || r.ThreadID != e.mainID {
-			t.Fatalf("data %s", evs[0].Payload)
-		}
 	})
 }
 
 func TestMessageStoreResolveHandles(t *testing.T) {
-	ctx := context.Background()
-	e := newMsgEnv(t)
-	off := chatTestPrincipal(t, e.db, "gone")
-	storage.ExecForChatTests(t, e.db, `UPDATE principals SET status = 'disabled' WHERE id = ?`, string(off.ID))
-	got, err := e.msgs.ResolveHandles(ctx, []string{"bob", "cy", "gone", "nobody"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]kernel.ID{"bob": e.bob.ID, "cy": e.cy.ID}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v, want %v (disabled and unknown handles are no mentions)", got, want)
-	}
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newMsgEnv(t, eng)
+		off := chatTestPrincipal(t, e.db, "gone")
+		storage.ExecForChatTests(t, e.db, `UPDATE principals SET status = 'disabled' WHERE id = ?`, string(off.ID))
+		got, err := e.msgs.ResolveHandles(ctx, []string{"bob", "cy", "gone", "nobody"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]kernel.ID{"bob": e.bob.ID, "cy": e.cy.ID}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %v, want %v (disabled and unknown handles are no mentions)", got, want)
+		}
+	})
 }
 
 // BenchmarkCreateMessage measures the hot path below HTTP: many writers posting into one thread
 // with a client_msg_id each, sharing group commits.
 func BenchmarkCreateMessage(b *testing.B) {
-	e := newMsgEnv(b)
-	ctx := context.Background()
-	var n atomic.Int64
-	b.SetParallelism(32)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			_, _, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello @bob", ClientMsgID: fmt.Sprintf("b-%d", i)})
-			if err != nil {
-				b.Error(err)
-				return
+	storetest.Bench(b, func(b *testing.B, eng storetest.Engine) {
+		e := newMsgEnv(b, eng)
+		ctx := context.Background()
+		var n atomic.Int64
+		b.SetParallelism(32)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := n.Add(1)
+				_, _, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello @bob", ClientMsgID: fmt.Sprintf("b-%d", i)})
+				if err != nil {
+					b.Error(err)
+					return
+				}
 			}
-		}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -64,7 +66,9 @@ func (w *writer) stop() {
 	close(w.quit)
 	w.wg.Wait()
 	w.stmts.close()
-	w.conn.Close()
+	if w.conn != nil {
+		w.conn.Close()
+	}
 }
 
 // Do runs fn in a Unit of Work; see kernel.UnitOfWork.
@@ -124,11 +128,25 @@ func (w *writer) run() {
 	}
 }
 
-// exec runs a transaction-control statement (BEGIN, SAVEPOINT, COMMIT …), prepared once.
+// exec runs a transaction-control statement (BEGIN, SAVEPOINT, COMMIT …). SQLite prepares
+// each once; PostgreSQL runs them unprepared, one simple-protocol round trip either way, which
+// lets BeginWrite carry several statements.
 func (w *writer) exec(q string, args ...any) error {
-	_, err := w.stmts.ExecContext(context.Background(), q, args...)
+	var err error
+	switch w.db.dialect.Name() {
+	case "sqlite":
+		_, err = w.stmts.ExecContext(context.Background(), q, args...)
+	case "postgres":
+		_, err = w.conn.ExecContext(context.Background(), q, args...)
+	default:
+		panic("storage: unknown dialect " + w.db.dialect.Name())
+	}
 	return err
 }
+
+// errCommitUnknown marks a COMMIT whose answer never came: the batch may have committed, so it
+// must not run again.
+var errCommitUnknown = errors.New("the connection failed during COMMIT")
 
 func (w *writer) runBatch(batch []*job) {
 	for attempt := 0; ; attempt++ {
@@ -136,13 +154,15 @@ func (w *writer) runBatch(batch []*job) {
 		if err == nil {
 			return
 		}
-		if w.db.dialect.IsRetryable(err) && attempt < 5 {
-			time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+		lost := w.reconnectIfLost()
+		if (lost && !errors.Is(err, errCommitUnknown) || w.db.dialect.IsRetryable(err)) && attempt < w.db.opts.TxRetryMax {
+			w.db.log.Debug("retrying a batch", "err", err, "attempt", attempt+1, "batch", len(batch))
+			time.Sleep(time.Duration(attempt+1)*10*time.Millisecond + time.Duration(rand.Int64N(int64(5*time.Millisecond))))
 			continue
 		}
-		w.db.log.Error("commit failed", "err", err, "batch", len(batch))
+		w.db.log.Error("commit failed", "err", err, "batch", len(batch), "attempts", attempt+1)
 		for _, j := range batch {
-			if j.err == nil {
+			if j.err == nil || w.db.dialect.IsRetryable(j.err) {
 				j.err = kernel.Errorf(kernel.CodeUnavailable, "the write could not be committed")
 			}
 		}
@@ -150,8 +170,38 @@ func (w *writer) runBatch(batch []*job) {
 	}
 }
 
+// reconnectIfLost replaces the write connection after a failure that left it unusable
+// (PostgreSQL restarted, a network cut). It reports whether it had to; a new connection that
+// cannot be had yet is tried again at the next failure.
+func (w *writer) reconnectIfLost() bool {
+	if w.db.dialect.Name() == "sqlite" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if w.conn != nil && w.conn.PingContext(ctx) == nil {
+		return false
+	}
+	w.stmts.close()
+	if w.conn != nil {
+		w.conn.Close()
+		w.conn = nil
+	}
+	conn, err := w.db.writeDB.Conn(ctx)
+	if err != nil {
+		w.db.log.Warn("the write connection is lost and cannot be replaced yet", "err", err)
+		w.stmts = newStmtCache(nil)
+		return true
+	}
+	w.db.log.Warn("replaced the lost write connection")
+	w.conn, w.stmts = conn, newStmtCache(conn)
+	return true
+}
+
 // tryBatch runs one batch in one transaction. It returns an error only when the transaction as a
-// whole failed (begin, counter, commit); the errors of single Units of Work go to their jobs.
+// whole failed (begin, counter, commit, or a Unit of Work that met a transient conflict, which
+// rolls the whole batch back to run it again); the other errors of single Units of Work go to
+// their jobs.
 //
 // The event counter is read, and on PostgreSQL locked, at the start of the batch, inside the
 // transaction: another process may have written since (bothy setup bootstrap-owner beside a
@@ -161,11 +211,14 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	for _, j := range batch {
 		j.err = nil
 	}
+	if w.conn == nil {
+		return errors.New("no write connection")
+	}
 	if err := w.exec(w.db.dialect.BeginWrite()); err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil {
+		if err != nil && !errors.Is(err, errCommitUnknown) {
 			_ = w.exec("ROLLBACK")
 		}
 	}()
@@ -195,9 +248,11 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		}
 		if ferr != nil {
 			j.err = ferr
+			if w.db.dialect.IsRetryable(ferr) {
+				return ferr
+			}
 			if single {
-				_ = w.exec("ROLLBACK")
-				return nil
+				return w.exec("ROLLBACK") // an error here is the connection's: the batch runs again
 			}
 			if err := w.exec("ROLLBACK TO SAVEPOINT uow"); err != nil {
 				return err
@@ -222,7 +277,7 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		if _, err := w.stmts.ExecContext(context.Background(), w.db.rebind(`UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`), head); err != nil {
 			return err
 		}
-		if err := w.db.notifyInTx(head); err != nil {
+		if err := w.db.notifyInTx(context.Background(), w.stmts, head); err != nil {
 			return err
 		}
 	}
@@ -230,7 +285,11 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		time.Sleep(d)
 	}
 	if err := w.exec("COMMIT"); err != nil {
-		return err
+		var answered interface{ SQLState() string } // PostgreSQL refused: nothing committed
+		if w.db.dialect.Name() == "sqlite" || errors.As(err, &answered) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errCommitUnknown, err)
 	}
 	if head != committed {
 		w.db.advanceHead(head)

@@ -15,8 +15,12 @@ import (
 type Log interface {
 	// EventsAfter reads up to limit committed events with seq > after, in seq order.
 	EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error)
-	// Head returns the highest committed seq.
+	// Head returns the highest committed seq this process knows of (no I/O). With several
+	// nodes it may lag the database for as long as a notification takes.
 	Head() int64
+	// ReadHead returns the highest committed seq as the database has it, for checking a cursor
+	// that another node may have handed out. Errors: whatever the read returns (internal).
+	ReadHead(ctx context.Context) (int64, error)
 }
 
 // Catch-up limits. A call scans at most ScanFactor × limit log rows, so a caller who may see
@@ -68,7 +72,10 @@ func (s *Service) CatchUp(ctx context.Context, actor kernel.Actor, after int64, 
 	case limit < 1 || limit > MaxLimit:
 		return Page{}, kernel.Invalid("limit", "limit must be between 1 and %d", MaxLimit)
 	}
-	head := s.log.Head()
+	head, err := s.log.ReadHead(ctx)
+	if err != nil {
+		return Page{}, err
+	}
 	if after < 0 || after > head {
 		return Page{}, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: "after",
 			Message: "after must be a seq between 0 and the head of the log"}
@@ -96,7 +103,7 @@ scan:
 			break
 		}
 	}
-	p.HeadSeq = max(s.log.Head(), p.NextAfter)
+	p.HeadSeq = max(s.log.Head(), head, p.NextAfter)
 	return p, nil
 }
 

@@ -29,6 +29,8 @@ func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]ke
 
 func (l *fakeLog) Head() int64 { return int64(len(l.events)) }
 
+func (l *fakeLog) ReadHead(ctx context.Context) (int64, error) { return l.Head(), nil }
+
 func (l *fakeLog) add(typ string, sc kernel.Scope) {
 	l.events = append(l.events, kernel.LoggedEvent{Seq: int64(len(l.events) + 1), Type: typ, Scope: sc, Payload: []byte(`{}`)})
 }
