@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,6 +26,7 @@ type fakeServer struct {
 	channels map[string]string // main thread id → channel id
 	msgIDs   map[string]bool   // token + client_msg_id
 	created  atomic.Int64
+	conns    atomic.Int64 // connections accepted
 	// failAfter answers 500 to every message create after this many (0: never).
 	failAfter int64
 }
@@ -101,7 +103,13 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func mustPrepare(t *testing.T, f *fakeServer, people int) (Target, *http.Client) {
 	t.Helper()
-	srv := httptest.NewServer(f)
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	c := Client(8)
 	tg, err := Prepare(context.Background(), c, srv.URL, "code", people, 3)
@@ -128,9 +136,10 @@ func TestLoad(t *testing.T) {
 			t.Errorf("%d grants, want 2 people × 3 channels", len(f.grants))
 		}
 	})
-	t.Run("the closed loop counts only new messages answered in the window", func(t *testing.T) {
+	t.Run("the closed loop counts only new messages answered in the window, on kept-alive connections", func(t *testing.T) {
 		f := newFake(t)
 		tg, c := mustPrepare(t, f, 2)
+		before := f.conns.Load()
 		var reads atomic.Int64
 		cpu := func() (time.Duration, error) {
 			reads.Add(1)
@@ -145,6 +154,9 @@ func TestLoad(t *testing.T) {
 		}
 		if reads.Load() != 2 || r.ServerCPU != time.Millisecond || r.LoadCPU <= 0 {
 			t.Fatalf("server CPU read %d times, %v; load CPU %v", reads.Load(), r.ServerCPU, r.LoadCPU)
+		}
+		if n := f.conns.Load() - before; n > 4 {
+			t.Fatalf("%d new connections for 4 clients: keep-alive does not hold", n)
 		}
 	})
 	t.Run("the open loop sends every due request and times it from when it was due", func(t *testing.T) {
