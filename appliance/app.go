@@ -20,12 +20,14 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
 )
 
@@ -72,9 +74,14 @@ type task struct {
 	fn   func(ctx context.Context) error
 }
 
-// New creates the data directory, opens and migrates the embedded SQLite database, opens the
-// store and wires the modules. It starts no listener: Run does. On SQLite serve migrates by
-// itself (DESIGN §8), and logs each migration it applies.
+// New opens the store named by database.driver and wires the modules. It starts no listener:
+// Run does.
+//
+// On SQLite (the default) it creates the data directory, opens <data_dir>/bothy.db and migrates
+// it by itself (DESIGN §8: one node cannot race itself), logging each migration it applies. On
+// PostgreSQL it never migrates: a schema behind this binary ends the start with an error that
+// names `bothy migrate up` (seed R-AR-16); it registers the LISTEN side of the log tail's
+// wake-up and a 1 s poll of the head as background tasks.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -88,33 +95,129 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.
 	a := &App{Config: cfg, Logger: logger, Stdout: stdout, Clock: kernel.SystemClock{}, ready: make(chan struct{})}
 	a.state.Store(notReadyStartup)
 
-	w, r, err := openSQLite(ctx, cfg, logger)
+	opts := storage.Options{
+		MaxBatch:   cfg.Database.MaxBatch,
+		TxRetryMax: txRetryMax(cfg),
+		Logger:     logger,
+		Clock:      a.Clock,
+	}
+	var err error
+	switch cfg.Database.Driver {
+	case "postgres":
+		err = a.openPostgres(ctx, opts)
+	default:
+		err = a.openSQLiteStore(ctx, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if _, err := migrate.Up(ctx, w, "sqlite", func(m migrate.Migration) {
-		logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", "sqlite")
-	}); err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("migrate the database: %w", err)
-	}
-	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{
-		MaxBatch: cfg.Database.MaxBatch,
-		Logger:   logger,
-		Clock:    a.Clock,
-	})
-	if err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("open the store: %w", err)
-	}
-	a.DB = db
 	if err := wire(a); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("wire the appliance: %w", err)
 	}
 	return a, nil
+}
+
+// txRetryMax maps database.tx_retry_max to storage.Options, where 0 means the default.
+func txRetryMax(cfg config.Config) int {
+	if cfg.Database.TxRetryMax == 0 {
+		return -1
+	}
+	return cfg.Database.TxRetryMax
+}
+
+// openSQLiteStore opens and migrates the embedded database and sets a.DB.
+func (a *App) openSQLiteStore(ctx context.Context, opts storage.Options) error {
+	w, r, err := openSQLite(ctx, a.Config, a.Logger)
+	if err != nil {
+		return err
+	}
+	if _, err := migrate.Up(ctx, w, "sqlite", func(m migrate.Migration) {
+		a.Logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", "sqlite")
+	}); err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("migrate the database: %w", err)
+	}
+	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, opts)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("open the store: %w", err)
+	}
+	a.DB = db
+	return nil
+}
+
+// ErrSchemaBehind ends a start on PostgreSQL whose schema lacks migrations of this binary.
+var ErrSchemaBehind = errors.New("the database schema is behind this binary")
+
+// openPostgres connects to database.url_ref, refuses a schema with pending migrations, sets
+// a.DB and registers the head's listener and poll.
+func (a *App) openPostgres(ctx context.Context, opts storage.Options) error {
+	cfg := a.Config
+	url, w, r, err := openPostgres(ctx, cfg, cfg.Database.URLRef)
+	if err != nil {
+		return err
+	}
+	pending, err := migrate.Pending(ctx, w, "postgres")
+	if err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("read the schema version: %w", err)
+	}
+	if len(pending) > 0 {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("%w: %d migration(s) pending, the first %s; serve never migrates PostgreSQL: run `bothy migrate up` with the same configuration, then start again",
+			ErrSchemaBehind, len(pending), migrationName(pending[0]))
+	}
+	db, err := storage.Open(ctx, postgresDialect(cfg), w, r, opts)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("open the store: %w", err)
+	}
+	a.DB = db
+	logger := a.Logger
+	a.Background("event_log listener", func(ctx context.Context) error {
+		return postgres.Listen(ctx, url, db.AdvanceHead, logger)
+	})
+	a.Background("event_log poll", func(ctx context.Context) error {
+		pollHead(ctx, db, headPollInterval, logger)
+		return nil
+	})
+	return nil
+}
+
+// headPollInterval is how often the head is read on PostgreSQL even without a notification:
+// the safety net under LISTEN/NOTIFY.
+const headPollInterval = time.Second
+
+// pollHead refreshes db's head every interval until ctx ends. A failure is logged once, and so
+// is the recovery, not every second of an outage (/readyz reports the database meanwhile).
+func pollHead(ctx context.Context, db *storage.DB, interval time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := db.RefreshHead(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			logger.Warn("event_log poll: cannot read the head", "err", err)
+		case err == nil && failing:
+			failing = false
+			logger.Info("event_log poll: reading the head again")
+		}
+	}
 }
 
 // Background registers fn to run while the App runs, from the start of Run until shutdown,
@@ -202,6 +305,31 @@ func NewLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openPostgres resolves ref and connects the writer and the read pool with the database.*
+// settings. It returns the URL for the listener; the URL is never logged or shown (errors name
+// the reference).
+func openPostgres(ctx context.Context, cfg config.Config, ref string) (url string, w, r *sql.DB, err error) {
+	url, err = config.ResolveRef(ref)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("database.url_ref: %w", err)
+	}
+	w, r, err = postgres.Open(ctx, postgres.Options{
+		URL:              url,
+		MaxOpenConns:     cfg.Database.MaxOpenConns,
+		StatementTimeout: cfg.Database.StatementTimeout,
+		LockTimeout:      cfg.Database.LockTimeout,
+		IdleInTxTimeout:  cfg.Database.IdleInTxTimeout,
+	})
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("open the database (%s): %w", ref, err)
+	}
+	return url, w, r, nil
+}
+
+func postgresDialect(cfg config.Config) postgres.Dialect {
+	return postgres.Dialect{StatementTimeout: cfg.Database.StatementTimeout, LockTimeout: cfg.Database.LockTimeout}
 }
 
 // openSQLite creates the data directory and opens <data_dir>/bothy.db with the configured

@@ -6,10 +6,13 @@ import (
 
 const serveHelp = `bothy serve [flags]
 
-Starts the server: creates server.data_dir (mode 0700), migrates the embedded SQLite database
-(serve does this by itself on SQLite and logs each migration), opens the internal listener
-(/healthz, /readyz) and the public one, and while no owner exists prints one line on stdout
-with the setup link. Logs go to stderr.
+Starts the server. On the embedded SQLite database (database.driver sqlite, the default) it
+creates server.data_dir (mode 0700) and migrates the database by itself, logging each
+migration. On PostgreSQL (database.driver postgres, database.url_ref) it never migrates: while
+the schema has pending migrations it ends at once with exit code 1 and asks for
+'bothy migrate up'. Then it opens the internal listener (/healthz, /readyz) and the public
+one, and while no owner exists prints one line on stdout with the setup link. Logs go to
+stderr.
 
 SIGTERM or SIGINT shuts down gracefully within shutdown.total_timeout; a second signal ends
 the process at once.

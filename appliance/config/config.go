@@ -50,16 +50,32 @@ type ServerConfig struct {
 
 // DatabaseConfig is the database.* group.
 type DatabaseConfig struct {
-	// Driver is sqlite; postgres comes later.
+	// Driver is sqlite (the embedded default, in server.data_dir) or postgres.
 	Driver string
-	// URLRef is a reference (env:NAME or file:PATH) to the PostgreSQL URL. Unused with sqlite.
+	// URLRef is a reference (env:NAME or file:PATH) to the PostgreSQL URL, resolved at start
+	// and never printed. Required with postgres, unused with sqlite.
 	URLRef string
 	// Synchronous is SQLite's synchronous pragma: FULL, NORMAL or EXTRA (always upper case).
-	Synchronous  string
-	BusyTimeout  time.Duration
+	Synchronous string
+	// BusyTimeout is SQLite's busy_timeout.
+	BusyTimeout time.Duration
+	// ReadPoolSize is the number of SQLite read connections.
 	ReadPoolSize int
 	// MaxBatch bounds how many Units of Work share one commit (storage.Options.MaxBatch).
 	MaxBatch int
+	// MaxOpenConns is the size of PostgreSQL's read pool; the write path has one more
+	// connection of its own.
+	MaxOpenConns int
+	// StatementTimeout and LockTimeout bound each statement and each lock wait on PostgreSQL
+	// (set per transaction).
+	StatementTimeout time.Duration
+	LockTimeout      time.Duration
+	// IdleInTxTimeout is PostgreSQL's idle_in_transaction_session_timeout; 0 keeps the
+	// server's setting.
+	IdleInTxTimeout time.Duration
+	// TxRetryMax is how many times a Unit of Work runs again after a deadlock, a serialization
+	// failure or a lock timeout (PostgreSQL) or a busy database (SQLite).
+	TxRetryMax int
 }
 
 // HTTPConfig is the http.* group.

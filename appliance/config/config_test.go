@@ -35,7 +35,8 @@ func TestDefaults(t *testing.T) {
 		Server: ServerConfig{DataDir: "./bothy-data", ListenAddr: "127.0.0.1:8080", InternalListenAddr: "127.0.0.1:8081",
 			PublicURL: "", Role: "all"},
 		Database: DatabaseConfig{Driver: "sqlite", URLRef: "", Synchronous: "FULL", BusyTimeout: 5 * time.Second,
-			ReadPoolSize: 4, MaxBatch: 256},
+			ReadPoolSize: 4, MaxBatch: 256, MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second,
+			IdleInTxTimeout: 0, TxRetryMax: 3},
 		HTTP: HTTPConfig{MaxJSONBodyBytes: 1048576, MaxJSONDepth: 32, RequestTimeout: 30 * time.Second,
 			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second},
 		Auth:     AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginFailureWindow: 10 * time.Minute},
@@ -189,10 +190,28 @@ func TestRefusals(t *testing.T) {
 			wantKey: "server.public_url", wantText: []string{"origin"}},
 		{name: "refuses a public url with user info", in: Input{Env: []string{"BOTHY_SERVER__PUBLIC_URL=https://u:" + secretish + "@chat.example.com"}},
 			wantKey: "server.public_url", wantText: []string{"origin"}},
-		{name: "refuses the postgres driver for now", in: Input{Env: []string{"BOTHY_DATABASE__DRIVER=postgres"}},
-			wantKey: "database.driver", wantText: []string{"postgres is not supported yet"}},
+		{name: "refuses the postgres driver without a url reference", in: Input{Env: []string{"BOTHY_DATABASE__DRIVER=postgres"}},
+			wantKey: "database.url_ref", wantText: []string{"required with database.driver postgres", "env:DATABASE_URL"}},
 		{name: "refuses an unknown driver", in: Input{Env: []string{"BOTHY_DATABASE__DRIVER=" + secretish}},
-			wantKey: "database.driver", wantText: []string{"must be sqlite"}},
+			wantKey: "database.driver", wantText: []string{"must be sqlite or postgres"}},
+		{name: "refuses a plain URL in the url reference", in: Input{Flags: []Override{{Key: "database.url_ref", Value: "postgres://bothy:" + secretish + "@db/bothy", Flag: "--set"}}},
+			wantKey: "database.url_ref", wantText: []string{"env:NAME or file:PATH", "flag --set"}},
+		{name: "refuses a plain URL in a database.url key", in: Input{Env: []string{"BOTHY_DATABASE__URL=postgres://bothy:" + secretish + "@db/bothy"}},
+			wantKey: "BOTHY_DATABASE__URL", wantText: []string{"unknown variable", "use database.url_ref"}},
+		{name: "refuses a URL with a password in a key that is no reference", in: Input{Env: []string{"BOTHY_SERVER__DATA_DIR=postgres://bothy:" + secretish + "@db/bothy"}},
+			wantKey: "server.data_dir", wantText: []string{"URL with a password", "database.url_ref"}},
+		{name: "refuses a reference to a BOTHY_ variable", in: Input{Env: []string{"BOTHY_DATABASE__URL_REF=env:BOTHY_DATABASE_URL"}},
+			wantKey: "database.url_ref", wantText: []string{"without the BOTHY_ prefix", "env:DATABASE_URL"}},
+		{name: "refuses a read pool of zero", in: Input{Flags: []Override{{Key: "database.max_open_conns", Value: "0", Flag: "--set"}}},
+			wantKey: "database.max_open_conns", wantText: []string{"between 1 and 1024"}},
+		{name: "refuses a statement timeout of zero", in: Input{Env: []string{"BOTHY_DATABASE__STATEMENT_TIMEOUT=0s"}},
+			wantKey: "database.statement_timeout", wantText: []string{"positive"}},
+		{name: "refuses a lock timeout that is no duration", in: Input{Env: []string{"BOTHY_DATABASE__LOCK_TIMEOUT=" + secretish}},
+			wantKey: "database.lock_timeout", wantText: []string{"duration"}},
+		{name: "refuses a negative idle-in-transaction timeout", in: Input{Env: []string{"BOTHY_DATABASE__IDLE_IN_TX_TIMEOUT=-1s"}},
+			wantKey: "database.idle_in_tx_timeout", wantText: []string{"negative"}},
+		{name: "refuses a negative retry count", in: Input{Env: []string{"BOTHY_DATABASE__TX_RETRY_MAX=-1"}},
+			wantKey: "database.tx_retry_max", wantText: []string{"between 0 and 100"}},
 		{name: "refuses the api role for now", in: Input{Flags: []Override{{Key: "server.role", Value: "api", Flag: "--role"}}},
 			wantKey: "server.role", wantText: []string{"only all is supported"}},
 		{name: "refuses an unknown synchronous mode", in: Input{Env: []string{"BOTHY_DATABASE__SYNCHRONOUS=OFF"}},
@@ -228,6 +247,47 @@ func TestRefusals(t *testing.T) {
 			}
 			if strings.Contains(msg, secretish) || strings.Contains(msg, "70000") {
 				t.Errorf("error %q repeats the value", msg)
+			}
+		})
+	}
+}
+
+func TestPostgresKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Input
+		want DatabaseConfig // compared on the keys PostgreSQL reads
+	}{
+		{name: "postgres with an env reference and the defaults",
+			in:   Input{Env: []string{"BOTHY_DATABASE__DRIVER=postgres", "BOTHY_DATABASE__URL_REF=env:DATABASE_URL"}},
+			want: DatabaseConfig{Driver: "postgres", URLRef: "env:DATABASE_URL", MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, TxRetryMax: 3}},
+		{name: "postgres with a file reference and every key set",
+			in: Input{File: mustFile(t, `
+database:
+  driver: postgres
+  url_ref: file:/run/secrets/db
+  max_open_conns: 20
+  statement_timeout: 10s
+  lock_timeout: 500ms
+  idle_in_tx_timeout: 1m
+  tx_retry_max: 0
+`)},
+			want: DatabaseConfig{Driver: "postgres", URLRef: "file:/run/secrets/db", MaxOpenConns: 20, StatementTimeout: 10 * time.Second,
+				LockTimeout: 500 * time.Millisecond, IdleInTxTimeout: time.Minute, TxRetryMax: 0}},
+		{name: "the harness's own variable may be referenced",
+			in:   Input{Flags: []Override{{Key: "database.driver", Value: "postgres"}, {Key: "database.url_ref", Value: "env:BOTHY_TEST_POSTGRES_URL"}}},
+			want: DatabaseConfig{Driver: "postgres", URLRef: "env:BOTHY_TEST_POSTGRES_URL", MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, TxRetryMax: 3}},
+		{name: "sqlite ignores a url reference",
+			in:   Input{Flags: []Override{{Key: "database.url_ref", Value: "env:DATABASE_URL"}}},
+			want: DatabaseConfig{Driver: "sqlite", URLRef: "env:DATABASE_URL", MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second, TxRetryMax: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := mustLoad(t, tt.in).Database
+			got := DatabaseConfig{Driver: d.Driver, URLRef: d.URLRef, MaxOpenConns: d.MaxOpenConns, StatementTimeout: d.StatementTimeout,
+				LockTimeout: d.LockTimeout, IdleInTxTimeout: d.IdleInTxTimeout, TxRetryMax: d.TxRetryMax}
+			if got != tt.want {
+				t.Fatalf("database:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
 	}
@@ -377,5 +437,21 @@ func TestParsesEveryKind(t *testing.T) {
 	}
 	if got := formatDuration(1500 * time.Millisecond); got != "1.5s" {
 		t.Fatalf("formatDuration = %s", got)
+	}
+}
+
+func TestCheckRef(t *testing.T) {
+	for _, ok := range []string{"env:DATABASE_URL", "file:/run/secrets/db", "env:BOTHY_TEST_POSTGRES_URL"} {
+		if err := CheckRef(ok); err != nil {
+			t.Errorf("CheckRef(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "postgres://u:" + secretish + "@h/db", "env:BOTHY_DATABASE_URL", "vault:" + secretish} {
+		err := CheckRef(bad)
+		if err == nil {
+			t.Errorf("CheckRef(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), secretish) {
+			t.Errorf("CheckRef repeats the value: %v", err)
+		}
 	}
 }

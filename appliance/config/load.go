@@ -159,7 +159,11 @@ func (c Config) Validate() error {
 	var probs []*Problem
 	for i := range schema {
 		k := &schema[i]
-		if msg := k.check(k.load(&c)); msg != "" {
+		msg := k.check(k.load(&c))
+		if msg == "" {
+			msg = secretInPlainKey(k, k.load(&c))
+		}
+		if msg != "" {
 			probs = append(probs, &Problem{Key: k.name, Source: c.SourceOf(k.name), Where: c.where[k.name], Detail: msg})
 		}
 	}

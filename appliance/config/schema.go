@@ -71,6 +71,16 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Database.ReadPoolSize }, check: between(1, 1024)},
 	{name: "database.max_batch", def: "256", kind: kindInt,
 		field: func(c *Config) any { return &c.Database.MaxBatch }, check: between(1, 65536)},
+	{name: "database.max_open_conns", def: "8", kind: kindInt,
+		field: func(c *Config) any { return &c.Database.MaxOpenConns }, check: between(1, 1024)},
+	{name: "database.statement_timeout", def: "5s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Database.StatementTimeout }, check: positive},
+	{name: "database.lock_timeout", def: "2s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Database.LockTimeout }, check: positive},
+	{name: "database.idle_in_tx_timeout", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Database.IdleInTxTimeout }, check: notNegative},
+	{name: "database.tx_retry_max", def: "3", kind: kindInt,
+		field: func(c *Config) any { return &c.Database.TxRetryMax }, check: between(0, 100)},
 
 	{name: "http.max_json_body_bytes", def: "1048576", kind: kindInt,
 		field: func(c *Config) any { return &c.HTTP.MaxJSONBodyBytes }, check: between(1024, 1<<30)},
@@ -244,6 +254,13 @@ func positive(v any) string {
 	return ""
 }
 
+func notNegative(v any) string {
+	if v.(time.Duration) < 0 {
+		return "must not be negative (0 turns it off)"
+	}
+	return ""
+}
+
 func listenAddr(v any) string {
 	if _, _, err := splitListenAddr(v.(string)); err != nil {
 		return "must be host:port with a port from 0 to 65535 (port 0 picks a free port)"
@@ -295,12 +312,10 @@ func role(v any) string {
 
 func driver(v any) string {
 	switch v.(string) {
-	case "sqlite":
+	case "sqlite", "postgres":
 		return ""
-	case "postgres":
-		return "postgres is not supported yet (it comes with the PostgreSQL storage); use sqlite"
 	}
-	return "must be sqlite"
+	return "must be sqlite or postgres"
 }
 
 func reference(v any) string {
@@ -308,10 +323,43 @@ func reference(v any) string {
 	if s == "" {
 		return ""
 	}
-	if _, _, err := parseRef(s); err != nil {
+	scheme, target, err := parseRef(s)
+	if err != nil {
 		return "must be a reference env:NAME or file:PATH (secrets are never written into the configuration)"
 	}
+	// A BOTHY_ variable is read as a configuration key and refused as unknown; the harness's
+	// BOTHY_TEST_ variables are the exception.
+	if scheme == "env" && strings.HasPrefix(target, "BOTHY_") && !strings.HasPrefix(target, testEnvPrefix) {
+		return "must name a variable without the BOTHY_ prefix, which is kept for configuration keys (for example env:DATABASE_URL)"
+	}
 	return ""
+}
+
+// secretInPlainKey refuses a URL with a password (postgres://user:secret@host/db) in any string
+// key but a reference: a secret pasted into the configuration would show in config print.
+func secretInPlainKey(k *key, v any) string {
+	s, ok := v.(string)
+	if !ok || strings.HasSuffix(k.name, "_ref") || !strings.Contains(s, "://") {
+		return ""
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			return "holds a URL with a password: secrets are only read by reference (a *_ref key such as database.url_ref, with env:NAME or file:PATH)"
+		}
+	}
+	return ""
+}
+
+// CheckRef reports why ref cannot serve as a secret reference (the check of the *_ref keys,
+// for a reference given as a command's flag), without repeating it; nil when it can.
+func CheckRef(ref string) error {
+	if ref == "" {
+		return errors.New("must not be empty")
+	}
+	if msg := reference(ref); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // crossCheck holds the conditions between keys (seed 13 item 4). It returns problems naming the
@@ -321,6 +369,10 @@ func crossCheck(c *Config) []*Problem {
 	if portsClash(c.Server.ListenAddr, c.Server.InternalListenAddr) {
 		out = append(out, &Problem{Key: "server.internal_listen_addr", Source: c.SourceOf("server.internal_listen_addr"),
 			Where: c.where["server.internal_listen_addr"], Detail: "must not use the same port as server.listen_addr on an overlapping host"})
+	}
+	if c.Database.Driver == "postgres" && c.Database.URLRef == "" {
+		out = append(out, &Problem{Key: "database.url_ref", Source: c.SourceOf("database.url_ref"),
+			Where: c.where["database.url_ref"], Detail: "is required with database.driver postgres: a reference such as env:DATABASE_URL or file:/run/secrets/db"})
 	}
 	return out
 }
