@@ -193,20 +193,12 @@ func (db *DB) advanceHead(head int64) {
 	db.wake()
 }
 
-// notifyInTx runs inside the commit phase, after the events are numbered: on PostgreSQL it
-// sends pg_notify('event_log', head), which PostgreSQL delivers at COMMIT, so the tails of
-// every node (this one's included) wake; the payload is the number alone. SQLite has one
+// notifyStatement is PostgreSQL's wake-up, sent in the commit phase after the events are
+// numbered (writer.commit): pg_notify('event_log', head), which PostgreSQL delivers at COMMIT to
+// the tails of every node, this one's included; the payload is the number alone. SQLite has one
 // process per file and wakes in process (advanceHead).
-func (db *DB) notifyInTx(ctx context.Context, q querier, head int64) error {
-	switch db.dialect.Name() {
-	case "sqlite":
-		return nil
-	case "postgres":
-		_, err := q.ExecContext(ctx, db.rebind(`SELECT pg_notify('event_log', ?)`), strconv.FormatInt(head, 10))
-		return err
-	default:
-		panic("storage: unknown dialect " + db.dialect.Name())
-	}
+func notifyStatement(head int64) string {
+	return `SELECT pg_notify('event_log', '` + strconv.FormatInt(head, 10) + `')`
 }
 
 func (db *DB) wake() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -218,7 +219,7 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		return err
 	}
 	defer func() {
-		if err != nil && !errors.Is(err, errCommitUnknown) {
+		if err != nil { // after a COMMIT that went unanswered too: harmless if it committed
 			_ = w.exec("ROLLBACK")
 		}
 	}()
@@ -229,15 +230,15 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	head := committed
 	ok := 0
 	single := len(batch) == 1
-	for _, j := range batch {
+	if !single {
+		if err := w.exec("SAVEPOINT uow"); err != nil {
+			return err
+		}
+	}
+	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			continue
-		}
-		if !single {
-			if err := w.exec("SAVEPOINT uow"); err != nil {
-				return err
-			}
 		}
 		st := &txState{conn: w.stmts}
 		ctx := context.WithValue(context.WithoutCancel(j.ctx), txKey{}, st)
@@ -254,16 +255,14 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 			if single {
 				return w.exec("ROLLBACK") // an error here is the connection's: the batch runs again
 			}
+			// The savepoint stays after ROLLBACK TO: the next unit starts from it.
 			if err := w.exec("ROLLBACK TO SAVEPOINT uow"); err != nil {
-				return err
-			}
-			if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
 				return err
 			}
 			continue
 		}
-		if !single {
-			if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
+		if !single && i < len(batch)-1 {
+			if err := w.nextSavepoint(); err != nil {
 				return err
 			}
 		}
@@ -273,18 +272,10 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	if ok == 0 {
 		return w.exec("ROLLBACK")
 	}
-	if head != committed {
-		if _, err := w.stmts.ExecContext(context.Background(), w.db.rebind(`UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`), head); err != nil {
-			return err
-		}
-		if err := w.db.notifyInTx(context.Background(), w.stmts, head); err != nil {
-			return err
-		}
-	}
 	if d := w.db.opts.BenchCommitDelay; d > 0 {
 		time.Sleep(d)
 	}
-	if err := w.exec("COMMIT"); err != nil {
+	if err := w.commit(committed, head); err != nil {
 		var answered interface{ SQLState() string } // PostgreSQL refused: nothing committed
 		if w.db.dialect.Name() == "sqlite" || errors.As(err, &answered) {
 			return err
@@ -296,6 +287,46 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	}
 	w.afterCommit(len(batch))
 	return nil
+}
+
+// nextSavepoint releases the savepoint of the unit that just succeeded and sets the next one's.
+// PostgreSQL gets both in one round trip.
+func (w *writer) nextSavepoint() error {
+	switch w.db.dialect.Name() {
+	case "sqlite":
+		if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
+			return err
+		}
+		return w.exec("SAVEPOINT uow")
+	case "postgres":
+		return w.exec("RELEASE SAVEPOINT uow; SAVEPOINT uow")
+	default:
+		panic("storage: unknown dialect " + w.db.dialect.Name())
+	}
+}
+
+// commit advances event_seq from committed to head if the batch appended events, wakes the
+// other nodes (notify), and commits. On PostgreSQL the three go in one round trip: the values
+// are integers the writer computed, written into the statement, so that it can run unprepared
+// (pgx sends a statement without arguments over the simple protocol, which takes several).
+func (w *writer) commit(committed, head int64) error {
+	switch w.db.dialect.Name() {
+	case "sqlite":
+		if head != committed {
+			if _, err := w.stmts.ExecContext(context.Background(), `UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`, head); err != nil {
+				return err
+			}
+		}
+		return w.exec("COMMIT")
+	case "postgres":
+		if head == committed {
+			return w.exec("COMMIT")
+		}
+		h := strconv.FormatInt(head, 10)
+		return w.exec(`UPDATE sequence_counters SET value = ` + h + ` WHERE name = 'event_seq'; ` + notifyStatement(head) + `; COMMIT`)
+	default:
+		panic("storage: unknown dialect " + w.db.dialect.Name())
+	}
 }
 
 // afterCommit checkpoints the WAL between batches, on the writer itself, so that a checkpoint
