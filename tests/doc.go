@@ -4,6 +4,13 @@
 // OpenAPI document (appliance/httpapi/openapi.json), so a handler that drifts from the
 // documented contract fails here.
 //
+// Every test runs on SQLite, and on PostgreSQL as well when BOTHY_TEST_POSTGRES_URL names a
+// cluster where it may create databases (subtests sqlite/… and postgres/…): each PostgreSQL server
+// gets a database of its own, created from template0, migrated with `bothy migrate up` and dropped
+// (WITH (FORCE)) once the server has stopped. TestMoveFromSQLiteToPostgres moves an instance with
+// `bothy migrate copy`.
+//
 // The package must not import the server's packages: it knows the server only by its command
-// line, its output and its HTTP API.
+// line, its output and its HTTP API (a test may open the database itself, with the driver, to
+// check what the API cannot show).
 package tests

@@ -111,10 +111,10 @@ type instance struct {
 	me    user
 }
 
-// mustStartWithOwner starts a server, redeems its setup code and logs the owner in.
-func mustStartWithOwner(tb testing.TB) *instance {
+// mustStartWithOwner starts a server on eng, redeems its setup code and logs the owner in.
+func mustStartWithOwner(tb testing.TB, eng engine) *instance {
 	tb.Helper()
-	srv := mustStart(tb)
+	srv := mustStart(tb, eng)
 	me := mustSetupOwner(tb, srv)
 	return &instance{srv: srv, owner: mustLogin(tb, srv, "owner", ownerPassword), me: me}
 }

@@ -24,9 +24,13 @@ const (
 	stopDeadline  = 15 * time.Second
 )
 
-// server is one bothy process on a data directory.
+// server is one bothy process on a data directory (SQLite) or on a database of its own
+// (PostgreSQL).
 type server struct {
+	eng     engine
 	dataDir string
+	// dbURL is the PostgreSQL database's URL, given to the process as DATABASE_URL.
+	dbURL string
 	// public and internal are base URLs such as http://127.0.0.1:41234. They change on restart:
 	// the listeners are on port 0.
 	public   string
@@ -45,11 +49,22 @@ type server struct {
 type logTail struct {
 	mu    sync.Mutex
 	lines []string
+	// leak is the first line that shows a database URL, a secret the server must never print.
+	leak string
+}
+
+func (l *logTail) leaked() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leak
 }
 
 func (l *logTail) add(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.leak == "" && leaksURL(line) {
+		l.leak = line
+	}
 	l.lines = append(l.lines, line)
 	if len(l.lines) > 40 {
 		l.lines = l.lines[len(l.lines)-40:]
@@ -62,11 +77,16 @@ func (l *logTail) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-// mustStart starts bothy on a fresh data directory and waits until it is ready and has printed
-// its setup line.
-func mustStart(tb testing.TB) *server {
+// mustStart starts bothy on eng with a fresh data directory and, on PostgreSQL, a fresh
+// database migrated with `bothy migrate up` (dropped when the test ends), and waits until it is
+// ready and has printed its setup line.
+func mustStart(tb testing.TB, eng engine) *server {
 	tb.Helper()
-	s := &server{dataDir: tb.TempDir()}
+	s := &server{eng: eng, dataDir: tb.TempDir()}
+	if eng == postgresEngine {
+		s.dbURL = mustPostgresDatabase(tb)
+		mustMigrateUp(tb, s.dbURL)
+	}
 	s.mustBoot(tb, true)
 	return s
 }
@@ -77,15 +97,23 @@ var (
 	kvAddr = regexp.MustCompile(`(?:^|\s)([A-Za-z_.]+)="?([0-9A-Za-z.\-\[\]:]+:[0-9]+)"?`)
 )
 
-// mustBoot runs the process on s.dataDir. wantSetup waits for the setup line as well, which a
-// fresh instance prints after its listening line.
+// mustBoot runs the process on s.dataDir, or on s.dbURL on PostgreSQL. wantSetup waits for the
+// setup line as well, which a fresh instance prints after its listening line.
 func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 	tb.Helper()
-	cmd := exec.Command(binPath, "serve",
+	args := []string{"serve",
 		"--data-dir", s.dataDir,
 		"--listen-addr", "127.0.0.1:0",
-		"--internal-listen-addr", "127.0.0.1:0")
-	cmd.Env = cleanEnv()
+		"--internal-listen-addr", "127.0.0.1:0"}
+	switch s.eng {
+	case sqliteEngine:
+	case postgresEngine:
+		args = append(args, postgresFlags...)
+	default:
+		tb.Fatalf("unknown engine %q", s.eng)
+	}
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = envWithDatabase(s.dbURL)
 	// The server dies with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
@@ -152,8 +180,11 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 	}()
 	tb.Cleanup(func() {
 		s.stop(tb)
+		if l := logs.leaked(); l != "" {
+			tb.Errorf("bothy serve printed a database URL: %s", l)
+		}
 		if tb.Failed() {
-			tb.Logf("output of bothy serve on %s:\n%s", s.dataDir, logs)
+			tb.Logf("output of bothy serve on %s %s:\n%s", s.eng, s.dataDir, logs)
 		}
 	})
 
@@ -219,12 +250,12 @@ func parseListening(line string) (public, internal string, ok bool) {
 	return public, internal, public != "" || internal != ""
 }
 
-// cleanEnv is the test's environment without BOTHY_ variables, so a developer's settings do not
-// leak into the server under test.
+// cleanEnv is the test's environment without BOTHY_ variables and DATABASE_URL, so a
+// developer's settings do not leak into the server under test.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BOTHY_") {
+		if !strings.HasPrefix(kv, "BOTHY_") && !strings.HasPrefix(kv, dbURLEnv+"=") {
 			env = append(env, kv)
 		}
 	}
