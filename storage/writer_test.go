@@ -134,6 +134,66 @@ func TestUnitOfWork(t *testing.T) {
 			}
 		})
 
+		t.Run("commits nothing of a unit whose events cannot be inserted", func(t *testing.T) {
+			db := eng.Open(t, storage.Options{})
+			ctx := context.Background()
+			// A row at seq 1 that the counter does not know of: the next event collides.
+			storage.ExecInTest(t, db, `INSERT INTO event_log (seq, type, payload, created_at) VALUES (1, 'planted', '{}', '2026-01-01T00:00:00.000000Z')`)
+			err := db.Do(ctx, func(ctx context.Context) error {
+				storage.ExecIn(ctx, db, `UPDATE instance SET setup_code_hash = 'touched' WHERE id = 1`)
+				db.Append(ctx, kernel.Event{Type: "test.collides"})
+				return nil
+			})
+			if err == nil {
+				t.Fatal("a colliding event committed")
+			}
+			var hash *string
+			if err := storage.ScanIn(ctx, db, `SELECT setup_code_hash FROM instance WHERE id = 1`, &hash); err != nil || hash != nil {
+				t.Fatalf("the unit's other write committed: %v %v", hash, err)
+			}
+			if db.Head() != 0 {
+				t.Fatalf("head %d", db.Head())
+			}
+		})
+
+		t.Run("fails alone a unit of a batch whose events cannot be inserted", func(t *testing.T) {
+			db := eng.Open(t, storage.Options{})
+			ctx := context.Background()
+			storage.ExecInTest(t, db, `INSERT INTO event_log (seq, type, payload, created_at) VALUES (3, 'planted', '{}', '2026-01-01T00:00:00.000000Z')`)
+			release, held := blockCounter(t, db) // seq 1; the units below queue behind it as one batch
+			errs := make([]error, 3)
+			var wg sync.WaitGroup
+			for i, events := range []int{1, 1, 0} { // seq 2; seq 3 collides; none
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = db.Do(ctx, func(ctx context.Context) error {
+						_, err := storage.ExecIn(ctx, db, `UPDATE sequence_counters SET value = value + 1 WHERE name = 'permission_version'`)
+						for range events {
+							db.Append(ctx, kernel.Event{Type: "test.unit", Payload: i})
+						}
+						return err
+					})
+				}()
+				time.Sleep(30 * time.Millisecond) // queued in this order
+			}
+			release()
+			wg.Wait()
+			if err := <-held; err != nil {
+				t.Fatal(err)
+			}
+			if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+				t.Fatalf("errors %v: want only the second unit's", errs)
+			}
+			var version int64
+			if err := storage.ScanIn(ctx, db, `SELECT value FROM sequence_counters WHERE name = 'permission_version'`, &version); err != nil || version != 2 {
+				t.Fatalf("permission_version %d (%v): the failed unit's write committed or another's did not", version, err)
+			}
+			if db.Head() != 2 {
+				t.Fatalf("head %d", db.Head())
+			}
+		})
+
 		t.Run("turns a panic in a unit into an error", func(t *testing.T) {
 			db := eng.Open(t, storage.Options{})
 			err := db.Do(context.Background(), func(ctx context.Context) error { panic("no") })
@@ -477,35 +537,54 @@ func TestPostgresHeadOnSeveralNodes(t *testing.T) {
 	})
 }
 
-// BenchmarkCommitPhase measures durable events committed per second with 8 concurrent writers,
-// each Unit of Work a message create (thread read, message insert, thread bump, one event). It
-// reports events/s; run with -benchtime=3s or more for a steady figure.
+// BenchmarkCommitPhase measures durable events committed per second with 8 concurrent writers:
+// "message", each Unit of Work a message create through messaging (thread read, message insert,
+// thread bump, one event); "event", each Unit of Work one event alone (the commit phase: lock,
+// number, insert, advance, notify, commit). It reports events/s; run with -benchtime=10000x or
+// more for a steady figure.
 func BenchmarkCommitPhase(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, eng storetest.Engine) {
-		e := newMsgEnv(b, eng)
-		ctx := context.Background()
 		const writers = 8
-		var n atomic.Int64
-		h0 := e.db.Head()
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := n.Add(1)
-					if i > int64(b.N) {
-						return
+		run := func(b *testing.B, db *storage.DB, write func(i int64) error) {
+			var n atomic.Int64
+			h0 := db.Head()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := n.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if err := write(i); err != nil {
+							b.Error(err)
+							return
+						}
 					}
-					if _, _, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello", ClientMsgID: fmt.Sprintf("c-%d", i)}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}()
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(db.Head()-h0)/b.Elapsed().Seconds(), "events/s")
 		}
-		wg.Wait()
-		b.ReportMetric(float64(e.db.Head()-h0)/b.Elapsed().Seconds(), "events/s")
+		ctx := context.Background()
+		b.Run("message", func(b *testing.B) {
+			e := newMsgEnv(b, eng)
+			run(b, e.db, func(i int64) error {
+				_, _, err := e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "hello", ClientMsgID: fmt.Sprintf("c-%d", i)})
+				return err
+			})
+		})
+		b.Run("event", func(b *testing.B) {
+			db := eng.Open(b, storage.Options{})
+			run(b, db, func(i int64) error {
+				return db.Do(ctx, func(ctx context.Context) error {
+					db.Append(ctx, kernel.Event{Type: "test.bench", Payload: map[string]int64{"i": i}})
+					return nil
+				})
+			})
+		})
 	})
 }

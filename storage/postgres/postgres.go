@@ -58,6 +58,9 @@ func Open(ctx context.Context, o Options) (writer, reader *sql.DB, err error) {
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "bothy"
 	}
+	// The writer's multi-statement round trips (ExecMulti) have pgx quote values into the SQL,
+	// which is only sound, and which pgx only does, with standard strings.
+	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 	if o.IdleInTxTimeout > 0 {
 		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = ms(o.IdleInTxTimeout)
 	}
@@ -191,4 +194,38 @@ func (Dialect) Rebind(q string) string {
 		}
 	}
 	return sb.String()
+}
+
+// ExecMulti runs q, which may hold several statements separated by semicolons, on conn in one
+// round trip (the simple protocol; pgx quotes args into q on the client, and refuses to unless
+// standard_conforming_strings is on). It returns the first column of the first row of the last
+// statement that returned rows, as text, or "" if none did. The first failing statement ends
+// the string; inside a transaction, the transaction is then aborted. storage's writer sends the
+// statements around its Units of Work through it (pgx's native API, through conn.Raw).
+func (Dialect) ExecMulti(ctx context.Context, conn *sql.Conn, q string, args ...any) (string, error) {
+	var last string
+	err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres: %T is not a pgx connection", dc)
+		}
+		if len(args) > 0 {
+			_, err := c.Conn().Exec(ctx, q, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+			return err
+		}
+		results, err := c.Conn().PgConn().Exec(ctx, q).ReadAll()
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Err != nil {
+				return r.Err
+			}
+			if len(r.Rows) > 0 && len(r.Rows[0]) > 0 {
+				last = string(r.Rows[0][0])
+			}
+		}
+		return nil
+	})
+	return last, err
 }
