@@ -161,6 +161,15 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
 	var res sql.Result
 	var err error
+	last := ""
+	if delta > 0 {
+		last = fmtTime(at)
+	}
+	if bumpThread(ctx, id, int64(delta), last) {
+		// Applied at the commit of the batch, with the batch's other messages. The caller has
+		// loaded the thread in this unit, so it exists.
+		return nil
+	}
 	if delta > 0 {
 		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, last_message_at = ? WHERE id = ?`,
 			delta, fmtTime(at), string(id))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,33 +282,66 @@ func TestChatStoreThreads(t *testing.T) {
 		}
 		t.Run("counts messages and never below zero", func(t *testing.T) {
 			at := e.clock.Now().Truncate(time.Microsecond)
-			err := e.db.Do(ctx, func(ctx context.Context) error {
+			bump := func(fn func(ctx context.Context) error) {
+				t.Helper()
+				if err := e.db.Do(ctx, fn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bump(func(ctx context.Context) error { return e.svc.RemoveFromThread(ctx, ids[1]) }) // 0 stays 0
+			bump(func(ctx context.Context) error {
+				if err := e.svc.AppendToThread(ctx, ids[1], at.Add(-time.Second)); err != nil {
+					return err
+				}
 				if err := e.svc.AppendToThread(ctx, ids[1], at); err != nil {
 					return err
 				}
-				if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
-					return err
-				}
-				if err := e.svc.RemoveFromThread(ctx, ids[1]); err != nil {
-					return err
-				}
-				return e.svc.AppendToThread(ctx, ids[1], at)
+				return e.svc.RemoveFromThread(ctx, ids[1])
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			th, err := e.store.Thread(ctx, ids[1])
 			if err != nil || th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(at) {
 				t.Fatalf("thread %+v, %v", th, err)
+			}
+			bump(func(ctx context.Context) error { return e.svc.RemoveFromThread(ctx, ids[1]) })
+			th, err = e.store.Thread(ctx, ids[1])
+			if err != nil || th.MessageCount != 0 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(at) {
+				t.Fatalf("after removing: thread %+v, %v", th, err)
+			}
+		})
+		t.Run("adds the messages of a whole batch to their threads once each", func(t *testing.T) {
+			before, err := e.store.Thread(ctx, ids[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i := 0; i < 64; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					fail := i%8 == 7 // a unit that fails takes its count with it
+					err := e.db.Do(ctx, func(ctx context.Context) error {
+						if err := e.svc.AppendToThread(ctx, ids[0], e.clock.Now()); err != nil {
+							return err
+						}
+						if fail {
+							return kernel.Errorf(kernel.CodeConflict, "vetoed")
+						}
+						return nil
+					})
+					if fail != (err != nil) {
+						t.Errorf("unit %d: %v", i, err)
+					}
+				}(i)
+			}
+			wg.Wait()
+			th, err := e.store.Thread(ctx, ids[0])
+			if err != nil || th.MessageCount != before.MessageCount+56 {
+				t.Fatalf("count %d, want %d (%v)", th.MessageCount, before.MessageCount+56, err)
 			}
 		})
 		t.Run("answers not found for a missing thread", func(t *testing.T) {
 			if _, err := e.store.Thread(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("err = %v", err)
-			}
-			err := e.db.Do(ctx, func(ctx context.Context) error { return e.store.BumpThread(ctx, kernel.NewID(), 1, time.Now()) })
-			if !kernel.IsCode(err, kernel.CodeNotFound) {
-				t.Fatalf("bump: err = %v", err)
 			}
 		})
 	})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,37 @@ import (
 type txState struct {
 	conn   querier
 	events []kernel.Event
+	// threadBumps are the message counts a unit adds to threads, applied once per thread at the
+	// batch's commit (applyThreadBumps). A busy thread's row is the hottest row there is: one
+	// UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its
+	// row lock in whatever order the units came; one per thread per batch, in id order, does not.
+	threadBumps map[kernel.ID]threadBump
+}
+
+type threadBump struct {
+	n    int64
+	last string // the latest message time, fixed-width text
+}
+
+// bumpThread defers adding n messages posted at last to thread id to the commit of the batch.
+// It reports false outside a Unit of Work (the caller then updates at once).
+func bumpThread(ctx context.Context, id kernel.ID, n int64, last string) bool {
+	st := txFrom(ctx)
+	if st == nil {
+		return false
+	}
+	if st.threadBumps == nil {
+		st.threadBumps = map[kernel.ID]threadBump{}
+	}
+	st.threadBumps[id] = mergeBump(st.threadBumps[id], threadBump{n, last})
+	return true
+}
+
+func mergeBump(a, b threadBump) threadBump {
+	if b.last < a.last {
+		b.last = a.last
+	}
+	return threadBump{n: a.n + b.n, last: b.last}
 }
 
 type txKey struct{}
@@ -252,6 +284,7 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	}
 	head := committed
 	ok := 0
+	var bumps map[kernel.ID]threadBump
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
@@ -283,9 +316,18 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		}
 		head += n
 		ok++
+		for id, b := range st.threadBumps {
+			if bumps == nil {
+				bumps = map[kernel.ID]threadBump{}
+			}
+			bumps[id] = mergeBump(bumps[id], b)
+		}
 	}
 	if ok == 0 {
 		return w.exec("ROLLBACK")
+	}
+	if err := w.applyThreadBumps(bumps); err != nil {
+		return err
 	}
 	if d := w.db.opts.BenchCommitDelay; d > 0 {
 		time.Sleep(d)
@@ -301,6 +343,39 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		w.db.advanceHead(head)
 	}
 	w.afterCommit(len(batch))
+	return nil
+}
+
+// bumpThreadSQL adds a batch's net count (never below zero) and moves last_message_at forward
+// only (an empty last: the batch removed messages only).
+const bumpThreadSQL = `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END,
+	last_message_at = CASE WHEN ? <> '' AND (last_message_at IS NULL OR last_message_at < ?) THEN ? ELSE last_message_at END WHERE id = ?`
+
+// applyThreadBumps adds the batch's messages to their threads, in id order: every batch takes
+// thread rows in the same order, so two writers on one PostgreSQL database cannot deadlock on
+// them. On PostgreSQL the updates travel with the COMMIT (no round trip of their own).
+func (w *writer) applyThreadBumps(bumps map[kernel.ID]threadBump) error {
+	if len(bumps) == 0 {
+		return nil
+	}
+	ids := make([]kernel.ID, 0, len(bumps))
+	for id := range bumps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		b := bumps[id]
+		switch w.db.dialect.Name() {
+		case "sqlite":
+			if _, err := w.stmts.ExecContext(context.Background(), bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id)); err != nil {
+				return fmt.Errorf("bump thread: %w", err)
+			}
+		case "postgres":
+			w.queue.addParams(bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id))
+		default:
+			panic("storage: unknown dialect " + w.db.dialect.Name())
+		}
+	}
 	return nil
 }
 

@@ -152,7 +152,9 @@ type Threads interface {
 	// CreateThread creates a thread in ch, authored by actorID, and appends thread.created. It
 	// must run in a Unit of Work. The title may be empty. Errors: validation_failed (title).
 	CreateThread(ctx context.Context, actorID kernel.ID, ch Channel, title string) (Thread, error)
-	// AppendToThread counts one more message in the thread, posted at at. Errors: not_found.
+	// AppendToThread counts one more message in the thread, posted at at. Inside a Unit of Work
+	// the count is applied at commit, once per thread per batch, so the caller must have loaded
+	// the thread in the same unit. Errors: not_found outside a unit.
 	AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error
 	// RemoveFromThread counts one message fewer (a message was deleted). Errors: not_found.
 	RemoveFromThread(ctx context.Context, id kernel.ID) error
