@@ -52,7 +52,7 @@ func chatTestPrincipal(tb testing.TB, db *storage.DB, handle string) kernel.Acto
 	tb.Helper()
 	id := kernel.NewID()
 	now := "2026-01-01T00:00:00.000000Z"
-	storage.ExecForChatTests(tb, db, `INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at)
+	storage.ExecInTest(tb, db, `INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at)
 		VALUES (?, 'person', ?, ?, ?, ?, ?)`, string(id), handle, strings.ToLower(handle), handle, now, now)
 	return kernel.Actor{ID: id, Kind: kernel.KindPerson, Handle: handle}
 }

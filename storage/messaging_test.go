@@ -340,7 +340,7 @@ func TestMessageStoreResolveHandles(t *testing.T) {
 		ctx := context.Background()
 		e := newMsgEnv(t, eng)
 		off := chatTestPrincipal(t, e.db, "gone")
-		storage.ExecForChatTests(t, e.db, `UPDATE principals SET status = 'disabled' WHERE id = ?`, string(off.ID))
+		storage.ExecInTest(t, e.db, `UPDATE principals SET status = 'disabled' WHERE id = ?`, string(off.ID))
 		got, err := e.msgs.ResolveHandles(ctx, []string{"bob", "cy", "gone", "nobody"})
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,21 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"testing"
 )
+
+// ExecInTest runs one statement in its own Unit of Work; the authz and identity tests use it
+// to lay out rows that other modules own (spaces, channels) without depending on their code.
+func ExecInTest(tb testing.TB, db *DB, q string, args ...any) {
+	tb.Helper()
+	err := db.Do(context.Background(), func(ctx context.Context) error {
+		_, err := db.q(ctx).ExecContext(ctx, q, args...)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+}
 
 // ExecIn runs one statement on the querier of ctx: the transaction of its Unit of Work, or the
 // (read-only) read pool outside one. The writer's tests use it to make a statement fail inside
