@@ -151,7 +151,7 @@ func Create(ctx context.Context, d Driver, path string) (*sql.DB, fixture.Fixtur
 		db.Close()
 		return nil, fixture.Fixture{}, fmt.Errorf("driver: migrate with %s: %w", d.Name, err)
 	}
-	fx, err := fixture.Seed(ctx, db)
+	fx, err := fixture.Seed(ctx, db, nil)
 	if err != nil {
 		db.Close()
 		return nil, fixture.Fixture{}, fmt.Errorf("driver: seed with %s: %w", d.Name, err)

@@ -226,6 +226,13 @@ func (p *poster) post(ctx context.Context, w, k int, buf *[]byte) error {
 // server's CPU per message. Nil reads nothing.
 type CPUReader func() (time.Duration, error)
 
+// CPUReaders are what a run reads at the start and the end of its window: the bothy server, and
+// the database server behind it when it has one (PostgreSQL: pgcluster.Cluster.CPU). Either may
+// be nil.
+type CPUReaders struct {
+	Server, DB CPUReader
+}
+
 // Result is what one load run saw in its measured window (after the warm-up).
 type Result struct {
 	// Ops is the messages created (2xx) in the window: completed in it for the closed loop, due
@@ -234,8 +241,9 @@ type Result struct {
 	// Elapsed is the length of the window.
 	Elapsed   time.Duration
 	Latencies measure.Latencies
-	// ServerCPU is the server's CPU time in the window; LoadCPU the generator's own.
-	ServerCPU, LoadCPU time.Duration
+	// ServerCPU is the server's CPU time in the window; LoadCPU the generator's own; DBCPU the
+	// database server's, when CPUReaders.DB was given.
+	ServerCPU, LoadCPU, DBCPU time.Duration
 }
 
 // PerSecond is messages per second.
@@ -247,6 +255,9 @@ func (r Result) ServerCPUPerOp() float64 { return perOp(r.ServerCPU, r.Ops) }
 // LoadCPUPerOp is the generator's CPU time per message in microseconds.
 func (r Result) LoadCPUPerOp() float64 { return perOp(r.LoadCPU, r.Ops) }
 
+// DBCPUPerOp is the database server's CPU time per message in microseconds.
+func (r Result) DBCPUPerOp() float64 { return perOp(r.DBCPU, r.Ops) }
+
 func perOp(d time.Duration, n int64) float64 {
 	if n == 0 {
 		return 0
@@ -257,33 +268,36 @@ func perOp(d time.Duration, n int64) float64 {
 // window takes the CPU readings at the start and the end of the measured window. from and to
 // do not change once the run has begun.
 type window struct {
-	from, to           time.Time
-	server             CPUReader
-	serverCPU, loadCPU time.Duration
-	err                error
+	from, to                  time.Time
+	cpu                       CPUReaders
+	serverCPU, loadCPU, dbCPU time.Duration
+	err                       error
 }
 
 // run sleeps until from, reads, sleeps until to, reads. It gives up when ctx ends.
 func (w *window) run(ctx context.Context) {
-	read := func() (time.Duration, time.Duration) {
-		var s time.Duration
-		if w.server != nil {
-			var err error
-			if s, err = w.server(); err != nil && w.err == nil {
-				w.err = err
-			}
+	readOne := func(r CPUReader) time.Duration {
+		if r == nil {
+			return 0
 		}
-		return s, measure.CPUTime()
+		d, err := r()
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		return d
+	}
+	read := func() (time.Duration, time.Duration, time.Duration) {
+		return readOne(w.cpu.Server), measure.CPUTime(), readOne(w.cpu.DB)
 	}
 	if !sleepUntil(ctx, w.from) {
 		return
 	}
-	s0, l0 := read()
+	s0, l0, d0 := read()
 	if !sleepUntil(ctx, w.to) {
 		return
 	}
-	s1, l1 := read()
-	w.serverCPU, w.loadCPU = s1-s0, l1-l0
+	s1, l1, d1 := read()
+	w.serverCPU, w.loadCPU, w.dbCPU = s1-s0, l1-l0, d1-d0
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -314,7 +328,7 @@ const MaxMessages = 1_000_000
 // Closed runs clients that each post back to back for warmup + dur on one keep-alive
 // connection each, and reports what completed within the last dur. No client starts a request
 // after the window; the run ends when the last one is answered.
-func Closed(ctx context.Context, c *http.Client, t Target, clients int, warmup, dur time.Duration, server CPUReader) (Result, error) {
+func Closed(ctx context.Context, c *http.Client, t Target, clients int, warmup, dur time.Duration, cpu CPUReaders) (Result, error) {
 	p, err := newPoster(c, t)
 	if err != nil {
 		return Result{}, err
@@ -323,7 +337,7 @@ func Closed(ctx context.Context, c *http.Client, t Target, clients int, warmup, 
 	defer cancel()
 	fail := &firstError{cancel: cancel}
 	start := time.Now()
-	win := &window{from: start.Add(warmup), to: start.Add(warmup + dur), server: server}
+	win := &window{from: start.Add(warmup), to: start.Add(warmup + dur), cpu: cpu}
 	var total atomic.Int64
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
@@ -371,6 +385,7 @@ func Closed(ctx context.Context, c *http.Client, t Target, clients int, warmup, 
 		Latencies: measure.Summarise(all),
 		ServerCPU: win.serverCPU,
 		LoadCPU:   win.loadCPU,
+		DBCPU:     win.dbCPU,
 	}, nil
 }
 
@@ -378,7 +393,7 @@ func Closed(ctx context.Context, c *http.Client, t Target, clients int, warmup, 
 // due at start + i/rate; a dispatcher hands it to the first free one of workers clients at that
 // moment (it waits in a queue when all are busy), and its latency runs from the moment it was
 // due to its answer. Requests due within the last dur are reported.
-func Open(ctx context.Context, c *http.Client, t Target, rate float64, workers int, warmup, dur time.Duration, server CPUReader) (Result, error) {
+func Open(ctx context.Context, c *http.Client, t Target, rate float64, workers int, warmup, dur time.Duration, cpu CPUReaders) (Result, error) {
 	p, err := newPoster(c, t)
 	if err != nil {
 		return Result{}, err
@@ -402,7 +417,7 @@ func Open(ctx context.Context, c *http.Client, t Target, rate float64, workers i
 	lat := make([]time.Duration, total)
 	measured := make([]bool, total)
 	start := time.Now()
-	win := &window{from: start.Add(warmup), to: start.Add(warmup + dur), server: server}
+	win := &window{from: start.Add(warmup), to: start.Add(warmup + dur), cpu: cpu}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -457,6 +472,7 @@ func Open(ctx context.Context, c *http.Client, t Target, rate float64, workers i
 		Latencies: measure.Summarise(all),
 		ServerCPU: win.serverCPU,
 		LoadCPU:   win.loadCPU,
+		DBCPU:     win.dbCPU,
 	}, nil
 }
 

@@ -140,10 +140,14 @@ func TestLoad(t *testing.T) {
 		f := newFake(t)
 		tg, c := mustPrepare(t, f, 2)
 		before := f.conns.Load()
-		var reads atomic.Int64
-		cpu := func() (time.Duration, error) {
-			reads.Add(1)
-			return time.Duration(reads.Load()) * time.Millisecond, nil
+		var reads, dbReads atomic.Int64
+		cpu := CPUReaders{
+			Server: func() (time.Duration, error) {
+				return time.Duration(reads.Add(1)) * time.Millisecond, nil
+			},
+			DB: func() (time.Duration, error) {
+				return time.Duration(dbReads.Add(1)) * 3 * time.Millisecond, nil
+			},
 		}
 		r, err := Closed(ctx, c, tg, 4, 30*time.Millisecond, 100*time.Millisecond, cpu)
 		if err != nil {
@@ -152,8 +156,9 @@ func TestLoad(t *testing.T) {
 		if r.Ops <= 0 || r.Ops >= f.created.Load() || int64(r.Latencies.N) != r.Ops || r.Elapsed != 100*time.Millisecond {
 			t.Fatalf("result %+v; %d created in all", r, f.created.Load())
 		}
-		if reads.Load() != 2 || r.ServerCPU != time.Millisecond || r.LoadCPU <= 0 {
-			t.Fatalf("server CPU read %d times, %v; load CPU %v", reads.Load(), r.ServerCPU, r.LoadCPU)
+		if reads.Load() != 2 || r.ServerCPU != time.Millisecond || r.LoadCPU <= 0 || dbReads.Load() != 2 || r.DBCPU != 3*time.Millisecond {
+			t.Fatalf("server CPU read %d times, %v; load CPU %v; database CPU read %d times, %v",
+				reads.Load(), r.ServerCPU, r.LoadCPU, dbReads.Load(), r.DBCPU)
 		}
 		if n := f.conns.Load() - before; n > 4 {
 			t.Fatalf("%d new connections for 4 clients: keep-alive does not hold", n)
@@ -163,7 +168,7 @@ func TestLoad(t *testing.T) {
 		f := newFake(t)
 		tg, c := mustPrepare(t, f, 0)
 		began := time.Now()
-		r, err := Open(ctx, c, tg, 500, 4, 40*time.Millisecond, 100*time.Millisecond, nil)
+		r, err := Open(ctx, c, tg, 500, 4, 40*time.Millisecond, 100*time.Millisecond, CPUReaders{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,12 +183,12 @@ func TestLoad(t *testing.T) {
 		f := newFake(t)
 		tg, c := mustPrepare(t, f, 1)
 		f.failAfter = 20
-		_, err := Closed(ctx, c, tg, 4, 10*time.Millisecond, 5*time.Second, nil)
+		_, err := Closed(ctx, c, tg, 4, 10*time.Millisecond, 5*time.Second, CPUReaders{})
 		if err == nil || !strings.Contains(err.Error(), "500") {
 			t.Fatalf("err = %v, want the 500", err)
 		}
 		f.created.Store(0)
-		_, err = Open(ctx, c, tg, 1000, 4, 0, 5*time.Second, nil)
+		_, err = Open(ctx, c, tg, 1000, 4, 0, 5*time.Second, CPUReaders{})
 		if err == nil || !strings.Contains(err.Error(), "500") {
 			t.Fatalf("open loop: err = %v, want the 500", err)
 		}

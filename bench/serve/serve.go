@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -44,8 +45,41 @@ type Options struct {
 	// WantSetupCode makes Start also wait for the setup line on stdout, which serve prints
 	// while no owner exists.
 	WantSetupCode bool
-	// Args are more arguments for serve, such as "--set", "database.max_batch=64".
+	// Args are more arguments for serve, such as "--set", "database.max_batch=64", or
+	// PostgreSQL's "--set", "database.driver=postgres", "--set", "database.url_ref=env:DATABASE_URL".
 	Args []string
+	// Env are more environment variables ("KEY=value") for the process, on top of this
+	// process's own, such as the DATABASE_URL that database.url_ref names. Not BOTHY_…: serve
+	// takes those as configuration keys.
+	Env []string
+}
+
+// benchEnvPrefix starts the benchmarks' own variables (BOTHY_BENCH_POSTGRES_URL): bothy would
+// take them for configuration keys and refuse to start (it skips only BOTHY_TEST_…).
+const benchEnvPrefix = "BOTHY_BENCH_"
+
+// childEnv is this process's environment without the benchmarks' own variables, and extra.
+func childEnv(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, benchEnvPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// MigrateUp runs `bothy migrate up` with o's binary, Args and Env, as an operator does before
+// starting serve on PostgreSQL (where serve never migrates), and returns its output on failure.
+func MigrateUp(ctx context.Context, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, readyDeadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.Bin, append([]string{"migrate", "up"}, o.Args...)...)
+	cmd.Env = childEnv(o.Env)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("bothy migrate up: %w:\n%s", err, out)
+	}
+	return nil
 }
 
 // Server is one running `bothy serve` process.
@@ -107,6 +141,7 @@ func start(ctx context.Context, o Options) (*Server, error) {
 	args := append([]string{"serve", "--data-dir", o.DataDir, "--listen-addr", pub, "--internal-listen-addr", internal,
 		"--set", "log.level=" + level}, o.Args...)
 	cmd := exec.Command(o.Bin, args...)
+	cmd.Env = childEnv(o.Env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

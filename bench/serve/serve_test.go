@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,23 @@ func TestMain(m *testing.M) {
 const fakeStartup = 30 * time.Millisecond
 
 func fakeServe(mode string, args []string) int {
+	// Options.Env reaches both commands: the fake wants DATABASE_URL when mode is "env".
+	if mode == "env" && os.Getenv("DATABASE_URL") != "postgres://fake" {
+		fmt.Fprintln(os.Stderr, "no DATABASE_URL")
+		return 1
+	}
+	if os.Getenv("BOTHY_BENCH_POSTGRES_URL") != "" { // bothy refuses unknown BOTHY_ variables
+		fmt.Fprintln(os.Stderr, "BOTHY_BENCH_POSTGRES_URL (env): unknown variable")
+		return 1
+	}
+	if len(args) >= 2 && args[0] == "migrate" && args[1] == "up" {
+		if slices.Contains(args, "database.driver=postgres") {
+			fmt.Println("0001_init\tapplied")
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "migrate: not the arguments of the test")
+		return 1
+	}
 	if len(args) == 0 || args[0] != "serve" {
 		return 2
 	}
@@ -115,6 +133,25 @@ func TestServe(t *testing.T) {
 		at, idle, err := IdleRSS(ctx, o, 10*time.Millisecond)
 		if err != nil || at <= 0 || idle <= 0 {
 			t.Fatalf("RSS %d then %d, %v", at, idle, err)
+		}
+	})
+	t.Run("passes Env to serve and to migrate up, with Args", func(t *testing.T) {
+		o := fake(t, "env")
+		t.Setenv("BOTHY_BENCH_POSTGRES_URL", "postgres://cluster") // the benchmark's own: not passed on
+		if err := MigrateUp(ctx, o); err == nil || !strings.Contains(err.Error(), "no DATABASE_URL") {
+			t.Fatalf("migrate up without Env: %v", err)
+		}
+		o.Env = []string{"DATABASE_URL=postgres://fake"}
+		o.Args = []string{"--set", "database.driver=postgres"}
+		if err := MigrateUp(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Start(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("reports a server that exits before it is ready, with its log", func(t *testing.T) {

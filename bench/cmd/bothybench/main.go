@@ -1,7 +1,7 @@
 // Command bothybench runs one of bothy's benchmark scenarios once and prints its measurements as
 // "RESULT<TAB>name<TAB>value<TAB>unit" lines, which bench/run collects over several repetitions
 // (each in a fresh process) into the target-versus-measured table. Everything it measures runs
-// on real SQLite files in a temp directory (TMPDIR, default /tmp).
+// on real SQLite files in a temp directory (TMPDIR, default /tmp), or on PostgreSQL (-engine).
 //
 //	bothybench driver-rate -driver modernc -per-commit 64 -duration 2s
 //	bothybench driver-start -driver ncruces
@@ -11,10 +11,20 @@
 //	bothybench http-closed -bin bench/out/bothy -clients 32 -warmup 1s -duration 5s
 //	bothybench http-open -bin bench/out/bothy -rate 1000 -warmup 1s -duration 10s
 //	bothybench serve-start -bin bench/out/bothy -starts 10
+//	bothybench storage-rate -engine postgres -events-only -writers 8 -duration 2s
+//	bothybench http-closed -engine postgres -bin bench/out/bothy -clients 32
 //
 // The http-… and serve-… scenarios run a `bothy serve` binary (-bin, built by bench/run with
 // `go build -o bench/out/bothy .`) as a child process on a temp data directory and loopback
 // ports, and load it from this process.
+//
+// With -engine postgres the storage-… and http-… scenarios run on a fresh database (CREATE
+// DATABASE, dropped at the end) of the PostgreSQL cluster that -postgres or
+// $BOTHY_BENCH_POSTGRES_URL (else $BOTHY_TEST_POSTGRES_URL) names, a superuser's URL; bench/run
+// starts a throwaway cluster with .ci/pg when neither is set. The server is migrated with
+// `bothy migrate up` and started with --set database.driver=postgres --set
+// database.url_ref=env:DATABASE_URL. When the cluster's processes are in this machine's /proc,
+// their CPU time per operation is reported too (…/postgres-cpu).
 //
 // It holds no figure of its own: a scenario that fails prints its error and exits 1.
 package main
@@ -36,6 +46,7 @@ import (
 	"bothy.dev/bothy/bench/driver"
 	httpbench "bothy.dev/bothy/bench/http"
 	"bothy.dev/bothy/bench/internal/measure"
+	"bothy.dev/bothy/bench/internal/pgcluster"
 	servebench "bothy.dev/bothy/bench/serve"
 	storagebench "bothy.dev/bothy/bench/storage"
 	"bothy.dev/bothy/storage"
@@ -219,6 +230,8 @@ type storeFlags struct {
 	maxBatch    *int
 	commitDelay *time.Duration
 	eventsOnly  *bool
+	engine      *string
+	pgURL       *string
 }
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
@@ -226,29 +239,86 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 		maxBatch:    fs.Int("max-batch", 0, "storage.Options.MaxBatch (0: the store's default; 1 turns group commit off)"),
 		commitDelay: fs.Duration("commit-delay", 0, "storage.Options.BenchCommitDelay: a SIMULATED slow-disk commit cost slept before each COMMIT"),
 		eventsOnly:  fs.Bool("events-only", false, "only append the event: no thread read, message row or thread count"),
+		engine:      fs.String("engine", "sqlite", "sqlite (a temp file) or postgres (a fresh database on the -postgres cluster)"),
+		pgURL:       postgresFlag(fs),
 	}
 }
 
-func (f storeFlags) open(ctx context.Context, dir string) (*storagebench.Store, error) {
-	return storagebench.Open(ctx, dir, storage.Options{MaxBatch: *f.maxBatch, BenchCommitDelay: *f.commitDelay}, *f.eventsOnly)
+// postgresFlag is the cluster of the PostgreSQL scenarios.
+func postgresFlag(fs *flag.FlagSet) *string {
+	return fs.String("postgres", "", "PostgreSQL cluster URL of a user who may create databases (default: $"+pgcluster.EnvURL+", then $BOTHY_TEST_POSTGRES_URL)")
+}
+
+// connect connects to the cluster of the -postgres flag or the environment.
+func connect(ctx context.Context, flagValue string) (*pgcluster.Cluster, error) {
+	u, err := pgcluster.URL(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	return pgcluster.Connect(ctx, u)
+}
+
+// open opens the store of a storage scenario; close closes it and whatever it needed.
+func (f storeFlags) open(ctx context.Context) (s *storagebench.Store, close func(), err error) {
+	o := storage.Options{MaxBatch: *f.maxBatch, BenchCommitDelay: *f.commitDelay}
+	switch *f.engine {
+	case "sqlite":
+		dir, clean, err := tempDir()
+		if err != nil {
+			return nil, nil, err
+		}
+		if s, err = storagebench.Open(ctx, dir, o, *f.eventsOnly); err != nil {
+			clean()
+			return nil, nil, err
+		}
+		return s, func() { s.Close(); clean() }, nil
+	case "postgres":
+		c, err := connect(ctx, *f.pgURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s, err = storagebench.OpenPostgres(ctx, c, o, *f.eventsOnly); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return s, func() {
+			if err := s.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "bothybench: %v\n", err)
+			}
+			c.Close()
+		}, nil
+	default:
+		return nil, nil, fmt.Errorf("-engine %q: sqlite or postgres", *f.engine)
+	}
 }
 
 // label names a storage run by what differs from the default: group commit on, no delay,
-// message rows written.
+// message rows written. On PostgreSQL the Unit of Work names it: commit-phase (the event alone)
+// or message-create.
 func (f storeFlags) label() string {
 	var parts []string
+	if *f.engine == "postgres" {
+		parts = append(parts, "postgres")
+		if *f.eventsOnly {
+			parts = append(parts, "commit-phase")
+		} else {
+			parts = append(parts, "message-create")
+		}
+	} else {
+		parts = append(parts, "do")
+	}
 	if *f.commitDelay > 0 {
 		parts = append(parts, fmt.Sprintf("simulated-%v-commit", *f.commitDelay))
 	}
 	if *f.maxBatch == 1 {
 		parts = append(parts, "max-batch=1")
-	} else {
+	} else if *f.engine != "postgres" || *f.maxBatch > 1 {
 		parts = append(parts, "group-commit")
 		if *f.maxBatch > 1 {
 			parts[len(parts)-1] += fmt.Sprintf("(max-batch=%d)", *f.maxBatch)
 		}
 	}
-	if *f.eventsOnly {
+	if *f.eventsOnly && *f.engine != "postgres" {
 		parts = append(parts, "events-only")
 	}
 	return strings.Join(parts, "/")
@@ -263,23 +333,21 @@ func storageRate(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	dir, clean, err := tempDir()
+	s, closeStore, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer clean()
-	s, err := f.open(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	defer closeStore()
 	run, err := s.Rate(ctx, *writers, *warmup, *dur)
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("storage/do/%s/%d-writers", f.label(), *writers)
+	name := fmt.Sprintf("storage/%s/%d-writers", f.label(), *writers)
 	measure.Result(out, name, run.PerSecond(), "events/s")
 	measure.Result(out, name+"/cpu", run.CPUPerOp(), "µs/event")
+	if run.DBRead {
+		measure.Result(out, name+"/postgres-cpu", run.DBCPUPerOp(), "µs/event")
+	}
 	return nil
 }
 
@@ -292,16 +360,11 @@ func storageLatency(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	dir, clean, err := tempDir()
+	s, closeStore, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer clean()
-	s, err := f.open(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	defer closeStore()
 	if _, err := s.Latency(ctx, *rate, *warmup); err != nil {
 		return err
 	}
@@ -309,7 +372,7 @@ func storageLatency(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("storage/do/%s/latency@%g/s", f.label(), *rate)
+	name := fmt.Sprintf("storage/%s/latency@%g/s", f.label(), *rate)
 	measure.Result(out, name+"/p50", measure.Ms(l.P50), "ms")
 	measure.Result(out, name+"/p99", measure.Ms(l.P99), "ms")
 	return nil
@@ -320,6 +383,8 @@ type serverFlags struct {
 	bin              *string
 	people, channels *int
 	args             *string
+	engine           *string
+	pgURL            *string
 }
 
 func addServerFlags(fs *flag.FlagSet) serverFlags {
@@ -328,29 +393,85 @@ func addServerFlags(fs *flag.FlagSet) serverFlags {
 		people:   fs.Int("people", 4, "people who post (each with post on every channel; client i posts as person i mod people)"),
 		channels: fs.Int("channels", 4, "channels whose main threads the messages rotate over"),
 		args:     fs.String("serve-args", "", "more arguments for bothy serve, space-separated (e.g. \"--set database.max_batch=64\")"),
+		engine:   fs.String("engine", "sqlite", "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)"),
+		pgURL:    postgresFlag(fs),
 	}
 }
 
-// start runs bothy serve on a fresh data directory in dir and prepares it for posting.
-func (f serverFlags) start(ctx context.Context, dir string, conns int) (*servebench.Server, httpbench.Target, *http.Client, error) {
-	s, err := servebench.Start(ctx, servebench.Options{
-		Bin: *f.bin, DataDir: filepath.Join(dir, "data"), WantSetupCode: true, Args: strings.Fields(*f.args),
-	})
-	if err != nil {
-		return nil, httpbench.Target{}, nil, err
+// server is a running bothy serve, prepared for posting.
+type server struct {
+	*servebench.Server
+	target httpbench.Target
+	client *http.Client
+	cpu    httpbench.CPUReaders
+	// stop stops the server and then drops its database (PostgreSQL).
+	stop func() error
+}
+
+// pgURLVar is the variable database.url_ref names for serve and migrate up: not BOTHY_…, which
+// serve would take as a configuration key.
+const pgURLVar = "DATABASE_URL"
+
+// start runs bothy serve on a fresh data directory in dir (on PostgreSQL also on a fresh
+// database, migrated with `bothy migrate up` first, as an operator does) and prepares it for
+// posting.
+func (f serverFlags) start(ctx context.Context, dir string, conns int) (*server, error) {
+	o := servebench.Options{Bin: *f.bin, DataDir: filepath.Join(dir, "data"), WantSetupCode: true, Args: strings.Fields(*f.args)}
+	var cpu httpbench.CPUReaders
+	dropDB := func() error { return nil }
+	switch *f.engine {
+	case "sqlite":
+	case "postgres":
+		c, err := connect(ctx, *f.pgURL)
+		if err != nil {
+			return nil, err
+		}
+		d, err := c.NewDatabase(ctx)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		dropDB = func() error { defer c.Close(); return d.Drop(ctx) }
+		if _, err := c.CPU(); err == nil {
+			cpu.DB = c.CPU
+		}
+		o.Args = append([]string{"--set", "database.driver=postgres", "--set", "database.url_ref=env:" + pgURLVar}, o.Args...)
+		o.Env = []string{pgURLVar + "=" + d.URL}
+		if err := servebench.MigrateUp(ctx, o); err != nil {
+			return nil, errors.Join(err, dropDB())
+		}
+	default:
+		return nil, fmt.Errorf("-engine %q: sqlite or postgres", *f.engine)
 	}
+	s, err := servebench.Start(ctx, o)
+	if err != nil {
+		return nil, errors.Join(err, dropDB())
+	}
+	cpu.Server = s.CPU
 	c := httpbench.Client(conns)
 	t, err := httpbench.Prepare(ctx, c, s.Public, s.SetupCode, *f.people, *f.channels)
 	if err != nil {
-		s.Stop()
-		return nil, httpbench.Target{}, nil, fmt.Errorf("prepare: %w\n%s", err, s.Logs())
+		err = fmt.Errorf("prepare: %w\n%s", err, s.Logs())
+		return nil, errors.Join(err, s.Stop(), dropDB())
 	}
-	return s, t, c, nil
+	return &server{Server: s, target: t, client: c, cpu: cpu, stop: func() error {
+		err := s.Stop()
+		return errors.Join(err, dropDB())
+	}}, nil
+}
+
+// prefix is where the engine goes in a result's name: "" on SQLite (the names the table had
+// before PostgreSQL), "postgres/" on PostgreSQL.
+func (f serverFlags) prefix() string {
+	if *f.engine == "sqlite" {
+		return ""
+	}
+	return *f.engine + "/"
 }
 
 // stopped stops s and returns err, or the error of the stop when err is nil.
-func stopped(s *servebench.Server, err error) error {
-	if stopErr := s.Stop(); err == nil {
+func stopped(s *server, err error) error {
+	if stopErr := s.stop(); err == nil {
 		err = stopErr
 	}
 	return err
@@ -370,19 +491,22 @@ func httpClosed(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer clean()
-	s, t, c, err := f.start(ctx, dir, *clients)
+	s, err := f.start(ctx, dir, *clients)
 	if err != nil {
 		return err
 	}
-	r, err := httpbench.Closed(ctx, c, t, *clients, *warmup, *dur, s.CPU)
+	r, err := httpbench.Closed(ctx, s.client, s.target, *clients, *warmup, *dur, s.cpu)
 	if err = stopped(s, err); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("http/message-create/closed-loop/%d-clients", *clients)
+	name := fmt.Sprintf("http/%smessage-create/closed-loop/%d-clients", f.prefix(), *clients)
 	measure.Result(out, name, r.PerSecond(), "messages/s")
 	measure.Result(out, name+"/p50", measure.Ms(r.Latencies.P50), "ms")
 	measure.Result(out, name+"/p99", measure.Ms(r.Latencies.P99), "ms")
 	measure.Result(out, name+"/server-cpu", r.ServerCPUPerOp(), "µs/message")
+	if s.cpu.DB != nil {
+		measure.Result(out, name+"/postgres-cpu", r.DBCPUPerOp(), "µs/message")
+	}
 	measure.Result(out, name+"/loadgen-cpu", r.LoadCPUPerOp(), "µs/message")
 	return nil
 }
@@ -402,19 +526,22 @@ func httpOpen(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer clean()
-	s, t, c, err := f.start(ctx, dir, *workers)
+	s, err := f.start(ctx, dir, *workers)
 	if err != nil {
 		return err
 	}
-	r, err := httpbench.Open(ctx, c, t, *rate, *workers, *warmup, *dur, s.CPU)
+	r, err := httpbench.Open(ctx, s.client, s.target, *rate, *workers, *warmup, *dur, s.cpu)
 	if err = stopped(s, err); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("http/message-create/open-loop@%g/s", *rate)
+	name := fmt.Sprintf("http/%smessage-create/open-loop@%g/s", f.prefix(), *rate)
 	measure.Result(out, name+"/p50", measure.Ms(r.Latencies.P50), "ms")
 	measure.Result(out, name+"/p99", measure.Ms(r.Latencies.P99), "ms")
 	measure.Result(out, name+"/max", measure.Ms(r.Latencies.Max), "ms")
 	measure.Result(out, name+"/server-cpu", r.ServerCPUPerOp(), "µs/message")
+	if s.cpu.DB != nil {
+		measure.Result(out, name+"/postgres-cpu", r.DBCPUPerOp(), "µs/message")
+	}
 	return nil
 }
 
@@ -429,6 +556,9 @@ func serveStart(ctx context.Context, args []string, out io.Writer) error {
 	messages := fs.Int("messages", 2000, "messages in the existing data directory")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *f.engine != "sqlite" {
+		return errors.New("serve-start measures serve on its own SQLite data dir: -engine sqlite only")
 	}
 	dir, clean, err := tempDir()
 	if err != nil {
@@ -449,11 +579,11 @@ func serveStart(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	// The existing data directory: what http-closed leaves, smaller.
-	s, t, c, err := f.start(ctx, dir, 8)
+	s, err := f.start(ctx, dir, 8)
 	if err != nil {
 		return err
 	}
-	if err := stopped(s, httpbench.Seed(ctx, c, t, *messages)); err != nil {
+	if err := stopped(s, httpbench.Seed(ctx, s.client, s.target, *messages)); err != nil {
 		return err
 	}
 	existing := filepath.Join(dir, "data")

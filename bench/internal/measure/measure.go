@@ -95,36 +95,100 @@ const clockTicks = 100
 // together, from /proc/<pid>/stat (a resolution of 10 ms). It reads another process, such as a
 // server under load, where CPUTime reads this one.
 func ProcCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := readStat(pid)
 	if err != nil {
 		return 0, err
+	}
+	return st.own, nil
+}
+
+// procStat is what the benchmarks read of /proc/<pid>/stat.
+type procStat struct {
+	ppid int
+	// own is utime + stime; children is cutime + cstime, the CPU time of the children the
+	// process has waited for (they have exited).
+	own, children time.Duration
+}
+
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
 	}
 	// The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0, fmt.Errorf("measure: /proc/%d/stat without a command name", pid)
+		return procStat{}, fmt.Errorf("measure: /proc/%d/stat without a command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("measure: /proc/%d/stat has %d fields", pid, len(f)+2)
+	// f[0] is field 3 (state), f[1] field 4 (ppid); utime, stime, cutime, cstime are fields
+	// 14 to 17.
+	if len(f) < 15 {
+		return procStat{}, fmt.Errorf("measure: /proc/%d/stat has %d fields", pid, len(f)+2)
 	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("measure: /proc/%d/stat: %w", pid, err)
+	var n [5]int64
+	for k, s := range []string{f[1], f[11], f[12], f[13], f[14]} {
+		if n[k], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return procStat{}, fmt.Errorf("measure: /proc/%d/stat: %w", pid, err)
 		}
-		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	tick := func(t int64) time.Duration { return time.Duration(t) * time.Second / clockTicks }
+	return procStat{ppid: int(n[0]), own: tick(n[1] + n[2]), children: tick(n[3] + n[4])}, nil
 }
 
-// Run is what a throughput measurement saw: operations done, wall time, CPU time of the process.
+// ProcTreeCPU returns the CPU time used so far by process root and its children, such as a
+// PostgreSQL postmaster and its backends and auxiliary processes: root's own, its live
+// children's own and their waited-for children's, and the children root has waited for (so a
+// backend that exits between two readings moves from one term to another and is not lost).
+// Grandchildren that are still alive are not counted. Resolution 10 ms per process.
+func ProcTreeCPU(root int) (time.Duration, error) {
+	st, err := readStat(root)
+	if err != nil {
+		return 0, err
+	}
+	total := st.own + st.children
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == root {
+			continue
+		}
+		c, err := readStat(pid)
+		if err != nil || c.ppid != root { // gone meanwhile, or another process's
+			continue
+		}
+		total += c.own + c.children
+	}
+	return total, nil
+}
+
+// ParentPid returns the parent of process pid.
+func ParentPid(pid int) (int, error) {
+	st, err := readStat(pid)
+	return st.ppid, err
+}
+
+// Run is what a throughput measurement saw: operations done, wall time, CPU time of the process
+// and, when the run had a database server of its own (PostgreSQL), that server's CPU time.
 type Run struct {
 	Ops     int64
 	Elapsed time.Duration
 	CPU     time.Duration
+	// DBCPU is the database server's CPU time over the same window, when DBRead; see
+	// pgcluster.Cluster.CPU.
+	DBCPU  time.Duration
+	DBRead bool
+}
+
+// DBCPUPerOp is the database server's CPU time per operation, in microseconds.
+func (r Run) DBCPUPerOp() float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return float64(r.DBCPU) / float64(r.Ops) / float64(time.Microsecond)
 }
 
 // PerSecond is operations per second of wall time.

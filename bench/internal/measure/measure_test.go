@@ -2,6 +2,7 @@ package measure
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -44,5 +45,35 @@ func TestProcCPU(t *testing.T) {
 	}
 	if after-before < 10*time.Millisecond || after > CPUTime()+20*time.Millisecond {
 		t.Fatalf("ProcCPU went from %v to %v; getrusage says %v", before, after, CPUTime())
+	}
+}
+
+func TestProcTreeCPU(t *testing.T) {
+	self, err := ProcCPU(os.Getpid())
+	if err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	// A child that burns CPU and exits: waited for, its time is in the parent's tree.
+	before, err := ProcTreeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before < self {
+		t.Fatalf("tree %v < own %v", before, self)
+	}
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no sh here:", err)
+	}
+	after, err := ProcTreeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if after-before < child-20*time.Millisecond {
+		t.Fatalf("tree went from %v to %v; the child used %v", before, after, child)
+	}
+	if pp, err := ParentPid(os.Getpid()); err != nil || pp != os.Getppid() {
+		t.Fatalf("ParentPid = %d, %v; want %d", pp, err, os.Getppid())
 	}
 }
