@@ -1,0 +1,43 @@
+// Package client is the Go client of a bothy instance for bot and app developers: a few REST
+// calls (Me, PostMessage, Events) and Run, which follows the realtime gateway and hands every
+// event the token may see to a handler exactly once and in seq order, across network drops,
+// server restarts and reconnects.
+//
+// Run keeps a cursor, the seq of the last event it handed. It connects to /api/v1/gateway,
+// identifies with the cursor (or resumes the session it had), hands the catch-up and then the
+// live events, answers heartbeats, and after any close but "authentication failed" (4004) and
+// "resync required" (4016) reconnects with full-jitter exponential backoff. An event whose seq is
+// not above the cursor is dropped, so a replay that overlaps what was already handed is never
+// handed twice. A bot that must not miss events across its own restarts stores Cursor() after
+// its handler has done its work and starts the next process with WithCursor.
+//
+// The package talks to the server only over HTTP and WebSocket, like any other client; it must
+// not import the server's packages. github.com/coder/websocket lives in gateway.go alone.
+//
+// A bot that answers "ping" with "pong" in every thread it may read:
+//
+//	func main() {
+//		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//		defer stop()
+//		bot := client.New("https://chat.example.com", os.Getenv("BOTHY_TOKEN"))
+//		me, err := bot.Me(ctx)
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		err = bot.Run(ctx, func(ev client.Event) error {
+//			if ev.Type != "message.created" {
+//				return nil
+//			}
+//			var m client.Message
+//			if err := json.Unmarshal(ev.Data, &m); err != nil || m.AuthorID == me.ID || m.Content != "ping" {
+//				return err
+//			}
+//			// The message id as client_msg_id: a retry after a crash answers the same reply.
+//			_, err = bot.PostMessage(ctx, m.ThreadID, "pong", "pong-"+m.ID)
+//			return err
+//		})
+//		if err != nil && !errors.Is(err, context.Canceled) {
+//			log.Fatal(err)
+//		}
+//	}
+package client

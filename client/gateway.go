@@ -1,0 +1,503 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The close codes of the gateway (docs/gateway.md). Run reconnects after every close but
+// CloseAuthenticationFailed and CloseResyncRequired, which end it with a *CloseError.
+const (
+	CloseUnknownError         = 4000
+	CloseUnknownOp            = 4001
+	CloseDecodeError          = 4002
+	CloseNotAuthenticated     = 4003
+	CloseAuthenticationFailed = 4004
+	CloseAlreadyAuthenticated = 4005
+	CloseSessionInvalid       = 4006
+	CloseRateLimited          = 4008
+	CloseHeartbeatTimeout     = 4009
+	CloseServerRestart        = 4013
+	CloseSlowConsumer         = 4014
+	CloseResyncRequired       = 4016
+	CloseDeviceReplaced       = 4017
+)
+
+var (
+	// ErrAuthenticationFailed: the server refused the token (close 4004). Run does not retry
+	// it; the token is wrong, revoked, or its principal is disabled.
+	ErrAuthenticationFailed = errors.New("bothy gateway: authentication failed")
+	// ErrResyncRequired: the cursor is older than the log the server keeps (close 4016).
+	// Rebuild the state from the REST API, move the cursor with SetCursor (to the head_seq of
+	// Events) and Run again.
+	ErrResyncRequired = errors.New("bothy gateway: resync required")
+)
+
+// CloseError is the close of the gateway that ended Run. errors.Is matches it with
+// ErrAuthenticationFailed (4004) and ErrResyncRequired (4016).
+type CloseError struct {
+	Code   int
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("bothy gateway: closed with %d %q", e.Code, e.Reason)
+}
+
+// Is matches the sentinel of the code.
+func (e *CloseError) Is(target error) bool {
+	switch target {
+	case ErrAuthenticationFailed:
+		return e.Code == CloseAuthenticationFailed
+	case ErrResyncRequired:
+		return e.Code == CloseResyncRequired
+	}
+	return false
+}
+
+// Ready is what the server answers an identify or a resume with.
+type Ready struct {
+	SessionID string `json:"session_id"`
+	// Principal is the token's principal as the server describes it.
+	Principal json.RawMessage `json:"principal"`
+	// HeadSeq is the newest seq of the log when the session started.
+	HeadSeq int64 `json:"head_seq"`
+	// Resumed is true when the server took the session back (a resume) rather than starting
+	// one (an identify).
+	Resumed bool `json:"-"`
+}
+
+// frame is one gateway message, both ways.
+type frame struct {
+	Op string          `json:"op"`
+	D  json.RawMessage `json:"d,omitempty"`
+}
+
+// Ops the client sends and reads.
+const (
+	opHello           = "hello"
+	opIdentify        = "identify"
+	opResume          = "resume"
+	opReady           = "ready"
+	opResumed         = "resumed"
+	opEvent           = "event"
+	opCatchupComplete = "catchup.complete"
+	opHeartbeat       = "heartbeat"
+	opHeartbeatAck    = "heartbeat.ack"
+)
+
+// writeTimeout bounds every write of the client; a server that does not read for this long is
+// as good as gone.
+const writeTimeout = 10 * time.Second
+
+// gatewayConn is one connection, as Send uses it.
+type gatewayConn struct {
+	ws *websocket.Conn
+}
+
+func (g *gatewayConn) send(ctx context.Context, op string, d any) error {
+	f := frame{Op: op}
+	if d != nil {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("client: encode %s: %w", op, err)
+		}
+		f.D = b
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("client: encode %s: %w", op, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	return g.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// Send writes one frame on the current connection (for example "typing.start" with
+// {"thread_id": …}); it fails when Run is between connections. It may be called from any
+// goroutine, also from a handler.
+func (c *Client) Send(ctx context.Context, op string, d any) error {
+	c.mu.Lock()
+	g := c.conn
+	c.mu.Unlock()
+	if g == nil {
+		return errNotConnected
+	}
+	return g.send(ctx, op, d)
+}
+
+// StartTyping tells the others who may read the thread that the principal is typing.
+func (c *Client) StartTyping(ctx context.Context, threadID string) error {
+	return c.Send(ctx, "typing.start", map[string]string{"thread_id": threadID})
+}
+
+// Focus tells the server which thread the client is looking at.
+func (c *Client) Focus(ctx context.Context, threadID string) error {
+	return c.Send(ctx, "focus", map[string]string{"thread_id": threadID})
+}
+
+// gatewayURL is the WebSocket address of the gateway.
+func (c *Client) gatewayURL() string {
+	u := *c.base
+	if u.Scheme == "https" {
+		u.Scheme = "wss"
+	} else {
+		u.Scheme = "ws"
+	}
+	u.Path += "/api/v1/gateway"
+	return u.String()
+}
+
+// Run follows the gateway until ctx ends or the server refuses the client for good, and hands
+// every event of the log the token may see to handle, exactly once and in seq order, from one
+// goroutine. The first connection starts at the cursor of WithCursor, or else at the head of
+// the log; every later one continues after the last event handed.
+//
+// Run returns ctx's error when ctx ends, a *CloseError for 4004 (ErrAuthenticationFailed) and
+// 4016 (ErrResyncRequired), and the handler's error, wrapped, when the handler fails: the event
+// it failed on is not counted as handed, so the next Run hands it again. After any other close
+// or network error it reconnects, sleeping a random time up to base·2ⁿ (full jitter, capped;
+// see WithBackoff), and resumes its session or identifies with its cursor.
+func (c *Client) Run(ctx context.Context, handle func(Event) error) error {
+	if handle == nil {
+		return errors.New("client: Run needs a handler")
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("client: Run is already running")
+	}
+	defer c.running.Store(false)
+	if c.base.Scheme == "invalid" {
+		return fmt.Errorf("client: base URL %q is not an http or https URL", c.base.Opaque)
+	}
+	failures := 0
+	for {
+		out := c.connect(ctx, handle)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if out.fatal != nil {
+			return out.fatal
+		}
+		if out.stable {
+			failures = 0
+		}
+		failures++
+		var delay time.Duration
+		if !out.now {
+			delay = c.jitter(c.backoffCeiling(failures))
+		}
+		c.log.Info("bothy gateway: reconnecting", "code", out.code, "cause", out.cause,
+			"after", delay, "attempt", failures, "cursor", c.Cursor())
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// backoffCeiling is min(cap, base·2ⁿ⁻¹) for the n-th reconnect in a row.
+func (c *Client) backoffCeiling(n int) time.Duration {
+	d := c.backoffBase
+	for i := 1; i < n && d < c.backoffCap; i++ {
+		d *= 2
+	}
+	return min(d, c.backoffCap)
+}
+
+// outcome is how one connection ended.
+type outcome struct {
+	fatal  error // ends Run
+	code   int   // the server's close code, -1 when it sent none
+	cause  error // what ended the connection, for the log
+	stable bool  // it was ready for at least stableAfter
+	now    bool  // reconnect without sleeping
+}
+
+// connect runs one connection from the dial to its end.
+func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome {
+	dctx, cancel := context.WithTimeout(ctx, c.helloTimeout)
+	ws, resp, err := websocket.Dial(dctx, c.gatewayURL(), &websocket.DialOptions{
+		HTTPClient: c.http,
+		HTTPHeader: http.Header{"User-Agent": {"bothy-go-client"}},
+	})
+	cancel()
+	if err != nil {
+		if resp != nil {
+			err = fmt.Errorf("handshake answered %s: %w", resp.Status, err)
+		}
+		return outcome{code: -1, cause: err}
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(c.readLimit)
+	// The connection's own context: cancelling Run's ctx closes the socket with a close frame
+	// (below), not by cutting the reads.
+	connCtx, stopConn := context.WithCancel(context.Background())
+	defer stopConn()
+
+	hctx, cancel := context.WithTimeout(connCtx, c.helloTimeout)
+	hello, err := readFrame(hctx, ws)
+	cancel()
+	if err != nil {
+		return c.ended(ctx, err, "", false, time.Time{})
+	}
+	var h struct {
+		HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms"`
+	}
+	if hello.Op != opHello || json.Unmarshal(hello.D, &h) != nil || h.HeartbeatIntervalMS <= 0 {
+		_ = ws.Close(websocket.StatusProtocolError, "expected hello")
+		return outcome{code: -1, cause: fmt.Errorf("the server sent %q first, not a hello with an interval", hello.Op)}
+	}
+	interval := time.Duration(h.HeartbeatIntervalMS) * time.Millisecond
+
+	g := &gatewayConn{ws: ws}
+	c.mu.Lock()
+	sessionID, cursor, hasCursor := c.sessionID, c.cursor, c.hasCursor
+	c.mu.Unlock()
+	resuming := sessionID != "" && hasCursor
+	if resuming {
+		err = g.send(ctx, opResume, map[string]any{"session_id": sessionID, "seq": cursor})
+	} else {
+		d := map[string]any{"token": c.token}
+		if hasCursor {
+			d["cursor"] = cursor
+		}
+		err = g.send(ctx, opIdentify, d)
+	}
+	if err != nil {
+		return c.ended(ctx, err, "", resuming, time.Time{})
+	}
+
+	// The reader answers heartbeats itself and queues the rest, so that a slow handler
+	// neither blocks the heartbeats nor loses their acks. When the queue is full the reader
+	// waits, the server's queue fills, and the server decides (4014).
+	frames := make(chan frame, 256)
+	var (
+		readErr     error
+		handing     atomic.Bool // the reader waits for the handler
+		unacked     atomic.Bool // a heartbeat is out and not acknowledged
+		localReason atomic.Pointer[string]
+	)
+	go func() {
+		defer close(frames)
+		for {
+			f, err := readFrame(connCtx, ws)
+			if err != nil {
+				readErr = err
+				return
+			}
+			switch f.Op {
+			case opHeartbeatAck:
+				unacked.Store(false)
+			case opHeartbeat:
+				// The server asks for one now.
+				_ = g.send(connCtx, opHeartbeat, struct{}{})
+			default:
+				handing.Store(true)
+				select {
+				case frames <- f:
+				case <-connCtx.Done():
+					return
+				}
+				handing.Store(false)
+			}
+		}
+	}()
+	go func() {
+		// The first beat comes after a random part of the interval, so that clients that
+		// reconnect together do not beat together.
+		t := time.NewTimer(time.Duration(float64(interval) * (0.1 + 0.9*rand.Float64())))
+		defer t.Stop()
+		for {
+			select {
+			case <-connCtx.Done():
+				return
+			case <-t.C:
+			}
+			if unacked.Load() && !handing.Load() {
+				// The last beat went unanswered for a whole interval: the connection is a
+				// zombie (a dead NAT entry, a frozen server). Drop it and reconnect.
+				r := "heartbeat not acknowledged"
+				localReason.Store(&r)
+				_ = ws.Close(CloseHeartbeatTimeout, r)
+				return
+			}
+			unacked.Store(true)
+			if err := g.send(connCtx, opHeartbeat, struct{}{}); err != nil {
+				return
+			}
+			t.Reset(interval)
+		}
+	}()
+
+	var readyAt time.Time
+	defer func() {
+		c.mu.Lock()
+		if c.conn == g {
+			c.conn = nil
+		}
+		c.mu.Unlock()
+	}()
+	for {
+		var f frame
+		var ok bool
+		select {
+		case <-ctx.Done():
+			c.stop(ws)
+			return outcome{fatal: ctx.Err()}
+		case f, ok = <-frames:
+		}
+		if !ok {
+			reason := ""
+			if r := localReason.Load(); r != nil {
+				reason = *r
+			}
+			return c.ended(ctx, readErr, reason, resuming, readyAt)
+		}
+		switch f.Op {
+		case opReady, opResumed:
+			var r Ready
+			if err := json.Unmarshal(f.D, &r); err != nil {
+				stopClose(ws, websocket.StatusProtocolError, "bad ready")
+				return outcome{code: -1, cause: fmt.Errorf("decode %s: %w", f.Op, err)}
+			}
+			r.Resumed = f.Op == opResumed || (resuming && r.SessionID == sessionID)
+			c.mu.Lock()
+			if r.SessionID != "" {
+				c.sessionID = r.SessionID
+			}
+			if !c.hasCursor {
+				// Started without a cursor: live from the head the server names.
+				c.cursor, c.hasCursor = r.HeadSeq, true
+			}
+			c.conn = g
+			c.mu.Unlock()
+			readyAt = time.Now()
+			if c.onReady != nil {
+				c.onReady(r)
+			}
+		case opEvent:
+			var ev Event
+			if err := json.Unmarshal(f.D, &ev); err != nil || ev.Seq < 0 || ev.Type == "" {
+				stopClose(ws, websocket.StatusProtocolError, "bad event")
+				return outcome{code: -1, cause: fmt.Errorf("the server sent an event that does not decode (%v): %.200s", err, f.D)}
+			}
+			if ev.Seq == 0 {
+				if c.onEphemeral != nil {
+					if err := c.onEphemeral(ev); err != nil {
+						c.stop(ws)
+						return outcome{fatal: fmt.Errorf("client: ephemeral handler: %w", err)}
+					}
+				}
+				continue
+			}
+			if ev.Seq <= c.Cursor() {
+				// Already handed: a replay that overlaps what came before.
+				continue
+			}
+			if err := handle(ev); err != nil {
+				c.stop(ws)
+				return outcome{fatal: fmt.Errorf("client: handler at seq %d: %w", ev.Seq, err)}
+			}
+			c.mu.Lock()
+			c.cursor = ev.Seq
+			c.mu.Unlock()
+		case opCatchupComplete:
+			var d struct {
+				HeadSeq int64 `json:"head_seq"`
+			}
+			if json.Unmarshal(f.D, &d) == nil {
+				// Everything up to head_seq that the principal may see has been sent: move the
+				// cursor there, so that a quiet client does not keep an old cursor (which
+				// would make each reconnect scan, and one day be refused with 4016).
+				c.mu.Lock()
+				c.cursor = max(c.cursor, d.HeadSeq)
+				c.mu.Unlock()
+			}
+		default:
+			// An op this client does not know yet: newer servers may add some.
+		}
+	}
+}
+
+// ended turns the error that ended a connection into what Run does next.
+func (c *Client) ended(ctx context.Context, err error, localReason string, resumed bool, readyAt time.Time) outcome {
+	if ctx.Err() != nil {
+		return outcome{fatal: ctx.Err()}
+	}
+	out := outcome{code: int(websocket.CloseStatus(err)), cause: err}
+	if localReason != "" {
+		out.code, out.cause = -1, errors.New(localReason)
+	}
+	out.stable = !readyAt.IsZero() && time.Since(readyAt) >= c.stableAfter
+	var ce websocket.CloseError
+	errors.As(err, &ce)
+	switch out.code {
+	case CloseAuthenticationFailed, CloseResyncRequired:
+		out.fatal = &CloseError{Code: out.code, Reason: ce.Reason}
+	case CloseSessionInvalid:
+		// The session is gone (another node, a restart): identify with the cursor, at once if
+		// this was a resume.
+		c.forgetSession()
+		out.now = resumed
+	case CloseUnknownOp, CloseDecodeError, CloseNotAuthenticated, CloseAlreadyAuthenticated:
+		// The server did not understand this client; a fresh session is the best guess.
+		c.forgetSession()
+	}
+	return out
+}
+
+func (c *Client) forgetSession() {
+	c.mu.Lock()
+	c.sessionID = ""
+	c.mu.Unlock()
+}
+
+// stop closes the connection because Run ends: a normal closure, after which the server
+// forgets the session, and so does the client (the next Run identifies with the cursor).
+func (c *Client) stop(ws *websocket.Conn) {
+	c.forgetSession()
+	stopClose(ws, websocket.StatusNormalClosure, "client stopped")
+}
+
+// readFrame reads one text frame and decodes its envelope.
+func readFrame(ctx context.Context, ws *websocket.Conn) (frame, error) {
+	typ, b, err := ws.Read(ctx)
+	if err != nil {
+		return frame{}, err
+	}
+	var f frame
+	if typ != websocket.MessageText {
+		return frame{}, errors.New("the server sent a binary frame")
+	}
+	if err := json.Unmarshal(b, &f); err != nil || f.Op == "" {
+		return frame{}, fmt.Errorf("the server sent a frame that is not {op, d}: %.200s", b)
+	}
+	return f, nil
+}
+
+// stopClose closes with a close frame, but waits at most a second for the server to answer it.
+func stopClose(ws *websocket.Conn, code websocket.StatusCode, reason string) {
+	done := make(chan struct{})
+	go func() {
+		_ = ws.Close(code, reason)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		_ = ws.CloseNow()
+	}
+}
