@@ -135,6 +135,14 @@ func (c *Client) SetCursor(seq int64) {
 	c.cursor, c.hasCursor, c.sessionID = seq, true, ""
 }
 
+// ResetCursor forgets the cursor and the session: the next Run starts at the head of the log,
+// live, as a client created without WithCursor does. Call it while Run is not running.
+func (c *Client) ResetCursor() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cursor, c.hasCursor, c.sessionID = 0, false, ""
+}
+
 // User is a principal: a person, an agent or an app.
 type User struct {
 	ID          string    `json:"id"`

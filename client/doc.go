@@ -5,8 +5,9 @@
 //
 // Run keeps a cursor, the seq of the last event it handed. It connects to /api/v1/gateway,
 // identifies with the cursor (or resumes the session it had), hands the catch-up and then the
-// live events, answers heartbeats, and after any close but "authentication failed" (4004) and
-// "resync required" (4016) reconnects with full-jitter exponential backoff. An event whose seq is
+// live events, answers heartbeats, and after any close but "authentication failed" (4004),
+// "resync required" (4016) and "replaced" (4015, 4017) reconnects with full-jitter exponential
+// backoff, as the close code table of docs/gateway.md says. An event whose seq is
 // not above the cursor is dropped, so a replay that overlaps what was already handed is never
 // handed twice. A bot that must not miss events across its own restarts stores Cursor() after
 // its handler has done its work and starts the next process with WithCursor.

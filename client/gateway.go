@@ -14,8 +14,11 @@ import (
 )
 
 // The close codes of the gateway (docs/gateway.md). Run reconnects after every close but
-// CloseAuthenticationFailed and CloseResyncRequired, which end it with a *CloseError.
+// CloseAuthenticationFailed, CloseConsumerTakenOver, CloseResyncRequired and CloseDeviceReplaced,
+// which end it with a *CloseError; it identifies again after CloseNotAuthenticated and
+// CloseSessionInvalid, and resumes its session after the others (and after a network error).
 const (
+	CloseMessageTooBig        = 1009 // RFC 6455: a frame above the server's limit
 	CloseUnknownError         = 4000
 	CloseUnknownOp            = 4001
 	CloseDecodeError          = 4002
@@ -27,22 +30,28 @@ const (
 	CloseHeartbeatTimeout     = 4009
 	CloseServerRestart        = 4013
 	CloseSlowConsumer         = 4014
+	CloseConsumerTakenOver    = 4015
 	CloseResyncRequired       = 4016
 	CloseDeviceReplaced       = 4017
 )
 
 var (
 	// ErrAuthenticationFailed: the server refused the token (close 4004). Run does not retry
-	// it; the token is wrong, revoked, or its principal is disabled.
+	// it; the token is wrong, expired or revoked, the login session ended, or the principal was
+	// disabled.
 	ErrAuthenticationFailed = errors.New("bothy gateway: authentication failed")
-	// ErrResyncRequired: the cursor is older than the log the server keeps (close 4016).
-	// Rebuild the state from the REST API, move the cursor with SetCursor (to the head_seq of
-	// Events) and Run again.
+	// ErrResyncRequired: the server cannot continue from the cursor (close 4016: it is older
+	// than the log the server keeps, or beyond its head). Reload the state from the REST API,
+	// then either SetCursor to the head_seq that Events answered before the reload, or
+	// ResetCursor to start at the head, and Run again.
 	ErrResyncRequired = errors.New("bothy gateway: resync required")
+	// ErrReplaced: a newer connection of the same agent or device took over (closes 4015 and
+	// 4017). Reconnecting would take it back, and so on: Run stops.
+	ErrReplaced = errors.New("bothy gateway: replaced by a newer connection")
 )
 
 // CloseError is the close of the gateway that ended Run. errors.Is matches it with
-// ErrAuthenticationFailed (4004) and ErrResyncRequired (4016).
+// ErrAuthenticationFailed (4004), ErrResyncRequired (4016) and ErrReplaced (4015, 4017).
 type CloseError struct {
 	Code   int
 	Reason string
@@ -59,15 +68,24 @@ func (e *CloseError) Is(target error) bool {
 		return e.Code == CloseAuthenticationFailed
 	case ErrResyncRequired:
 		return e.Code == CloseResyncRequired
+	case ErrReplaced:
+		return e.Code == CloseConsumerTakenOver || e.Code == CloseDeviceReplaced
 	}
 	return false
 }
 
+// Principal is who a gateway session acts as.
+type Principal struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"` // person, agent or app
+	Handle  string `json:"handle"`
+	IsOwner bool   `json:"is_owner"`
+}
+
 // Ready is what the server answers an identify or a resume with.
 type Ready struct {
-	SessionID string `json:"session_id"`
-	// Principal is the token's principal as the server describes it.
-	Principal json.RawMessage `json:"principal"`
+	SessionID string    `json:"session_id"`
+	Principal Principal `json:"principal"`
 	// HeadSeq is the newest seq of the log when the session started.
 	HeadSeq int64 `json:"head_seq"`
 	// Resumed is true when the server took the session back (a resume) rather than starting
@@ -161,8 +179,8 @@ func (c *Client) gatewayURL() string {
 // goroutine. The first connection starts at the cursor of WithCursor, or else at the head of
 // the log; every later one continues after the last event handed.
 //
-// Run returns ctx's error when ctx ends, a *CloseError for 4004 (ErrAuthenticationFailed) and
-// 4016 (ErrResyncRequired), and the handler's error, wrapped, when the handler fails: the event
+// Run returns ctx's error when ctx ends, a *CloseError for 4004 (ErrAuthenticationFailed), 4016
+// (ErrResyncRequired), 4015 and 4017 (ErrReplaced), and the handler's error, wrapped, when the handler fails: the event
 // it failed on is not counted as handed, so the next Run hands it again. After any other close
 // or network error it reconnects, sleeping a random time up to base·2ⁿ (full jitter, capped;
 // see WithBackoff), and resumes its session or identifies with its cursor.
@@ -445,15 +463,15 @@ func (c *Client) ended(ctx context.Context, err error, localReason string, resum
 	var ce websocket.CloseError
 	errors.As(err, &ce)
 	switch out.code {
-	case CloseAuthenticationFailed, CloseResyncRequired:
+	case CloseAuthenticationFailed, CloseResyncRequired, CloseConsumerTakenOver, CloseDeviceReplaced:
 		out.fatal = &CloseError{Code: out.code, Reason: ce.Reason}
 	case CloseSessionInvalid:
 		// The session is gone (another node, a restart): identify with the cursor, at once if
 		// this was a resume.
 		c.forgetSession()
 		out.now = resumed
-	case CloseUnknownOp, CloseDecodeError, CloseNotAuthenticated, CloseAlreadyAuthenticated:
-		// The server did not understand this client; a fresh session is the best guess.
+	case CloseNotAuthenticated:
+		// The connection never identified (too slow, or an op before identify).
 		c.forgetSession()
 	}
 	return out

@@ -138,7 +138,11 @@ func TestRunHandsEveryEventOnceInOrder(t *testing.T) {
 				}
 			}
 		})
-		got, _ := runFor(t, fg.client(), 2, 5*time.Second)
+		var readies []Ready
+		got, _ := runFor(t, fg.client(WithReadyHandler(func(r Ready) { readies = append(readies, r) })), 2, 5*time.Second)
+		if len(readies) != 2 || readies[0].Principal.ID != "p1" || readies[0].HeadSeq != 10 || readies[0].Resumed || !readies[1].Resumed {
+			t.Errorf("ready handler saw %+v, want the ready of p1 at 10, then a resume", readies)
+		}
 		if _, has := first["cursor"]; has {
 			t.Errorf("the first identify sent cursor %v, want none", first["cursor"])
 		}
@@ -187,17 +191,19 @@ func TestRunAfterEachCloseCode(t *testing.T) {
 	}{
 		{name: "authentication failed ends Run", code: CloseAuthenticationFailed, wantErr: ErrAuthenticationFailed},
 		{name: "resync required ends Run", code: CloseResyncRequired, wantErr: ErrResyncRequired},
+		{name: "consumer taken over ends Run", code: CloseConsumerTakenOver, wantErr: ErrReplaced},
+		{name: "device replaced ends Run", code: CloseDeviceReplaced, wantErr: ErrReplaced},
 		{name: "session invalid identifies", code: CloseSessionInvalid, wantOp: opIdentify},
-		{name: "unknown op identifies", code: CloseUnknownOp, wantOp: opIdentify},
-		{name: "decode error identifies", code: CloseDecodeError, wantOp: opIdentify},
 		{name: "not authenticated identifies", code: CloseNotAuthenticated, wantOp: opIdentify},
-		{name: "already authenticated identifies", code: CloseAlreadyAuthenticated, wantOp: opIdentify},
+		{name: "unknown op resumes", code: CloseUnknownOp, wantOp: opResume},
+		{name: "decode error resumes", code: CloseDecodeError, wantOp: opResume},
+		{name: "already authenticated resumes", code: CloseAlreadyAuthenticated, wantOp: opResume},
+		{name: "message too big resumes", code: CloseMessageTooBig, wantOp: opResume},
 		{name: "unknown error resumes", code: CloseUnknownError, wantOp: opResume},
 		{name: "rate limited resumes", code: CloseRateLimited, wantOp: opResume},
 		{name: "heartbeat timeout resumes", code: CloseHeartbeatTimeout, wantOp: opResume},
 		{name: "server restart resumes", code: CloseServerRestart, wantOp: opResume},
 		{name: "slow consumer resumes", code: CloseSlowConsumer, wantOp: opResume},
-		{name: "device replaced resumes", code: CloseDeviceReplaced, wantOp: opResume},
 		{name: "going away resumes", code: 1001, wantOp: opResume},
 		{name: "a cut without a close frame resumes", code: 0, wantOp: opResume},
 	} {
