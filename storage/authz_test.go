@@ -3,10 +3,14 @@ package storage_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
@@ -378,6 +382,350 @@ func TestAuthzStoreQueries(t *testing.T) {
 	})
 }
 
+// cacheEnv is an authzEnv with the real chat and identity services writing, and a second authz
+// service whose cache follows the log as the gateway's tail makes it.
+type cacheEnv struct {
+	*authzEnv
+	chats    *chat.Service
+	ident    *identity.Service
+	cached   *authz.Service
+	seq      int64
+	disabled []kernel.ID
+	reloads  []int64        // the seqs at which Observe loaded the cache again
+	active   []kernel.Actor // whom agree checks
+	channels []kernel.ID
+	spaces   []kernel.ID
+}
+
+func newCacheEnv(t *testing.T, eng storetest.Engine) *cacheEnv {
+	t.Helper()
+	e := &cacheEnv{authzEnv: newAuthzEnv(t, eng)}
+	e.chats = chat.New(chat.Deps{Store: storage.NewChatStore(e.db), UoW: e.db, Events: e.db, Authz: e.az, Scoper: e.az, Clock: e.clock})
+	e.ident = identity.New(identity.Deps{Store: storage.NewIdentityStore(e.db), UoW: e.db, Events: e.db, Authz: e.az,
+		Hasher: &fakeHasher{}, Clock: e.clock}, identity.Config{})
+	e.cached = authz.New(e.store, e.store, e.db, e.db, e.clock)
+	e.cached.OnPrincipalDisabled(func(id kernel.ID) { e.disabled = append(e.disabled, id) })
+	e.cached.OnObserveError(func(seq int64, err error) { e.reloads = append(e.reloads, seq) })
+	e.active = []kernel.Actor{e.owner, e.alice, e.bob, e.dave}
+	e.channels = []kernel.ID{e.channel, e.channel2, e.dm, e.otherCh}
+	e.spaces = []kernel.ID{e.space, e.other}
+	return e
+}
+
+func (e *cacheEnv) warm(t *testing.T) {
+	t.Helper()
+	seq, err := e.cached.Warm(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq != e.db.Head() {
+		t.Fatalf("Warm is at %d, the log at %d", seq, e.db.Head())
+	}
+	e.seq = seq
+}
+
+// tail hands the cache every event committed since the last call, as the log tail does.
+func (e *cacheEnv) tail(t *testing.T) {
+	t.Helper()
+	evs, err := e.db.EventsAfter(context.Background(), e.seq, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		e.cached.Observe(ev)
+		e.seq = ev.Seq
+	}
+	if seq, warm := e.cached.Delivery().Seq(); seq != e.seq || !warm {
+		t.Fatalf("the cache is at %d (warm %v), the tail at %d", seq, warm, e.seq)
+	}
+}
+
+var cacheActions = []kernel.Action{kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageDelete, kernel.ActMessageUpdate,
+	kernel.ActChannelUpdate, kernel.ActGrantCreate, kernel.ActSpaceRead, kernel.ActSpaceUpdate, kernel.ActChannelCreate,
+	kernel.ActUserDisable, kernel.ActSelfRead}
+
+// agree holds that the warm cache decides and sees exactly what the database does, for every
+// active principal, action, space and channel.
+func (e *cacheEnv) agree(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for _, a := range e.active {
+		var rs []kernel.Resource
+		for _, sp := range e.spaces {
+			rs = append(rs, kernel.Resource{Kind: kernel.ResSpace, ID: sp, SpaceID: sp})
+		}
+		for _, ch := range e.channels {
+			rs = append(rs, e.messageOn(ch, a), e.messageOn(ch, e.owner))
+		}
+		for _, r := range rs {
+			for _, act := range cacheActions {
+				want := kernel.CodeOf(e.az.Authorize(ctx, a, act, r))
+				if got := kernel.CodeOf(e.cached.Delivery().Authorize(ctx, a, act, r)); got != want {
+					t.Fatalf("%s %s on %s %s%s: the cache says %q, the database %q", a.Handle, act, r.Kind, r.ChannelID, r.SpaceID, got, want)
+				}
+			}
+		}
+		want, err := e.az.Visible(ctx, a, kernel.ActEventsCatchUp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.cached.Delivery().Visible(ctx, a, kernel.ActEventsCatchUp)
+		if err != nil {
+			t.Fatalf("%s: %v", a.Handle, err)
+		}
+		for _, sp := range e.spaces {
+			if got.Space(sp) != want.Space(sp) {
+				t.Fatalf("%s: Space(%s) %v, the database %v", a.Handle, sp, got.Space(sp), want.Space(sp))
+			}
+		}
+		for _, ch := range e.channels {
+			if got.Channel(ch) != want.Channel(ch) {
+				t.Fatalf("%s: Channel(%s) %v, the database %v", a.Handle, ch, got.Channel(ch), want.Channel(ch))
+			}
+		}
+	}
+}
+
+// dmWith makes a DM channel and a manage grant on it for a, with the events a DM use case
+// will append (chat has none yet): channel.created with the channel, grant.changed.
+func (e *cacheEnv) dmWith(t *testing.T, a kernel.Actor) kernel.ID {
+	t.Helper()
+	ch := chat.Channel{ID: kernel.NewID(), SpaceID: e.space, Name: "dm", Kind: chat.KindDM, MainThreadID: kernel.NewID(),
+		CreatedBy: a.ID, CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now()}
+	err := e.db.Do(context.Background(), func(ctx context.Context) error {
+		if _, err := storage.ExecIn(ctx, e.db, `INSERT INTO channels (id, space_id, kind, name, main_thread_id, created_by, created_at, updated_at)
+			VALUES (?, ?, 'dm', 'dm', ?, ?, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')`,
+			string(ch.ID), string(ch.SpaceID), string(ch.MainThreadID), string(a.ID)); err != nil {
+			return err
+		}
+		e.db.Append(ctx, kernel.Event{Type: kernel.EvChannelCreated, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
+			SubjectID: ch.ID, ActorID: a.ID, Payload: ch})
+		if _, err := e.store.UpsertGrant(ctx, authz.Grant{ResourceKind: kernel.ResChannel, ResourceID: ch.ID, PrincipalID: a.ID,
+			Level: authz.LevelManage, CreatedBy: a.ID, CreatedAt: e.clock.Now()}); err != nil {
+			return err
+		}
+		level := "manage"
+		e.db.Append(ctx, kernel.Event{Type: kernel.EvGrantChanged, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
+			SubjectID: ch.ID, ActorID: a.ID, Payload: map[string]any{"channel_id": ch.ID, "principal_id": a.ID, "level": &level}})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.channels = append(e.channels, ch.ID)
+	return ch.ID
+}
+
+func TestPermissionCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+
+		t.Run("Warm loads every principal, channel and grant as of the committed head", func(t *testing.T) {
+			e := newCacheEnv(t, eng)
+			e.grant(t, e.owner, e.channel, e.alice, authz.LevelPost)
+			if _, _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.other, e.bob.ID, authz.LevelManage); err != nil {
+				t.Fatal(err)
+			}
+			storage.ExecInTest(t, e.db, `INSERT INTO grants (id, resource_kind, resource_id, principal_id, level, level_rank, created_by, created_at)
+				VALUES (?, 'channel', ?, ?, 'view', 1, ?, '2026-01-01T00:00:00.000000Z')`, string(kernel.NewID()), string(e.dm), string(e.dave.ID), string(e.owner.ID))
+			snap, err := e.store.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Seq != 2 || len(snap.Principals) != 5 || len(snap.Channels) != 4 || len(snap.Grants) != 3 {
+				t.Fatalf("snapshot at %d with %d principals, %d channels, %d grants", snap.Seq, len(snap.Principals), len(snap.Channels), len(snap.Grants))
+			}
+			for _, p := range snap.Principals {
+				if p.ID == e.carol.ID && p.Active || p.ID == e.owner.ID && !p.IsOwner || p.ID == e.alice.ID && (p.IsOwner || !p.Active) {
+					t.Fatalf("principal %+v", p)
+				}
+			}
+			for _, c := range snap.Channels {
+				if c.ID == e.dm && c.Kind != "dm" || c.ID == e.otherCh && (c.Kind != "channel" || c.SpaceID != e.other) {
+					t.Fatalf("channel %+v", c)
+				}
+			}
+			for _, g := range snap.Grants {
+				if g.PrincipalID == e.bob.ID && (g.ResourceKind != kernel.ResSpace || g.ResourceID != e.other || g.Level != authz.LevelManage) {
+					t.Fatalf("grant %+v", g)
+				}
+			}
+			e.warm(t)
+			e.agree(t)
+			if err := e.cached.Delivery().Authorize(ctx, e.carol, kernel.ActSelfRead, kernel.Resource{Kind: kernel.ResInstance}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+				t.Fatalf("a disabled principal: %v", err)
+			}
+		})
+
+		t.Run("the cache follows the writes of chat, identity and authz event by event", func(t *testing.T) {
+			e := newCacheEnv(t, eng)
+			e.warm(t)
+			step := func(name string, write func() error) {
+				t.Helper()
+				if err := write(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				e.tail(t)
+				e.agree(t)
+			}
+			var sp chat.Space
+			var ch, late chat.Channel
+			step("space created", func() (err error) {
+				sp, err = e.chats.CreateSpace(ctx, e.owner, "team")
+				e.spaces = append(e.spaces, sp.ID)
+				return err
+			})
+			step("space grant", func() error {
+				_, _, err := e.az.CreateSpaceGrant(ctx, e.owner, sp.ID, e.alice.ID, authz.LevelView)
+				return err
+			})
+			step("channel created in a space with a grant", func() (err error) {
+				ch, err = e.chats.CreateChannel(ctx, e.owner, sp.ID, chat.NewChannel{Name: "general"})
+				e.channels = append(e.channels, ch.ID)
+				return err
+			})
+			if err := e.cached.Delivery().Authorize(ctx, e.alice, kernel.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: ch.ID}); err != nil {
+				t.Fatalf("alice on the new channel: %v", err)
+			}
+			step("channel grant", func() error {
+				_, _, err := e.az.CreateGrant(ctx, e.owner, ch.ID, e.bob.ID, authz.LevelPost)
+				return err
+			})
+			step("level changed", func() error {
+				_, _, err := e.az.CreateGrant(ctx, e.owner, ch.ID, e.bob.ID, authz.LevelManage)
+				return err
+			})
+			step("a manager creates a channel", func() error {
+				if _, _, err := e.az.CreateSpaceGrant(ctx, e.owner, sp.ID, e.dave.ID, authz.LevelManage); err != nil {
+					return err
+				}
+				var err error
+				late, err = e.chats.CreateChannel(ctx, e.dave, sp.ID, chat.NewChannel{Name: "late"})
+				e.channels = append(e.channels, late.ID)
+				return err
+			})
+			step("channel renamed", func() error {
+				name := "renamed"
+				_, err := e.chats.UpdateChannel(ctx, e.dave, late.ID, chat.ChannelPatch{Name: &name})
+				return err
+			})
+			step("grant revoked", func() error { return e.az.RevokeGrant(ctx, e.owner, ch.ID, e.bob.ID) })
+			step("space grant revoked", func() error { return e.az.RevokeSpaceGrant(ctx, e.owner, sp.ID, e.alice.ID) })
+			step("a DM", func() error { e.dmWith(t, e.alice); return nil })
+			var erin kernel.Actor
+			step("a new person", func() error {
+				u, err := e.ident.CreateUser(ctx, e.owner, "erin", "Erin", "erin-password-long")
+				erin = kernel.Actor{ID: u.ID, Kind: kernel.KindPerson, Handle: "erin"}
+				e.active = append(e.active, erin)
+				return err
+			})
+			step("granted to the new person", func() error {
+				_, _, err := e.az.CreateGrant(ctx, e.dave, late.ID, erin.ID, authz.LevelPost)
+				return err
+			})
+			if err := e.cached.Delivery().Authorize(ctx, erin, kernel.ActMessageCreate, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID, OwnerID: erin.ID}); err != nil {
+				t.Fatalf("erin posts: %v", err)
+			}
+			step("the new person disabled", func() error {
+				_, err := e.ident.DisableUser(ctx, e.owner, erin.ID)
+				e.active = e.active[:len(e.active)-1]
+				return err
+			})
+			if len(e.disabled) != 1 || e.disabled[0] != erin.ID {
+				t.Fatalf("OnPrincipalDisabled saw %v", e.disabled)
+			}
+			if err := e.cached.Delivery().Authorize(ctx, erin, kernel.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+				t.Fatalf("erin after the disable: %v", err)
+			}
+			if !e.cached.Delivery().Disabled(erin.ID) {
+				t.Fatal("Disabled(erin) is false")
+			}
+			// A cache warmed now holds what the one that followed the log holds.
+			again := authz.New(e.store, e.store, e.db, e.db, e.clock)
+			if seq, err := again.Warm(ctx); err != nil || seq != e.seq {
+				t.Fatalf("Warm: %d %v, the tail is at %d", seq, err, e.seq)
+			}
+			e.cached = again
+			e.agree(t)
+			if len(e.reloads) != 0 {
+				t.Fatalf("Observe could not apply the events at %v", e.reloads)
+			}
+		})
+
+		t.Run("REST decisions read the cache only when it is current, outside a Unit of Work, on SQLite", func(t *testing.T) {
+			e := newCacheEnv(t, eng)
+			e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
+			e.warm(t)
+			// A grant written behind the log's back (no event, the head does not move) tells
+			// which path answered: the database sees it, the cache does not.
+			storage.ExecInTest(t, e.db, `INSERT INTO grants (id, resource_kind, resource_id, principal_id, level, level_rank, created_by, created_at)
+				VALUES (?, 'channel', ?, ?, 'view', 1, ?, '2026-01-01T00:00:00.000000Z')`, string(kernel.NewID()), string(e.channel), string(e.dave.ID), string(e.owner.ID))
+			read := e.messageOn(e.channel, e.alice)
+			fromCache := eng == storetest.SQLite
+			err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read)
+			if fromCache != kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("outside a unit of work on %s: %v", eng.Name, err)
+			}
+			v, err := e.cached.Visible(ctx, e.dave, kernel.ActMessageRead)
+			if err != nil || fromCache == v.Channel(e.channel) {
+				t.Fatalf("visibility outside a unit of work on %s: %v", eng.Name, err)
+			}
+			err = e.db.Do(ctx, func(ctx context.Context) error {
+				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+					return err
+				}
+				v, err := e.cached.Visible(ctx, e.dave, kernel.ActMessageRead)
+				if err == nil && !v.Channel(e.channel) {
+					return errors.New("the visibility missed the grant")
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("inside a unit of work: %v", err)
+			}
+			// A commit the tail has not handed over yet: the cache is behind, REST reads the
+			// database.
+			e.grant(t, e.owner, e.channel2, e.bob, authz.LevelView)
+			if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+				t.Fatalf("with the cache behind: %v", err)
+			}
+			if err := e.cached.Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
+				t.Fatalf("the new grant with the cache behind: %v", err)
+			}
+			// Delivery decides as of the last event observed, whatever the database holds.
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("delivery: %v", err)
+			}
+			if err := e.cached.Delivery().Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("delivery before the grant's event: %v", err)
+			}
+			e.tail(t)
+			if err := e.cached.Delivery().Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
+				t.Fatalf("delivery after the grant's event: %v", err)
+			}
+		})
+
+		t.Run("a tail that starts after the warm seq makes Observe load the cache again", func(t *testing.T) {
+			e := newCacheEnv(t, eng)
+			e.warm(t)
+			e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
+			e.grant(t, e.owner, e.channel, e.bob, authz.LevelView)
+			e.grant(t, e.owner, e.channel2, e.dave, authz.LevelPost)
+			evs, err := e.db.EventsAfter(ctx, e.seq+1, 10)
+			if err != nil || len(evs) != 2 {
+				t.Fatalf("%d events, %v", len(evs), err)
+			}
+			e.cached.Observe(evs[0]) // seq 2 on a cache at 0: loaded again, at 3
+			e.cached.Observe(evs[1])
+			if seq, warm := e.cached.Delivery().Seq(); seq != 3 || !warm || len(e.reloads) != 1 || e.reloads[0] != 2 {
+				t.Fatalf("seq %d warm %v, reloads at %v", seq, warm, e.reloads)
+			}
+			e.seq = 3
+			e.agree(t)
+		})
+	})
+}
+
 func asKernelError(err error, target **kernel.Error) bool {
 	ke, ok := err.(*kernel.Error)
 	*target = ke
@@ -407,5 +755,64 @@ func BenchmarkAuthorizeMessageCreate(b *testing.B) {
 				}
 			}
 		})
+	})
+}
+
+// BenchmarkWarm measures loading the permission cache (Store.Snapshot and the model built from
+// it) on an instance of 1,000 principals, 1,000 channels in 20 spaces and 30 channel grants per
+// principal.
+func BenchmarkWarm(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B, eng storetest.Engine) {
+		ctx := context.Background()
+		db := eng.Open(b, storage.Options{})
+		const principals, channels, spaces, perPrincipal = 1000, 1000, 20, 30
+		const now = "2026-01-01T00:00:00.000000Z"
+		err := db.Do(ctx, func(ctx context.Context) error {
+			exec := func(q string, args ...any) error { _, err := storage.ExecIn(ctx, db, q, args...); return err }
+			ps := make([]string, principals)
+			for i := range ps {
+				ps[i] = string(kernel.NewID())
+				h := fmt.Sprintf("p%d", i)
+				if err := exec(`INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at) VALUES (?, 'person', ?, ?, ?, ?, ?)`,
+					ps[i], h, h, h, now, now); err != nil {
+					return err
+				}
+			}
+			sps := make([]string, spaces)
+			for i := range sps {
+				sps[i] = string(kernel.NewID())
+				if err := exec(`INSERT INTO spaces (id, name, created_by, created_at, updated_at) VALUES (?, 's', ?, ?, ?)`, sps[i], ps[0], now, now); err != nil {
+					return err
+				}
+			}
+			chs := make([]string, channels)
+			for i := range chs {
+				chs[i] = string(kernel.NewID())
+				if err := exec(`INSERT INTO channels (id, space_id, name, main_thread_id, created_by, created_at, updated_at) VALUES (?, ?, 'c', ?, ?, ?, ?)`,
+					chs[i], sps[i%spaces], string(kernel.NewID()), ps[0], now, now); err != nil {
+					return err
+				}
+			}
+			for i, p := range ps {
+				for j := range perPrincipal {
+					if err := exec(`INSERT INTO grants (id, resource_kind, resource_id, principal_id, level, level_rank, created_by, created_at)
+						VALUES (?, 'channel', ?, ?, 'view', 1, ?, ?)`, string(kernel.NewID()), chs[(i*7+j*31)%channels], p, ps[0], now); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		store := storage.NewAuthzStore(db)
+		az := authz.New(store, store, db, db, nil)
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := az.Warm(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -9,6 +9,37 @@
 // Direct messages: there is no participants table yet. Until there is, a channel of kind "dm" is
 // visible only to holders of a grant on that very channel; a grant on its space does not cover it
 // and being an owner does not open it.
+//
+// # The warm permission cache (seed 11.3: the permission cache follows the log)
+//
+// Service keeps an in-memory model of what decisions read: every principal's grants (space and
+// channel levels), owner flag and status, and the structure grants hang on (each channel's space
+// and kind; spaces need no entry: an owner sees every space, anyone else by its grants). Warm
+// loads it from the store in one query, as of one seq; Observe then applies every committed
+// event in seq order (grant.changed, channel.created, channel.updated, user.created,
+// user.updated; any other type only advances the seq). After Observe(e) the model is exactly the
+// database as of e.Seq, because every write that changes rights appends its event in the same
+// Unit of Work. An event Observe cannot apply (a gap, an unreadable payload) makes it load the
+// model again from the store, which then is at or past that event, never behind it.
+//
+// Which decisions read it:
+//
+//   - Delivery decisions (the gateway's hub) read only the model, through Service.Delivery,
+//     without a query. The log tail calls Observe for each event before the hub delivers it, so
+//     the event at seq N is decided on rights as of N: a revoke at N stops delivery from N+1 on.
+//     Delivery takes the principal's owner flag and status and the channel's space and kind from
+//     the model too, never from the caller: a disabled or unknown principal is unauthenticated.
+//     A catch-up that replays the log up to its head wants rights as of now, not as of the
+//     tail's position: it uses Service.Visible, which reads the model when it is current.
+//   - REST decisions (Service.Authorize and Service.Visible) read the database inside the
+//     request's transaction, and read the model instead only when it is known to be current:
+//     outside a Unit of Work (a batch of the group commit may hold another request's uncommitted
+//     change of rights, which only the transaction sees), on an engine where this process hears
+//     of every commit as it is acknowledged (SQLite; on PostgreSQL another node's commit may not
+//     have reached this process yet), and with the model's seq at or beyond the committed head
+//     read at the decision (Store.CommittedHead). Every commit a client can have been told of is
+//     then in the model. Otherwise, and before Warm, they read the database as they always did.
+//     On this path the actor's owner flag is the authenticator's, as on the database path.
 package authz
 
 import (
@@ -85,6 +116,32 @@ type Store interface {
 	// PrincipalActive reports whether a principal with id exists and is active (false, nil
 	// for an unknown id).
 	PrincipalActive(ctx context.Context, id kernel.ID) (bool, error)
+	// Snapshot reads everything the permission cache holds, as of one committed seq, in one
+	// statement (one snapshot of the database): principals, channels, grants and the event_seq
+	// they are current at. Errors: internal.
+	Snapshot(ctx context.Context) (Snapshot, error)
+	// CommittedHead returns the highest committed seq that anyone may have been told of, with ok
+	// true only when a decision made now from a cache current at that seq equals one made from
+	// the database: outside a Unit of Work, on an engine whose every commit passes through this
+	// process. It does no I/O.
+	CommittedHead(ctx context.Context) (head int64, ok bool)
+}
+
+// Snapshot is the content of the permission cache as the store reads it in Warm.
+type Snapshot struct {
+	// Seq is the event_seq the rows are current at.
+	Seq        int64
+	Principals []PrincipalRef
+	Channels   []ChannelRef
+	// Grants hold only ResourceKind, ResourceID, PrincipalID and Level.
+	Grants []Grant
+}
+
+// PrincipalRef is what authz needs to know about a principal.
+type PrincipalRef struct {
+	ID      kernel.ID
+	Active  bool // status active (not disabled)
+	IsOwner bool
 }
 
 // ChannelRef is what authz needs to know about a channel.

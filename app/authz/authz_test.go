@@ -15,7 +15,13 @@ type memStore struct {
 	grants       map[[2]kernel.ID]authz.Level // (principal, resource)
 	channelSpace map[kernel.ID]kernel.ID
 	dm           map[kernel.ID]bool
+	principals   map[kernel.ID]authz.PrincipalRef
 	queries      int
+	// head and current are what CommittedHead answers: current says that a cache at head may
+	// decide (outside a Unit of Work, on an engine that sees every commit).
+	head    int64
+	current bool
+	snapErr error // Snapshot fails with it when set
 }
 
 var _ authz.Store = (*memStore)(nil)
@@ -67,13 +73,41 @@ func (m *memStore) VisibleTo(_ context.Context, p kernel.ID) (spaces, channels [
 func (m *memStore) HiddenDMs(_ context.Context, p kernel.ID) ([]kernel.ID, error) {
 	m.queries++
 	var out []kernel.ID
-	for ch := range m.dm {
-		if m.grants[[2]kernel.ID{p, ch}] == authz.LevelNone {
+	for ch, dm := range m.dm {
+		if dm && m.grants[[2]kernel.ID{p, ch}] == authz.LevelNone {
 			out = append(out, ch)
 		}
 	}
 	return out, nil
 }
+
+func (m *memStore) Snapshot(context.Context) (authz.Snapshot, error) {
+	m.queries++
+	if m.snapErr != nil {
+		return authz.Snapshot{}, m.snapErr
+	}
+	snap := authz.Snapshot{Seq: m.head}
+	for _, p := range m.principals {
+		snap.Principals = append(snap.Principals, p)
+	}
+	for ch, sp := range m.channelSpace {
+		kind := "channel"
+		if m.dm[ch] {
+			kind = authz.ChannelKindDM
+		}
+		snap.Channels = append(snap.Channels, authz.ChannelRef{ID: ch, SpaceID: sp, Kind: kind})
+	}
+	for k, l := range m.grants {
+		kind := kernel.ResSpace
+		if _, isChannel := m.channelSpace[k[1]]; isChannel {
+			kind = kernel.ResChannel
+		}
+		snap.Grants = append(snap.Grants, authz.Grant{ResourceKind: kind, ResourceID: k[1], PrincipalID: k[0], Level: l})
+	}
+	return snap, nil
+}
+
+func (m *memStore) CommittedHead(context.Context) (int64, bool) { return m.head, m.current }
 
 func (m *memStore) Grant(context.Context, kernel.ID, kernel.ID) (authz.Grant, error) {
 	panic("not used")
@@ -122,7 +156,11 @@ var (
 func fixture() *memStore {
 	m := &memStore{grants: map[[2]kernel.ID]authz.Level{},
 		channelSpace: map[kernel.ID]kernel.ID{C: S, C2: S, D: S, E: S2},
-		dm:           map[kernel.ID]bool{D: true}}
+		dm:           map[kernel.ID]bool{D: true},
+		principals:   map[kernel.ID]authz.PrincipalRef{}}
+	for _, a := range []kernel.Actor{owner, viewer, poster, manager, spaceMgr, spaceViewer, dmMember, agent, stranger} {
+		m.principals[a.ID] = authz.PrincipalRef{ID: a.ID, Active: true, IsOwner: a.IsOwner}
+	}
 	set := func(a kernel.Actor, r kernel.ID, l authz.Level) { m.grants[[2]kernel.ID{a.ID, r}] = l }
 	set(viewer, C, authz.LevelView)
 	set(poster, C, authz.LevelPost)

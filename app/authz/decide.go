@@ -80,15 +80,50 @@ var (
 	errForbidden       = &kernel.Error{Code: kernel.CodeForbidden, Message: "not allowed"}
 )
 
+// grantSource answers the two questions about grants that a decision asks: the store (one
+// indexed query each, inside the request's transaction) or the warm cache (no I/O).
+type grantSource interface {
+	// channelLevel is principal's highest level on channelID or, when spaceID is set, on spaceID.
+	channelLevel(ctx context.Context, principalID, channelID, spaceID kernel.ID) (Level, error)
+	// spaceAccess is principal's level on the space itself and whether it holds any grant on the
+	// space or on one of its channels.
+	spaceAccess(ctx context.Context, principalID, spaceID kernel.ID) (Level, bool, error)
+}
+
+// storeGrants reads grants from the database.
+type storeGrants struct{ store Store }
+
+func (g storeGrants) channelLevel(ctx context.Context, principalID, channelID, spaceID kernel.ID) (Level, error) {
+	if spaceID.IsZero() {
+		return g.store.MaxLevel(ctx, principalID, channelID)
+	}
+	return g.store.MaxLevel(ctx, principalID, channelID, spaceID)
+}
+
+func (g storeGrants) spaceAccess(ctx context.Context, principalID, spaceID kernel.ID) (Level, bool, error) {
+	return g.store.SpaceAccess(ctx, principalID, spaceID)
+}
+
 // Authorize decides whether actor may perform action on r (kernel.Authorizer). It answers nil,
 // unauthenticated (no principal where one is needed), not_found (actor may not see r) or
 // forbidden (actor sees r but may not do this). Every call is recorded in the check log.
 //
-// Grant-based decisions cost one indexed query (the channel and its space in one IN list).
+// Grant-based decisions cost one indexed query (the channel and its space in one IN list), or
+// none when the warm cache is known to be current (see the package comment).
 // Owners hold manage on every non-DM space and channel without a grant; a rule that needs the
 // author (message.update) still needs the author.
 func (s *Service) Authorize(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
 	kernel.RecordCheck(ctx, action)
+	if head, ok := s.store.CommittedHead(ctx); ok {
+		if decided, err := s.cache.authorizeIfCurrent(ctx, head, actor, action, r); decided {
+			return err
+		}
+	}
+	return decide(ctx, storeGrants{s.store}, actor, action, r)
+}
+
+// decide applies action's rule; src answers the grant questions. It records nothing.
+func decide(ctx context.Context, src grantSource, actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
 	ru, ok := rules[action]
 	if !ok {
 		return fmt.Errorf("authz: unknown action %q", action)
@@ -113,10 +148,10 @@ func (s *Service) Authorize(ctx context.Context, actor kernel.Actor, action kern
 		}
 		return nil
 	case ruleSpaceRead, ruleSpaceLevel:
-		return s.decideSpace(ctx, actor, ru, r)
+		return decideSpace(ctx, src, actor, ru, r)
 	}
 
-	level, visible, err := s.effectiveLevel(ctx, actor, r)
+	level, visible, err := effectiveLevel(ctx, src, actor, r)
 	if err != nil {
 		return err
 	}
@@ -144,7 +179,7 @@ func (s *Service) Authorize(ctx context.Context, actor kernel.Actor, action kern
 // effectiveLevel is actor's level on the channel of r, and whether actor may see it at all. On
 // a channel: an owner's implicit manage unless it is a DM, else the highest grant on the channel
 // or (not for DMs) its space. On a space (a resource without a channel): see spaceLevel.
-func (s *Service) effectiveLevel(ctx context.Context, actor kernel.Actor, r kernel.Resource) (Level, bool, error) {
+func effectiveLevel(ctx context.Context, src grantSource, actor kernel.Actor, r kernel.Resource) (Level, bool, error) {
 	channelID, spaceID := r.ChannelID, r.SpaceID
 	if r.Kind == kernel.ResChannel && channelID.IsZero() {
 		channelID = r.ID
@@ -156,32 +191,29 @@ func (s *Service) effectiveLevel(ctx context.Context, actor kernel.Actor, r kern
 		if spaceID.IsZero() {
 			return LevelNone, false, fmt.Errorf("authz: resource %s %s has neither channel nor space", r.Kind, r.ID)
 		}
-		return s.spaceLevel(ctx, actor, spaceID)
+		return spaceLevel(ctx, src, actor, spaceID)
 	}
 	dm := r.ChannelKind == ChannelKindDM
 	if actor.IsOwner && !dm {
 		return LevelManage, true, nil
 	}
-	var level Level
-	var err error
-	if dm || spaceID.IsZero() {
-		level, err = s.store.MaxLevel(ctx, actor.ID, channelID)
-	} else {
-		level, err = s.store.MaxLevel(ctx, actor.ID, channelID, spaceID)
+	if dm {
+		spaceID = ""
 	}
+	level, err := src.channelLevel(ctx, actor.ID, channelID, spaceID)
 	return level, level > LevelNone, err
 }
 
 // spaceLevel is actor's level on the space itself and whether actor sees the space: owners
 // always (manage); others when they hold a grant on the space or on one of its channels.
-func (s *Service) spaceLevel(ctx context.Context, actor kernel.Actor, spaceID kernel.ID) (Level, bool, error) {
+func spaceLevel(ctx context.Context, src grantSource, actor kernel.Actor, spaceID kernel.ID) (Level, bool, error) {
 	if actor.IsOwner {
 		return LevelManage, true, nil
 	}
-	return s.store.SpaceAccess(ctx, actor.ID, spaceID)
+	return src.spaceAccess(ctx, actor.ID, spaceID)
 }
 
-func (s *Service) decideSpace(ctx context.Context, actor kernel.Actor, ru rule, r kernel.Resource) error {
+func decideSpace(ctx context.Context, src grantSource, actor kernel.Actor, ru rule, r kernel.Resource) error {
 	spaceID := r.SpaceID
 	if spaceID.IsZero() && r.Kind == kernel.ResSpace {
 		spaceID = r.ID
@@ -189,7 +221,7 @@ func (s *Service) decideSpace(ctx context.Context, actor kernel.Actor, ru rule, 
 	if spaceID.IsZero() {
 		return fmt.Errorf("authz: resource %s %s has no space", r.Kind, r.ID)
 	}
-	level, visible, err := s.spaceLevel(ctx, actor, spaceID)
+	level, visible, err := spaceLevel(ctx, src, actor, spaceID)
 	switch {
 	case err != nil:
 		return err
@@ -204,11 +236,17 @@ func (s *Service) decideSpace(ctx context.Context, actor kernel.Actor, ru rule, 
 
 // Visible returns what actor may read (kernel.Scoper): for an owner everything but the DMs it
 // holds no grant on; for others the spaces and channels of their grants, a space grant expanded
-// to the space's non-DM channels. Two queries at most, whatever the number of channels.
+// to the space's non-DM channels. Two queries at most, whatever the number of channels, or none
+// when the warm cache is known to be current (its answer then follows the cache as it moves on).
 func (s *Service) Visible(ctx context.Context, actor kernel.Actor, action kernel.Action) (kernel.Visibility, error) {
 	kernel.RecordCheck(ctx, action)
 	if !actor.Authenticated() {
 		return nil, errUnauthenticated
+	}
+	if head, ok := s.store.CommittedHead(ctx); ok {
+		if v := s.cache.visibleIfCurrent(head, actor); v != nil {
+			return v, nil
+		}
 	}
 	v := &visibility{all: actor.IsOwner}
 	if actor.IsOwner {

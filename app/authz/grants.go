@@ -6,13 +6,16 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// Service decides (Authorize, Visible) and manages grants.
+// Service decides (Authorize, Visible) and manages grants. It holds the warm permission cache
+// (Warm, Observe, Delivery).
 type Service struct {
 	store     Store
 	structure StructureSource
 	uow       kernel.UnitOfWork
 	events    kernel.EventLog
 	clock     kernel.Clock
+	cache     *cache
+	delivery  *Delivery
 }
 
 var (
@@ -28,7 +31,8 @@ func New(store Store, structure StructureSource, uow kernel.UnitOfWork, events k
 	if clock == nil {
 		clock = kernel.SystemClock{}
 	}
-	return &Service{store: store, structure: structure, uow: uow, events: events, clock: clock}
+	c := &cache{}
+	return &Service{store: store, structure: structure, uow: uow, events: events, clock: clock, cache: c, delivery: &Delivery{c: c}}
 }
 
 // grantChanged is the payload of the durable event grant.changed; Level is null for a revoke.
