@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"bothy.dev/bothy/app/kernel"
+	appsync "bothy.dev/bothy/app/sync"
+)
+
+// catchUp switches a freshly identified connection from the log to the hub without a gap or a
+// duplicate (seed 11.4):
+//
+//  1. register with the hub, which returns its position P; from now on the hub holds every live
+//     event after P for this connection (offer buffers it while catchingUp);
+//  2. send ready, then replay from the log the visible events in (cursor, P];
+//  3. send catchup.complete, then the held events with seq above what was sent, and go live;
+//  4. if the held events overflowed meanwhile (before or while they were sent), drop them, pin
+//     a new P and replay from the last seq sent up to it, then go on with 3.
+//
+// Without a cursor the replay is empty: the client starts at P.
+func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis kernel.Visibility, gen uint64) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.g.log.Error("gateway: panic in a catch-up", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
+				"correlation_id", c.info.CorrelationID)
+			c.closeWith(CloseUnknownError, "")
+		}
+	}()
+	ctx := context.Background()
+	h := c.g.hub
+	pos, err := h.attach(ctx, c, actor, vis, gen)
+	if err != nil {
+		c.closeWith(c.g.failed("register with the hub", err), "")
+		return
+	}
+	if focus := c.g.sessionFocus(sess); !focus.IsZero() {
+		h.setFocus(c, focus)
+	}
+	after := pos
+	if cursor != nil {
+		after = *cursor
+	}
+	if !c.enqueueWait(readyFrame(sess.id, actor, max(after, pos))) {
+		return
+	}
+	completed := false
+	for {
+		var ok bool
+		if after, ok = c.replay(ctx, actor, after, pos); !ok {
+			return
+		}
+		c.mu.Lock()
+		c.lastSent = max(c.lastSent, after, pos) // the log is replayed up to here
+		if !c.overflow && !c.endedLocked() {
+			if !completed {
+				c.queue = append(c.queue, catchupCompleteFrame(c.lastSent))
+				completed = true
+			}
+			if c.drainHeldLocked() {
+				c.catchingUp = false
+			}
+		}
+		ended, overflow, last := c.endedLocked(), c.overflow, c.lastSent
+		c.kickLocked()
+		c.mu.Unlock()
+		switch {
+		case ended || !overflow:
+			return
+		default:
+			// The held events overflowed (while replaying or while draining them): what they
+			// held is in the log; replay it up to a new pin.
+			after, pos = last, h.repin(c)
+		}
+	}
+}
+
+// drainHeldLocked moves the held live events above lastSent to the queue, waiting for room as the
+// replay does. It reports false when the connection ended or the held events overflowed while it
+// waited. The caller holds c.mu.
+func (c *conn) drainHeldLocked() bool {
+	for len(c.buf) > 0 {
+		for len(c.queue) >= c.catchUpRoom() && !c.endedLocked() && !c.overflow {
+			c.kickLocked()
+			c.cond.Wait()
+		}
+		if c.endedLocked() || c.overflow {
+			return false
+		}
+		p := c.buf[0]
+		c.buf[0] = pending{}
+		c.buf = c.buf[1:]
+		if p.seq > c.lastSent {
+			c.queue = append(c.queue, p.frame)
+			c.lastSent = p.seq
+		}
+	}
+	c.buf = nil
+	return true
+}
+
+// replay queues the events in (after, upTo] that actor may see now, as sync's catch-up decides,
+// and returns how far it got (upTo, or after when after was already beyond it). ok is false when
+// the connection ended.
+func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64) (int64, bool) {
+	for after < upTo {
+		page, err := c.g.deps.CatchUp.CatchUp(ctx, actor, after, appsync.MaxLimit)
+		if err != nil {
+			c.closeWith(c.g.failed("catch-up", err), "")
+			return after, false
+		}
+		for _, e := range page.Events {
+			if e.Seq > upTo {
+				break
+			}
+			if !c.enqueueWait(EventFrame(e)) {
+				return after, false
+			}
+		}
+		if page.NextAfter <= after {
+			break // the log ends before upTo: cannot happen, as the hub has passed upTo
+		}
+		after = min(page.NextAfter, upTo)
+	}
+	return max(after, upTo), true
+}

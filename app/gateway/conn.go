@@ -1,0 +1,475 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// conn is one client connection and its state machine:
+//
+//	hello sent → identify or resume → catching up (ready, replay, catchup.complete) → live → closed
+//
+// One goroutine reads (readLoop) and runs the ops; a writer goroutine runs only while the
+// outbound queue holds frames (writeLoop), so an idle connection costs one goroutine; a
+// catch-up runs in a goroutine of its own so that heartbeats are answered meanwhile.
+type conn struct {
+	g           *Gateway
+	t           Transport
+	info        ConnInfo
+	connectedAt time.Time
+
+	lastSeen   atomic.Int64 // unix nanoseconds of the last frame from the client
+	nudged     atomic.Bool  // a heartbeat was sent for the current silence
+	identified atomic.Bool  // identify or resume was accepted
+	stopping   atomic.Bool  // a close code is set: the writer stops between frames
+
+	// Read by the reader goroutine only.
+	rateStart time.Time
+	rateCount int
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled when the queue shrinks or the connection ends
+
+	sess  *session     // set at identify or resume; then fixed
+	actor kernel.Actor // the credential's actor (its SessionID, TokenID)
+
+	catchingUp bool
+	buf        []pending // live events held while catching up
+	overflow   bool      // buf overflowed: the catch-up pins again
+	queue      [][]byte  // frames for the writer
+	spare      [][]byte
+	lastSent   int64 // the highest seq queued once live
+	writing    bool  // a writer goroutine runs
+	code       CloseCode
+	reason     string
+	gone       bool // the reader ended: the transport is closed or closing
+
+	focusThread kernel.ID // guarded by c.mu, indexed by the hub
+}
+
+type pending struct {
+	seq   int64
+	frame []byte
+}
+
+func newConn(g *Gateway, t Transport, info ConnInfo) *conn {
+	c := &conn{g: g, t: t, info: info, connectedAt: g.clock.Now()}
+	c.cond.L = &c.mu
+	c.lastSeen.Store(c.connectedAt.UnixNano())
+	return c
+}
+
+// closeWith ends the connection with code: queued frames are dropped, the writer sends the close
+// frame. The first code wins.
+func (c *conn) closeWith(code CloseCode, reason string) {
+	c.mu.Lock()
+	c.closeLocked(code, reason)
+	c.mu.Unlock()
+}
+
+func (c *conn) closeLocked(code CloseCode, reason string) {
+	if c.code != 0 {
+		return
+	}
+	if reason == "" {
+		reason = Info(code).Name
+	}
+	c.code, c.reason = code, reason
+	c.stopping.Store(true)
+	c.queue, c.buf = nil, nil
+	c.cond.Broadcast()
+	c.kickLocked()
+}
+
+// ended reports whether the connection is closing or gone; the caller holds c.mu.
+func (c *conn) endedLocked() bool { return c.code != 0 || c.gone }
+
+// enqueueControl queues a frame of the protocol itself (hello, heartbeats, acks): it does not
+// count against the bound, which is for events.
+func (c *conn) enqueueControl(f []byte) {
+	c.mu.Lock()
+	if !c.endedLocked() {
+		c.queue = append(c.queue, f)
+		c.kickLocked()
+	}
+	c.mu.Unlock()
+}
+
+// enqueueWait queues a frame of the catch-up, waiting while the queue is half full: the replay
+// goes as fast as the client reads, leaves the other half to the live events that follow it, and
+// a client that stops reading is closed by the write deadline. It reports false when the
+// connection ended.
+func (c *conn) enqueueWait(f []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.queue) >= c.catchUpRoom() && !c.endedLocked() {
+		c.cond.Wait()
+	}
+	if c.endedLocked() {
+		return false
+	}
+	c.queue = append(c.queue, f)
+	c.kickLocked()
+	return true
+}
+
+// catchUpRoom is how much of the queue the catch-up may fill.
+func (c *conn) catchUpRoom() int { return max(1, c.g.cfg.OutboundQueueMax/2) }
+
+// offer hands the connection a live event from the hub; it never blocks. While catching up the
+// event is held; once live it is queued, and a full queue closes the connection with 4014.
+func (c *conn) offer(seq int64, f []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.endedLocked():
+	case c.catchingUp:
+		if c.overflow {
+			return
+		}
+		if len(c.buf) >= c.g.cfg.OutboundQueueMax {
+			c.overflow, c.buf = true, nil
+			return
+		}
+		c.buf = append(c.buf, pending{seq, f})
+	case seq <= c.lastSent:
+		// Queued by the catch-up already: the hub pinned its position before this event.
+	case len(c.queue) >= c.g.cfg.OutboundQueueMax:
+		c.closeLocked(CloseSlowConsumer, "")
+	default:
+		c.queue = append(c.queue, f)
+		c.lastSent = seq
+		c.kickLocked()
+	}
+}
+
+// offerEphemeral hands the connection an event without seq (typing.started): dropped when the
+// queue is full or the connection is still catching up (seed 10), never a reason to close.
+func (c *conn) offerEphemeral(f []byte) {
+	c.mu.Lock()
+	if !c.endedLocked() && !c.catchingUp && len(c.queue) < c.g.cfg.OutboundQueueMax {
+		c.queue = append(c.queue, f)
+		c.kickLocked()
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) kickLocked() {
+	if !c.writing && (len(c.queue) > 0 || c.code != 0) {
+		c.writing = true
+		go c.writeLoop()
+	}
+}
+
+// writeLoop writes the queue in batches, each under one deadline of gateway.write_timeout, and
+// ends when the queue is empty; after a close code it sends the close frame instead.
+func (c *conn) writeLoop() {
+	defer func() {
+		if p := recover(); p != nil {
+			c.g.log.Error("gateway: panic in a connection's writer", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
+				"correlation_id", c.info.CorrelationID)
+			c.t.Abort()
+		}
+	}()
+	for {
+		c.mu.Lock()
+		if c.code != 0 {
+			code, reason := c.code, c.reason
+			c.mu.Unlock()
+			if code == closeGone {
+				c.t.Abort()
+			} else {
+				c.t.Close(code, reason)
+			}
+			return
+		}
+		if len(c.queue) == 0 {
+			c.writing = false
+			if cap(c.spare) > 64 {
+				c.spare = nil // an idle connection keeps no big queue
+			}
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue, c.spare = c.spare[:0], nil
+		c.cond.Broadcast()
+		c.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
+		var err error
+		for _, f := range batch {
+			if c.stopping.Load() {
+				break
+			}
+			if err = c.t.Write(ctx, f); err != nil {
+				break
+			}
+		}
+		deadline := ctx.Err() != nil
+		cancel()
+		clear(batch)
+		c.mu.Lock()
+		c.spare = batch[:0]
+		if err != nil {
+			if deadline {
+				c.closeLocked(CloseSlowConsumer, "write timeout")
+			} else {
+				c.closeLocked(closeGone, "")
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// closeGone marks a connection whose transport failed: there is nobody to send a close frame to.
+const closeGone CloseCode = -1
+
+// readLoop reads and runs the client's frames until the connection ends, then removes it.
+func (c *conn) readLoop() {
+	defer func() {
+		if p := recover(); p != nil {
+			c.g.log.Error("gateway: panic in a connection", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
+				"correlation_id", c.info.CorrelationID)
+			c.closeWith(CloseUnknownError, "")
+		}
+		c.mu.Lock()
+		c.gone = true
+		if c.code == 0 {
+			c.code = closeGone
+			c.stopping.Store(true)
+		}
+		code := c.code
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.g.forget(c, code)
+	}()
+	for {
+		msg, err := c.t.Read(context.Background())
+		if errors.Is(err, ErrBinary) {
+			c.closeWith(CloseDecodeError, "binary frame")
+			return
+		}
+		if err != nil {
+			return
+		}
+		now := c.g.clock.Now()
+		c.lastSeen.Store(now.UnixNano())
+		c.nudged.Store(false)
+		if now.Sub(c.rateStart) >= rateWindow {
+			c.rateStart, c.rateCount = now, 0
+		}
+		if c.rateCount++; c.rateCount > rateMax {
+			c.closeWith(CloseRateLimited, "")
+			return
+		}
+		if code, reason := c.handle(msg); code != 0 {
+			c.closeWith(code, reason)
+			return
+		}
+	}
+}
+
+// op is how one client op is run: whether it needs an identified connection, the action its
+// handler must have authorized when it acts (seed 9.3, checked per op), and the handler. A handler
+// returns acted (it did its effect, so the action must be in the check log) or a close code.
+type op struct {
+	needsIdentify bool
+	action        kernel.Action
+	run           func(c *conn, ctx context.Context, f Frame) (acted bool, code CloseCode, reason string)
+}
+
+var ops = map[string]op{
+	OpHeartbeat:    {run: (*conn).heartbeat},
+	OpHeartbeatAck: {run: func(*conn, context.Context, Frame) (bool, CloseCode, string) { return false, 0, "" }},
+	OpIdentify:     {action: kernel.ActEventsCatchUp, run: (*conn).identify},
+	OpResume:       {action: kernel.ActEventsCatchUp, run: (*conn).resume},
+	OpTypingStart:  {needsIdentify: true, action: kernel.ActMessageCreate, run: (*conn).typingStart},
+	OpFocus:        {needsIdentify: true, action: kernel.ActThreadRead, run: (*conn).focus},
+}
+
+// opTimeout bounds the database work of one op (authenticate, authorize, read the head).
+const opTimeout = 10 * time.Second
+
+func (c *conn) handle(msg []byte) (CloseCode, string) {
+	f, err := DecodeFrame(msg)
+	if err != nil {
+		return CloseDecodeError, ""
+	}
+	o, ok := ops[f.Op]
+	if !ok {
+		return CloseUnknownOp, ""
+	}
+	if o.needsIdentify && !c.identified.Load() {
+		return CloseNotAuthenticated, ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	ctx, checks := kernel.WithCheckLog(ctx)
+	acted, code, reason := o.run(c, ctx, f)
+	if code == 0 && acted && o.action != "" && !checks.Checked(o.action) {
+		c.g.log.Error("gateway: op acted without checking its action", "op", f.Op, "action", o.action, "cause", "authz_not_checked")
+		return CloseUnknownError, ""
+	}
+	return code, reason
+}
+
+func (c *conn) heartbeat(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	c.enqueueControl(heartbeatAckFrame)
+	return false, 0, ""
+}
+
+// identify authenticates the token, checks the cursor and starts the session's catch-up.
+func (c *conn) identify(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	if c.identified.Load() {
+		return false, CloseAlreadyAuth, ""
+	}
+	var d identifyD
+	if err := decodeD(f.D, &d); err != nil {
+		return false, CloseDecodeError, ""
+	}
+	if d.Cursor != nil && *d.Cursor < 0 {
+		return false, CloseDecodeError, "cursor must be 0 or more"
+	}
+	if d.Token == "" {
+		return false, CloseAuthFailed, ""
+	}
+	actor, err := c.g.deps.Auth.Authenticate(ctx, d.Token)
+	if err != nil {
+		return false, c.g.failed("identify", err), ""
+	}
+	sess := c.g.newSession(c, actor, d.Token)
+	return c.start(ctx, sess, actor, d.Cursor)
+}
+
+// resume re-authenticates the session's credential and catches up from seq, with the focus the
+// session had.
+func (c *conn) resume(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	if c.identified.Load() {
+		return false, CloseAlreadyAuth, ""
+	}
+	var d resumeD
+	if err := decodeD(f.D, &d); err != nil {
+		return false, CloseDecodeError, ""
+	}
+	if d.Seq == nil || *d.Seq < 0 {
+		return false, CloseDecodeError, "seq must be 0 or more"
+	}
+	sess := c.g.takeSession(d.SessionID, c)
+	if sess == nil {
+		return false, CloseSessionInvalid, ""
+	}
+	actor, err := c.g.deps.Auth.Authenticate(ctx, sess.token)
+	if err != nil {
+		c.g.dropSession(sess)
+		return false, c.g.failed("resume", err), ""
+	}
+	return c.start(ctx, sess, actor, d.Seq)
+}
+
+// start checks the cursor, computes what the principal may read (the check of events.catch_up)
+// and hands the rest to a catch-up goroutine.
+//
+// It first waits for the hub to pass the head as the database has it now: the permission cache
+// then knows everything the credential's check saw (a principal created a moment ago, a grant
+// given before the login), and the replay ends at or after the client's cursor.
+func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cursor *int64) (bool, CloseCode, string) {
+	head, err := c.g.deps.Log.ReadHead(ctx)
+	if err != nil {
+		return false, c.g.failed("read the head", err), ""
+	}
+	if cursor != nil && *cursor > head {
+		return false, CloseResyncRequired, "cursor beyond the head of the log"
+	}
+	if err := c.g.hub.waitPosition(ctx, head); err != nil {
+		return false, c.g.failed("wait for the log tail", err), ""
+	}
+	gen := c.g.hub.rightsGeneration()
+	vis, err := c.g.deps.Scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+	if err != nil {
+		return false, c.g.failed("visibility", err), ""
+	}
+	c.mu.Lock()
+	c.sess, c.actor = sess, actor
+	c.catchingUp = true
+	c.mu.Unlock()
+	c.identified.Store(true)
+	go c.catchUp(sess, actor, cursor, vis, gen)
+	return true, 0, ""
+}
+
+// failed maps an error of an op to its close code, logging what is internal.
+func (g *Gateway) failed(what string, err error) CloseCode {
+	code := closeFor(err)
+	if code == CloseUnknownError {
+		g.log.Error("gateway: "+what+" failed", "err", err)
+	}
+	return code
+}
+
+// typingStart fans typing.started out to the others who may read the thread, if the sender may
+// post in it. A thread the sender may not see is ignored, as if it did not exist.
+func (c *conn) typingStart(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	var d threadD
+	if err := decodeD(f.D, &d); err != nil {
+		return false, CloseDecodeError, ""
+	}
+	id, err := d.threadID()
+	if err != nil || id.IsZero() {
+		return false, CloseDecodeError, "thread_id is required"
+	}
+	th, err := c.g.deps.Structure.Thread(ctx, id)
+	if err != nil {
+		return false, c.ignored("typing.start", err), ""
+	}
+	if err := c.g.deps.Authz.Authorize(ctx, c.actor, kernel.ActMessageCreate, th.Resource()); err != nil {
+		return false, c.ignored("typing.start", err), ""
+	}
+	c.g.hub.typing(ctx, th, c.actor.ID)
+	return true, 0, ""
+}
+
+// focus sets the thread the client looks at (run updates will follow it); null clears it. A
+// thread the principal may not read is ignored.
+func (c *conn) focus(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	var d threadD
+	if err := decodeD(f.D, &d); err != nil {
+		return false, CloseDecodeError, ""
+	}
+	id, err := d.threadID()
+	if err != nil {
+		return false, CloseDecodeError, ""
+	}
+	if id.IsZero() {
+		c.g.hub.setFocus(c, kernel.NilID)
+		c.g.setFocus(c.sess, kernel.NilID)
+		return false, 0, ""
+	}
+	th, err := c.g.deps.Structure.Thread(ctx, id)
+	if err != nil {
+		return false, c.ignored("focus", err), ""
+	}
+	if err := c.g.deps.Authz.Authorize(ctx, c.actor, kernel.ActThreadRead, th.Resource()); err != nil {
+		return false, c.ignored("focus", err), ""
+	}
+	c.g.hub.setFocus(c, th.ID)
+	c.g.setFocus(c.sess, th.ID)
+	return true, 0, ""
+}
+
+// ignored is the answer to an op on something the principal may not see or that does not exist:
+// nothing. Only an internal failure closes the connection.
+func (c *conn) ignored(what string, err error) CloseCode {
+	switch kernel.CodeOf(err) {
+	case kernel.CodeNotFound, kernel.CodeForbidden:
+		return 0
+	}
+	return c.g.failed(what, err)
+}

@@ -1,0 +1,407 @@
+// Package gateway is the realtime gateway (DESIGN §5 and §6, seed sections 10 and 11): the
+// sessions of the WebSocket protocol, the hub that fans the event log out to them with a
+// permission check per delivery, the one log tail per process that feeds the hub, and the close
+// codes. docs/gateway.md describes the protocol for client authors.
+//
+// It must not import net/http or a WebSocket library: the transport (appliance/gateway) hands it
+// each connection as a Transport and it speaks only frames. It never writes to the store, and it
+// never blocks the hub on a connection: each connection has a bounded queue, and one that cannot
+// keep up is closed (4014) rather than waited for.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	appsync "bothy.dev/bothy/app/sync"
+)
+
+// Transport is one WebSocket connection as the adapter hands it over. The gateway calls Read from
+// one goroutine and Write, Close and Abort from others; Write is never called concurrently with
+// itself.
+type Transport interface {
+	// Read blocks until the next message and returns it. It returns ErrBinary for a binary
+	// message and any other error once the connection is gone (closed by either side, broken,
+	// or a message above the size limit, which the transport has closed with 1009).
+	Read(ctx context.Context) ([]byte, error)
+	// Write sends one text message. A write that misses ctx's deadline breaks the connection.
+	Write(ctx context.Context, msg []byte) error
+	// Close sends a close frame with code and reason, waits briefly for the peer's and releases
+	// the connection.
+	Close(code CloseCode, reason string) error
+	// Abort drops the connection at once, without a close frame.
+	Abort()
+}
+
+// ErrBinary is what Transport.Read returns for a binary message: the protocol is JSON text.
+var ErrBinary = errors.New("gateway: binary message")
+
+// Authenticator resolves a bearer token (a session token or an API token) to its actor;
+// *identity.Service implements it.
+type Authenticator interface {
+	// Authenticate returns the actor of token. Errors: unauthenticated.
+	Authenticate(ctx context.Context, token string) (kernel.Actor, error)
+}
+
+// Log is the read side of the event log; *storage.DB implements it.
+type Log interface {
+	// EventsAfter reads up to limit committed events with seq > after, in seq order.
+	EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error)
+	// Head returns the highest committed seq this process knows of, without I/O.
+	Head() int64
+	// ReadHead returns the highest committed seq as the database has it (another node's
+	// commits included).
+	ReadHead(ctx context.Context) (int64, error)
+	// Changed returns a channel that is closed when the head next advances: after a local
+	// commit, or (PostgreSQL) when another node's commit is notified or polled.
+	Changed() <-chan struct{}
+}
+
+// CatchUp replays the events after a cursor that an actor may see; *sync.Service implements it
+// and its filtering rules are the ones the gateway's catch-up follows.
+type CatchUp interface {
+	// CatchUp returns up to limit visible events after after. Errors: unauthenticated,
+	// cursor_invalid, validation_failed.
+	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (appsync.Page, error)
+}
+
+var _ CatchUp = (*appsync.Service)(nil)
+
+// Structure reads channels and threads without authorizing; *chat.Service implements it.
+type Structure interface {
+	// Channel returns the channel with id. Errors: not_found.
+	Channel(ctx context.Context, id kernel.ID) (chat.Channel, error)
+	// Thread returns the thread with id (with its channel's kind). Errors: not_found.
+	Thread(ctx context.Context, id kernel.ID) (chat.Thread, error)
+}
+
+var _ Structure = (*chat.Service)(nil)
+
+// Observer follows the log one event ahead of the hub: the permission cache of authz, which must
+// know of a revoke before the hub authorizes the next delivery (seed 11.3).
+type Observer interface {
+	Observe(e kernel.LoggedEvent)
+}
+
+// Deps are the ports the gateway uses. Observer may be nil.
+type Deps struct {
+	Auth      Authenticator
+	Authz     kernel.Authorizer
+	Scoper    kernel.Scoper
+	CatchUp   CatchUp
+	Log       Log
+	Structure Structure
+	Observer  Observer
+	Clock     kernel.Clock
+	Logger    *slog.Logger
+}
+
+// Config tunes the gateway; zero values take the defaults named.
+type Config struct {
+	// HeartbeatInterval is announced in hello (gateway.heartbeat_interval, 30s). A connection
+	// silent for one interval gets a heartbeat; silent for 1.5 intervals it is closed (4009).
+	HeartbeatInterval time.Duration
+	// WriteTimeout bounds each write to a connection (gateway.write_timeout, 10s).
+	WriteTimeout time.Duration
+	// IdentifyTimeout is how long a connection may stay without identify (gateway.identify_timeout, 10s).
+	IdentifyTimeout time.Duration
+	// OutboundQueueMax bounds a connection's queue of frames (sync.outbound_queue_max, 1024).
+	OutboundQueueMax int
+	// ResumeWindow is how long a session outlives its connection for resume (5m).
+	ResumeWindow time.Duration
+	// TailBatch is how many events the tail reads at once (500); TailPoll how often it reads
+	// without a wake-up (1s).
+	TailBatch int
+	TailPoll  time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatInterval, 30*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.IdentifyTimeout, 10*time.Second)
+	def(&c.ResumeWindow, 5*time.Minute)
+	def(&c.TailPoll, time.Second)
+	if c.OutboundQueueMax <= 0 {
+		c.OutboundQueueMax = 1024
+	}
+	if c.TailBatch <= 0 {
+		c.TailBatch = 500
+	}
+	return c
+}
+
+// Rate limit of client frames per connection (4008), as Discord's: 120 per 60 seconds.
+const (
+	rateWindow = time.Minute
+	rateMax    = 120
+)
+
+// ConnInfo describes a connection for the log.
+type ConnInfo struct {
+	RemoteAddr    string
+	CorrelationID string
+}
+
+// Gateway holds the connections and sessions of one process and its hub.
+type Gateway struct {
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	clock  kernel.Clock
+	hub    *hub
+	tailer tailState
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	sessions map[string]*session
+	closing  bool
+	drained  chan struct{} // closed when closing and conns is empty
+}
+
+// session is what resume restores: the principal and its credential, and the focus. It lives in
+// this process only (seed 10): a resume that reaches another node or a restarted one gets 4006.
+type session struct {
+	id    string
+	actor kernel.Actor
+	// token is the credential the session identified with, kept in memory only, so that a
+	// resume re-authenticates: a revoked token or a disabled person cannot resume.
+	token string
+	focus kernel.ID
+	// conn is the connection that holds the session, nil while it waits for a resume since
+	// detachedAt.
+	conn       *conn
+	detachedAt time.Time
+}
+
+// New builds the gateway. The hub starts at the log's current head: a client identifying before
+// the tail runs replays up to it from the log, and the tail delivers everything after it.
+func New(d Deps, cfg Config) *Gateway {
+	if d.Auth == nil || d.Authz == nil || d.Scoper == nil || d.CatchUp == nil || d.Log == nil || d.Structure == nil {
+		panic("gateway: missing dependency")
+	}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
+		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{})}
+	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
+	return g
+}
+
+// Serve takes over a freshly upgraded connection: it sends hello and returns at once, leaving the
+// connection to a reader goroutine (and a writer goroutine while there is something to write).
+// During shutdown the connection is closed with 4013 instead.
+func (g *Gateway) Serve(t Transport, info ConnInfo) {
+	c := newConn(g, t, info)
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		go t.Close(CloseServerRestart, Info(CloseServerRestart).Name)
+		return
+	}
+	g.conns[c] = struct{}{}
+	g.mu.Unlock()
+	c.enqueueControl(helloFrame(g.cfg.HeartbeatInterval))
+	go c.readLoop()
+}
+
+// Shutdown closes every connection with 4013 (seed 15.3 step 3) and waits, until ctx ends, for
+// them to go; what is left then is dropped. New connections are refused from the first moment.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	if !g.closing {
+		g.closing = true
+		if len(g.conns) == 0 {
+			close(g.drained)
+		}
+	}
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(CloseServerRestart, "")
+	}
+	select {
+	case <-g.drained:
+		return nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	left := len(g.conns)
+	for c := range g.conns {
+		c.t.Abort()
+	}
+	g.mu.Unlock()
+	if left > 0 {
+		g.log.Warn("gateway: connections dropped at the shutdown deadline", "connections", left)
+	}
+	return nil
+}
+
+// PrincipalDisabled closes the connections of a principal that was disabled (4004) and keeps it
+// out of the hub. authz's permission cache calls it (OnPrincipalDisabled) when an event or a
+// reload disables someone; the hub does the same when it passes the user.updated.
+func (g *Gateway) PrincipalDisabled(id kernel.ID) {
+	for _, c := range g.hub.expel(id) {
+		c.closeWith(CloseAuthFailed, "")
+	}
+}
+
+// Stats is a snapshot for tests and metrics.
+type Stats struct {
+	Connections int   // open connections
+	Sessions    int   // sessions, attached or waiting for a resume
+	Members     int   // principals with an identified connection in the hub
+	Position    int64 // the seq the hub has passed
+}
+
+// Stats returns a snapshot of the gateway's counts.
+func (g *Gateway) Stats() Stats {
+	g.mu.Lock()
+	s := Stats{Connections: len(g.conns), Sessions: len(g.sessions)}
+	g.mu.Unlock()
+	g.hub.mu.Lock()
+	s.Members, s.Position = len(g.hub.members), g.hub.pos
+	g.hub.mu.Unlock()
+	return s
+}
+
+// Heartbeats runs the clock of the connections until ctx ends: it nudges a connection silent for
+// one heartbeat interval with a heartbeat, closes one silent for 1.5 intervals (4009) or still
+// not identified after gateway.identify_timeout (4003), and forgets sessions whose resume window
+// has passed.
+func (g *Gateway) Heartbeats(ctx context.Context) error {
+	tick := min(max(g.cfg.HeartbeatInterval/4, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			g.sweep(g.clock.Now())
+		}
+	}
+}
+
+func (g *Gateway) sweep(now time.Time) {
+	interval := g.cfg.HeartbeatInterval
+	g.mu.Lock()
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	for id, s := range g.sessions {
+		if s.conn == nil && now.Sub(s.detachedAt) > g.cfg.ResumeWindow {
+			delete(g.sessions, id)
+		}
+	}
+	g.mu.Unlock()
+	for _, c := range conns {
+		silent := now.Sub(time.Unix(0, c.lastSeen.Load()))
+		switch {
+		case !c.identified.Load() && now.Sub(c.connectedAt) > g.cfg.IdentifyTimeout:
+			c.closeWith(CloseNotAuthenticated, "identify timeout")
+		case silent > interval+interval/2:
+			c.closeWith(CloseHeartbeatTimeout, "")
+		case silent > interval && !c.nudged.Swap(true):
+			c.enqueueControl(heartbeatFrame)
+		}
+	}
+}
+
+// newSession registers a session for a freshly identified connection.
+func (g *Gateway) newSession(c *conn, actor kernel.Actor, token string) *session {
+	s := &session{id: newSessionID(), actor: actor, token: token, conn: c}
+	g.mu.Lock()
+	g.sessions[s.id] = s
+	g.mu.Unlock()
+	return s
+}
+
+// takeSession hands session id to c for a resume; a connection that still holds it is closed
+// with 4006 (the newer connection wins). It returns nil when this process holds no such session.
+func (g *Gateway) takeSession(id string, c *conn) *session {
+	g.mu.Lock()
+	s := g.sessions[id]
+	if s == nil {
+		g.mu.Unlock()
+		return nil
+	}
+	old := s.conn
+	s.conn, s.detachedAt = c, time.Time{}
+	g.mu.Unlock()
+	if old != nil {
+		old.closeWith(CloseSessionInvalid, "session resumed by a newer connection")
+	}
+	return s
+}
+
+// dropSession forgets s (a resume whose credential no longer holds).
+func (g *Gateway) dropSession(s *session) {
+	g.mu.Lock()
+	if g.sessions[s.id] == s {
+		delete(g.sessions, s.id)
+	}
+	g.mu.Unlock()
+}
+
+func (g *Gateway) setFocus(s *session, thread kernel.ID) {
+	g.mu.Lock()
+	s.focus = thread
+	g.mu.Unlock()
+}
+
+func (g *Gateway) sessionFocus(s *session) kernel.ID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return s.focus
+}
+
+// forget removes c once its reader has ended: from the gateway, from its session (which waits for
+// a resume unless code ends it) and from the hub.
+func (g *Gateway) forget(c *conn, code CloseCode) {
+	g.hub.detach(c)
+	g.mu.Lock()
+	delete(g.conns, c)
+	if s := c.sess; s != nil && s.conn == c {
+		if code == 0 || Info(code).KeepsSession {
+			s.conn, s.detachedAt = nil, g.clock.Now()
+		} else {
+			delete(g.sessions, s.id)
+		}
+	}
+	if g.closing && len(g.conns) == 0 {
+		select {
+		case <-g.drained:
+		default:
+			close(g.drained)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// newSessionID returns an unguessable session id: resume trusts it, together with the credential
+// kept in the session.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
