@@ -24,6 +24,8 @@ type Config struct {
 	Database DatabaseConfig
 	HTTP     HTTPConfig
 	Auth     AuthConfig
+	Sync     SyncConfig
+	Gateway  GatewayConfig
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -92,6 +94,25 @@ type AuthConfig struct {
 	SessionTTL         time.Duration
 	LoginMaxFailures   int
 	LoginFailureWindow time.Duration
+}
+
+// SyncConfig is the sync.* group.
+type SyncConfig struct {
+	// OutboundQueueMax bounds each gateway connection's queue of frames; a connection whose
+	// queue overflows is closed with 4014 (slow consumer).
+	OutboundQueueMax int
+}
+
+// GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.
+type GatewayConfig struct {
+	// HeartbeatInterval is announced in hello; a client silent for 1.5 intervals is closed.
+	HeartbeatInterval time.Duration
+	// WriteTimeout bounds each write to a connection; a missed deadline closes it (4014).
+	WriteTimeout time.Duration
+	// MaxFrameBytes is the largest frame a client may send; a larger one closes with 1009.
+	MaxFrameBytes int64
+	// IdentifyTimeout is how long a connection may stay open without identifying (4003).
+	IdentifyTimeout time.Duration
 }
 
 // LogConfig is the log.* group.

@@ -100,6 +100,18 @@ var schema = []key{
 	{name: "auth.login_failure_window", def: "10m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
 
+	{name: "sync.outbound_queue_max", def: "1024", kind: kindInt,
+		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
+
+	{name: "gateway.heartbeat_interval", def: "30s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Gateway.HeartbeatInterval }, check: durationBetween(100*time.Millisecond, time.Hour)},
+	{name: "gateway.write_timeout", def: "10s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Gateway.WriteTimeout }, check: positive},
+	{name: "gateway.max_frame_bytes", def: "65536", kind: kindInt,
+		field: func(c *Config) any { return &c.Gateway.MaxFrameBytes }, check: between(1024, 16<<20)},
+	{name: "gateway.identify_timeout", def: "10s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Gateway.IdentifyTimeout }, check: positive},
+
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
 	{name: "log.format", def: "text", kind: kindString, normalize: strings.ToLower,
@@ -252,6 +264,15 @@ func positive(v any) string {
 		return "must be a positive duration"
 	}
 	return ""
+}
+
+func durationBetween(lo, hi time.Duration) func(any) string {
+	return func(v any) string {
+		if d := v.(time.Duration); d < lo || d > hi {
+			return "must be a duration from " + formatDuration(lo) + " to " + formatDuration(hi)
+		}
+		return ""
+	}
 }
 
 func notNegative(v any) string {
