@@ -145,6 +145,14 @@ func (rt *Router) Handle(routes ...Route) {
 	}
 }
 
+// HandleRaw registers h for pattern outside the JSON chain: it passes only the outer chain of
+// ServeHTTP (panic guard, correlation id, base headers, access log) and is not listed by Routes.
+// It is for the gateway upgrade, which authenticates and authorizes in-band, per op (seed 9.3).
+// The ResponseWriter h gets unwraps to the server's, so it can hijack the connection.
+func (rt *Router) HandleRaw(pattern string, h http.Handler) {
+	rt.mux.Handle(pattern, h)
+}
+
 // Routes lists the registered routes as "METHOD pattern action", sorted; for tests and the
 // OpenAPI cross-check.
 func (rt *Router) Routes() []Route {
@@ -185,6 +193,9 @@ type statusWriter struct {
 
 // actorNoteKey carries a pointer through which dispatch tells the access log who acted.
 type actorNoteKey struct{}
+
+// Unwrap gives http.ResponseController (and a WebSocket upgrade) the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) WriteHeader(s int) {
 	if w.status == 0 {

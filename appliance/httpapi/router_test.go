@@ -218,3 +218,49 @@ func TestSetupPage(t *testing.T) {
 		t.Fatal("the page has no setup form posting to /api/v1/setup")
 	}
 }
+
+func TestHandleRaw(t *testing.T) {
+	rt, _ := testRouter(t)
+	rt.HandleRaw("/raw/hijack", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("the raw handler cannot hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+		brw.Flush()
+	}))
+	rt.HandleRaw("/raw/panic", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") }))
+	srv := httptest.NewServer(rt)
+	defer srv.Close()
+
+	t.Run("gets the outer chain and may hijack", func(t *testing.T) {
+		resp, err := http.Get(srv.URL + "/raw/hijack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("got %d %q", resp.StatusCode, b)
+		}
+	})
+	t.Run("is guarded against panics with a correlation id", func(t *testing.T) {
+		resp, err := http.Get(srv.URL + "/raw/panic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 500 || resp.Header.Get("Correlation-Id") == "" {
+			t.Fatalf("got %d, correlation id %q", resp.StatusCode, resp.Header.Get("Correlation-Id"))
+		}
+	})
+	t.Run("is not listed as a route", func(t *testing.T) {
+		for _, r := range rt.Routes() {
+			if strings.HasPrefix(r.Pattern, "/raw") {
+				t.Fatalf("Routes lists %s", r.Pattern)
+			}
+		}
+	})
+}
