@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/appliance/config"
@@ -52,6 +53,9 @@ type App struct {
 
 	// Public is the handler of the public listener (REST, gateway, console). wire sets it.
 	Public http.Handler
+
+	// Gateway is the realtime gateway (hub, sessions, log tail). wire sets it.
+	Gateway *gateway.Gateway
 
 	// Identity holds the identity use cases. wire sets it. serve uses it to print the setup
 	// link (IssueSetupCode) and `setup bootstrap-owner` to create the first owner; while it is
@@ -111,7 +115,7 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.
 	if err != nil {
 		return nil, err
 	}
-	if err := wire(a); err != nil {
+	if err := wire(ctx, a); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("wire the appliance: %w", err)
 	}

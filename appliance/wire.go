@@ -1,15 +1,18 @@
 package appliance
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	appsync "bothy.dev/bothy/app/sync"
+	wsgateway "bothy.dev/bothy/appliance/gateway"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/storage"
@@ -17,7 +20,7 @@ import (
 
 // wire builds the modules on a.DB, registers the in-transaction subscribers in one place, seals
 // the bus, and sets the public handler. Every dependency is passed explicitly; nothing is global.
-func wire(a *App) error {
+func wire(ctx context.Context, a *App) error {
 	db, clock := a.DB, a.Clock
 	bus := kernel.NewTxBus()
 
@@ -74,6 +77,44 @@ func wire(a *App) error {
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.MessageRoutes(msgs)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
+
+	// The realtime gateway (DESIGN §5, §6): one log tail hands every event to authz's permission
+	// cache (Observe) and then to the hub, which decides each delivery from that cache alone
+	// (authz.Delivery). The upgrade route sits outside the JSON chain because it authorizes
+	// in-band; the shutdown closes every WebSocket with 4013 once the HTTP requests have finished
+	// (stops run after http.Server.Shutdown).
+	gw := gateway.New(gateway.Deps{
+		Auth:      ident,
+		Authz:     az.Delivery(),
+		Scoper:    az.Delivery(),
+		CatchUp:   catchUp,
+		Log:       db,
+		Structure: chats,
+		Observer:  az,
+		Clock:     clock,
+		Logger:    a.Logger,
+	}, gateway.Config{
+		HeartbeatInterval: a.Config.Gateway.HeartbeatInterval,
+		WriteTimeout:      a.Config.Gateway.WriteTimeout,
+		IdentifyTimeout:   a.Config.Gateway.IdentifyTimeout,
+		OutboundQueueMax:  a.Config.Sync.OutboundQueueMax,
+	})
+	az.OnPrincipalDisabled(gw.PrincipalDisabled)
+	az.OnObserveError(func(seq int64, err error) {
+		a.Logger.Warn("permission cache: loaded again", "seq", seq, "err", err)
+	})
+	if _, err := az.Warm(ctx); err != nil {
+		return fmt.Errorf("warm the permission cache: %w", err)
+	}
+	router.HandleRaw(wsgateway.Path, wsgateway.NewHandler(gw, wsgateway.Options{
+		PublicURL:     a.Config.Server.PublicURL,
+		MaxFrameBytes: a.Config.Gateway.MaxFrameBytes,
+		Logger:        a.Logger,
+	}))
+	a.Background("gateway log tail", gw.Tail)
+	a.Background("gateway heartbeats", gw.Heartbeats)
+	a.OnStop("gateway", gw.Shutdown)
+	a.Gateway = gw
 
 	// Seed 15.1 step 7: every route's action must be one authz decides, or the start aborts.
 	for _, r := range router.Routes() {
