@@ -163,7 +163,7 @@ func (w *writer) run() {
 					break fill
 				}
 			}
-			w.runBatch(batch)
+			batch = w.runBatch(batch)
 			for _, j := range batch {
 				close(j.done)
 			}
@@ -191,11 +191,13 @@ func (w *writer) exec(q string, args ...any) error {
 // must not run again.
 var errCommitUnknown = errors.New("the connection failed during COMMIT")
 
-func (w *writer) runBatch(batch []*job) {
+// runBatch runs batch until it commits or fails for good, and returns it with the units it took
+// in while it ran (every one of them must be answered).
+func (w *writer) runBatch(batch []*job) []*job {
 	for attempt := 0; ; attempt++ {
-		err := w.tryBatch(batch)
+		err := w.tryBatch(&batch)
 		if err == nil {
-			return
+			return batch
 		}
 		lost := w.reconnectIfLost()
 		if (lost && !errors.Is(err, errCommitUnknown) || w.db.dialect.IsRetryable(err)) && attempt < w.db.opts.TxRetryMax {
@@ -209,7 +211,7 @@ func (w *writer) runBatch(batch []*job) {
 				j.err = kernel.Errorf(kernel.CodeUnavailable, "the write could not be committed")
 			}
 		}
-		return
+		return batch
 	}
 }
 
@@ -264,14 +266,23 @@ func (w *writer) reconnectIfLost() bool {
 // 3n+5; measured +25% events/s for one-event units, +10% for message creates). The last unit's
 // events travel with the COMMIT, so a failure of their INSERT (which no unit causes) fails the
 // batch rather than that unit.
-func (w *writer) tryBatch(batch []*job) (err error) {
+//
+// A batch of several units takes in the units that queue while it runs, up to MaxBatch: with a
+// few concurrent writers the batches would otherwise alternate between one unit (whatever came
+// while the last commit was in flight) and the rest, and pay a commit each. Measured on
+// PostgreSQL with 8 writers: 3,380 -> 4,274 events/s for one-event units.
+func (w *writer) tryBatch(bp *[]*job) (err error) {
+	batch := *bp
+	defer func() { *bp = batch }()
 	for _, j := range batch {
 		j.err = nil
 	}
 	if w.conn == nil {
 		return errors.New("no write connection")
 	}
-	single := len(batch) == 1
+	// On PostgreSQL even a batch of one keeps a savepoint (it travels with BEGIN: no round trip),
+	// so that it can take in what queues while it runs. On SQLite a lone unit runs without one.
+	single := len(batch) == 1 && w.db.dialect.Name() == "sqlite"
 	w.queue.reset()
 	committed, err := w.begin(!single)
 	defer func() {
@@ -285,7 +296,8 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 	head := committed
 	ok := 0
 	var bumps map[kernel.ID]threadBump
-	for i, j := range batch {
+	for i := 0; i < len(batch); i++ {
+		j := batch[i]
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			continue
@@ -296,6 +308,13 @@ func (w *writer) tryBatch(batch []*job) (err error) {
 		var n int64
 		if ferr == nil {
 			n, ferr = w.appendEvents(ctx, st, head)
+		}
+		if ferr == nil && !single && i == len(batch)-1 && len(batch) < w.db.opts.MaxBatch {
+			select {
+			case nj := <-w.jobs:
+				batch = append(batch, nj)
+			default:
+			}
 		}
 		if ferr == nil && !single && i < len(batch)-1 {
 			ferr = w.nextSavepoint()
