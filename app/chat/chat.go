@@ -149,6 +149,11 @@ type Threads interface {
 	Channel(ctx context.Context, id kernel.ID) (Channel, error)
 	// Thread loads a thread with its channel kind. Errors: not_found.
 	Thread(ctx context.Context, id kernel.ID) (Thread, error)
+	// ThreadRef returns where a thread lives: its id, channel, space, channel kind, author and
+	// whether it is a main thread; nothing else is set. A thread never changes channel or space, so the
+	// answer is kept in memory after the first read: the message-create hot path then reads no
+	// row for it (a round trip on the one PostgreSQL write connection). Errors: not_found.
+	ThreadRef(ctx context.Context, id kernel.ID) (Thread, error)
 	// CreateThread creates a thread in ch, authored by actorID, and appends thread.created. It
 	// must run in a Unit of Work. The title may be empty. Errors: validation_failed (title).
 	CreateThread(ctx context.Context, actorID kernel.ID, ch Channel, title string) (Thread, error)

@@ -335,3 +335,38 @@ func idStrings(ids []kernel.ID) []string {
 	}
 	return out
 }
+
+func TestThreadRef(t *testing.T) {
+	f := mustChat(t)
+	ctx := context.Background()
+	sp := kernel.NewID()
+	ch := chat.Channel{ID: kernel.NewID(), SpaceID: sp, Kind: "channel"}
+	th := chat.Thread{ID: kernel.NewID(), ChannelID: ch.ID, SpaceID: sp, Title: "t", CreatedBy: kernel.NewID(), MessageCount: 7}
+	f.store.mu.Lock()
+	f.store.channels[ch.ID] = ch
+	f.store.threads[th.ID] = th
+	f.store.mu.Unlock()
+
+	t.Run("answers the thread's place and keeps it", func(t *testing.T) {
+		ref, err := f.svc.ThreadRef(ctx, th.ID)
+		if err != nil || ref.ChannelID != ch.ID || ref.SpaceID != sp || ref.ChannelKind != "channel" || ref.CreatedBy != th.CreatedBy {
+			t.Fatalf("ref %+v, %v", ref, err)
+		}
+		if ref.MessageCount != 0 || ref.Title != "" {
+			t.Fatalf("a place carries no changing fields: %+v", ref)
+		}
+		f.store.mu.Lock()
+		delete(f.store.threads, th.ID) // the second answer must come from memory
+		f.store.mu.Unlock()
+		again, err := f.svc.ThreadRef(ctx, th.ID)
+		if err != nil || again != ref {
+			t.Fatalf("second read %+v, %v", again, err)
+		}
+	})
+	t.Run("answers not found for an unknown thread and keeps nothing", func(t *testing.T) {
+		id := kernel.NewID()
+		if _, err := f.svc.ThreadRef(ctx, id); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

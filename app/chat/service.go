@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
@@ -25,7 +27,13 @@ type Service struct {
 	authz  kernel.Authorizer
 	scoper kernel.Scoper
 	clock  kernel.Clock
+
+	refs    sync.Map // kernel.ID → Thread (place only); see ThreadRef
+	refsLen atomic.Int64
 }
+
+// maxThreadRefs bounds the thread places kept in memory (about 200 bytes each).
+const maxThreadRefs = 100_000
 
 var _ Threads = (*Service)(nil)
 
@@ -300,6 +308,25 @@ func (s *Service) Channel(ctx context.Context, id kernel.ID) (Channel, error) {
 // Thread implements Threads.
 func (s *Service) Thread(ctx context.Context, id kernel.ID) (Thread, error) {
 	return s.store.Thread(ctx, id)
+}
+
+// ThreadRef implements Threads.
+func (s *Service) ThreadRef(ctx context.Context, id kernel.ID) (Thread, error) {
+	if v, ok := s.refs.Load(id); ok {
+		return v.(Thread), nil
+	}
+	th, err := s.store.Thread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	ref := Thread{ID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID, ChannelKind: th.ChannelKind, IsMain: th.IsMain,
+		CreatedBy: th.CreatedBy}
+	if s.refsLen.Add(1) > maxThreadRefs {
+		s.refs.Clear()
+		s.refsLen.Store(1)
+	}
+	s.refs.Store(id, ref)
+	return ref, nil
 }
 
 // CreateThread implements Threads.

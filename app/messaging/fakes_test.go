@@ -106,6 +106,10 @@ func (f *fakeThreads) Channel(ctx context.Context, id kernel.ID) (chat.Channel, 
 	return c, nil
 }
 
+func (f *fakeThreads) ThreadRef(ctx context.Context, id kernel.ID) (chat.Thread, error) {
+	return f.Thread(ctx, id)
+}
+
 func (f *fakeThreads) Thread(ctx context.Context, id kernel.ID) (chat.Thread, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

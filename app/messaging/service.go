@@ -67,7 +67,7 @@ type NewMessage struct {
 func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in NewMessage) (m Message, created bool, err error) {
 	err = s.uow.Do(ctx, func(ctx context.Context) error {
 		m, created = Message{}, false
-		th, err := s.threads.Thread(ctx, threadID)
+		th, err := s.threads.ThreadRef(ctx, threadID)
 		if err != nil {
 			return err
 		}
