@@ -248,13 +248,20 @@ func (c *conn) readLoop() {
 		}
 		code := c.code
 		c.cond.Broadcast()
+		c.kickLocked() // the writer releases the transport: a close frame, or an abort
 		c.mu.Unlock()
 		c.g.forget(c, code)
 	}()
 	for {
 		msg, err := c.t.Read(context.Background())
-		if errors.Is(err, ErrBinary) {
+		switch {
+		case errors.Is(err, ErrBinary):
 			c.closeWith(CloseDecodeError, "binary frame")
+			return
+		case errors.Is(err, ErrTooBig):
+			// The transport has sent 1009; closing with it drains the rest of the frame, so
+			// that a client still writing it gets to read the close.
+			c.closeWith(CloseTooBig, "")
 			return
 		}
 		if err != nil {

@@ -40,8 +40,11 @@ func (t *fakeTransport) Read(ctx context.Context) ([]byte, error) {
 		if !ok {
 			return nil, errTransportClosed
 		}
-		if m == nil {
+		switch string(m) {
+		case "":
 			return nil, ErrBinary
+		case "TOO BIG":
+			return nil, ErrTooBig
 		}
 		return m, nil
 	case <-t.closed:
@@ -443,7 +446,9 @@ func (w *world) connect() *client {
 
 func (c *client) send(frame string) { c.tr.in <- []byte(frame) }
 
-func (c *client) sendBinary() { c.tr.in <- nil }
+func (c *client) sendBinary() { c.tr.in <- []byte{} }
+
+func (t *fakeTransport) tooBig() { t.in <- []byte("TOO BIG") }
 
 // hangUp is the client going away without a close frame.
 func (c *client) hangUp() { close(c.tr.in) }

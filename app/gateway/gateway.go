@@ -28,8 +28,8 @@ import (
 // itself.
 type Transport interface {
 	// Read blocks until the next message and returns it. It returns ErrBinary for a binary
-	// message and any other error once the connection is gone (closed by either side, broken,
-	// or a message above the size limit, which the transport has closed with 1009).
+	// message, ErrTooBig for one above the size limit, and any other error once the connection
+	// is gone (closed by either side, or broken).
 	Read(ctx context.Context) ([]byte, error)
 	// Write sends one text message. A write that misses ctx's deadline breaks the connection.
 	Write(ctx context.Context, msg []byte) error
@@ -40,8 +40,13 @@ type Transport interface {
 	Abort()
 }
 
-// ErrBinary is what Transport.Read returns for a binary message: the protocol is JSON text.
-var ErrBinary = errors.New("gateway: binary message")
+// Errors of Transport.Read that leave the connection to the gateway to close.
+var (
+	// ErrBinary is a binary message: the protocol is JSON text.
+	ErrBinary = errors.New("gateway: binary message")
+	// ErrTooBig is a message above the size limit; the transport has sent the close frame 1009.
+	ErrTooBig = errors.New("gateway: message too big")
+)
 
 // Authenticator resolves a bearer token (a session token or an API token) to its actor;
 // *identity.Service implements it.

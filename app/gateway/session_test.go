@@ -636,3 +636,20 @@ func TestCloseCodesAreDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestTransportEnds(t *testing.T) {
+	w := newWorld(t, Config{})
+	t.Run("a frame above the limit is closed with 1009, which drains it", func(t *testing.T) {
+		c := w.connect()
+		c.tr.tooBig()
+		c.expectClose(CloseTooBig)
+	})
+	t.Run("a client that hangs up leaves nothing open", func(t *testing.T) {
+		c := w.connect()
+		c.identify("ada", -1)
+		c.catchUp()
+		c.hangUp()
+		c.expectClose(-1) // aborted: the transport is released
+		waitFor(t, "the connection to be forgotten", func() bool { return w.g.Stats().Connections == 0 })
+	})
+}

@@ -9,6 +9,8 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -134,6 +136,9 @@ var _ gateway.Transport = (*transport)(nil)
 
 func (t *transport) Read(ctx context.Context) ([]byte, error) {
 	typ, b, err := t.c.Read(ctx)
+	if errors.Is(err, websocket.ErrMessageTooBig) {
+		return nil, fmt.Errorf("%w: %w", gateway.ErrTooBig, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -223,12 +223,19 @@ func TestCloseCodes(t *testing.T) {
 		{"a resume of an unknown session closes with 4006", []string{`{"op":"resume","d":{"session_id":"00000000000000000000000000000000","seq":0}}`}, false, 4006},
 		{"a cursor beyond the head closes with 4016", []string{`{"op":"identify","d":{"token":"` + tm.ada.token + `","cursor":999999}}`}, false, 4016},
 		{"a frame above gateway.max_frame_bytes closes with 1009", []string{`{"op":"heartbeat","d":{"x":"` + strings.Repeat("x", 5000) + `"}}`}, false, 1009},
+		{"a frame of 4 MiB closes with 1009 while the client still writes it", []string{"HUGE"}, false, 1009},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := s.dial(t)
 			for i, f := range tt.frames {
-				if f == "BINARY" {
+				if f == "HUGE" {
+					// The server closes while the frame is still being written: the write may
+					// fail, the close must still arrive.
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					c.c.Write(ctx, websocket.MessageText, []byte(`{"op":"heartbeat","d":{"x":"`+strings.Repeat("x", 4<<20)+`"}}`))
+					cancel()
+				} else if f == "BINARY" {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 					c.c.Write(ctx, websocket.MessageBinary, []byte(`{"op":"heartbeat"}`))
 					cancel()
