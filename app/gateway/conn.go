@@ -277,11 +277,37 @@ func (c *conn) readLoop() {
 			c.closeWith(CloseRateLimited, "")
 			return
 		}
-		if code, reason := c.handle(msg); code != 0 {
+		if code, reason := c.handleAside(msg); code != 0 {
 			c.closeWith(code, reason)
 			return
 		}
 	}
+}
+
+type handled struct {
+	code   CloseCode
+	reason string
+}
+
+// handleAside runs a frame on a goroutine of its own and waits for it. The reader's goroutine
+// lives as long as the connection and is parked in Read nearly all that time; decoding and the
+// ops (authentication, SQL, authorization) need deep stacks, which would stay with it: an idle
+// connection would keep an 8 KiB stack instead of a 4 KiB one (measured).
+func (c *conn) handleAside(msg []byte) (CloseCode, string) {
+	done := make(chan handled, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.g.log.Error("gateway: panic in an op", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
+					"correlation_id", c.info.CorrelationID)
+				done <- handled{CloseUnknownError, ""}
+			}
+		}()
+		code, reason := c.handle(msg)
+		done <- handled{code, reason}
+	}()
+	h := <-done
+	return h.code, h.reason
 }
 
 // op is how one client op is run: whether it needs an identified connection, the action its
