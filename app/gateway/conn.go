@@ -203,18 +203,7 @@ func (c *conn) writeLoop() {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 
-		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
-		var err error
-		for _, f := range batch {
-			if c.stopping.Load() {
-				break
-			}
-			if err = c.t.Write(ctx, f); err != nil {
-				break
-			}
-		}
-		deadline := ctx.Err() != nil
-		cancel()
+		deadline, err := c.writeBatch(batch)
 		clear(batch)
 		c.mu.Lock()
 		c.spare = batch[:0]
@@ -227,6 +216,34 @@ func (c *conn) writeLoop() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// framesPerDeadline is how many frames share one write deadline: a client that reads slowly but
+// steadily is not closed because a long batch took longer than gateway.write_timeout in all.
+const framesPerDeadline = 64
+
+// writeBatch writes frames until one fails or a close code is set; deadline reports that the
+// failure was a missed write deadline.
+func (c *conn) writeBatch(batch [][]byte) (deadline bool, err error) {
+	for len(batch) > 0 && !c.stopping.Load() {
+		n := min(len(batch), framesPerDeadline)
+		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
+		for _, f := range batch[:n] {
+			if c.stopping.Load() {
+				break
+			}
+			if err = c.t.Write(ctx, f); err != nil {
+				break
+			}
+		}
+		deadline = ctx.Err() != nil
+		cancel()
+		if err != nil {
+			return deadline, err
+		}
+		batch = batch[n:]
+	}
+	return false, nil
 }
 
 // closeGone marks a connection whose transport failed: there is nobody to send a close frame to.

@@ -24,6 +24,7 @@ type fakeTransport struct {
 	code   CloseCode // 0 while open; -1 when aborted
 	reason string
 	stall  chan struct{} // while set, Write blocks until it is closed or the deadline passes
+	delay  time.Duration // each Write takes this long (a slow but steady reader)
 }
 
 var _ Transport = (*fakeTransport)(nil)
@@ -54,8 +55,16 @@ func (t *fakeTransport) Read(ctx context.Context) ([]byte, error) {
 
 func (t *fakeTransport) Write(ctx context.Context, msg []byte) error {
 	t.mu.Lock()
-	stall := t.stall
+	stall, delay := t.stall, t.delay
 	t.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			t.Abort()
+			return ctx.Err()
+		}
+	}
 	if stall != nil {
 		select {
 		case <-stall:

@@ -653,3 +653,23 @@ func TestTransportEnds(t *testing.T) {
 		waitFor(t, "the connection to be forgotten", func() bool { return w.g.Stats().Connections == 0 })
 	})
 }
+
+func TestASlowButSteadyReaderIsNotClosed(t *testing.T) {
+	w := newWorld(t, Config{WriteTimeout: 300 * time.Millisecond})
+	for i := range 300 {
+		w.post(w.open, w.openTh, fmt.Sprint(i))
+	}
+	w.runTail()
+	w.waitHub(300)
+	c := w.connect()
+	c.tr.mu.Lock()
+	c.tr.delay = time.Millisecond // 300 frames take longer than one write timeout, 64 do not
+	c.tr.mu.Unlock()
+	c.identify("ada", 0)
+	if seqs, _ := c.catchUp(); len(seqs) != 300 {
+		t.Fatalf("replayed %d events", len(seqs))
+	}
+	if code := c.tr.closeCode(); code != 0 {
+		t.Fatalf("closed with %d", code)
+	}
+}
