@@ -15,8 +15,9 @@ import (
 
 // The close codes of the gateway (docs/gateway.md). Run reconnects after every close but
 // CloseAuthenticationFailed, CloseConsumerTakenOver, CloseResyncRequired and CloseDeviceReplaced,
-// which end it with a *CloseError; it identifies again after CloseNotAuthenticated and
-// CloseSessionInvalid, and resumes its session after the others (and after a network error).
+// which end it with a *CloseError; it identifies again with its cursor after
+// CloseNotAuthenticated, CloseSessionInvalid and CloseServerRestart, and resumes its session
+// after the others (and after a network error).
 const (
 	CloseMessageTooBig        = 1009 // RFC 6455: a frame above the server's limit
 	CloseUnknownError         = 4000
@@ -472,6 +473,10 @@ func (c *Client) ended(ctx context.Context, err error, localReason string, resum
 		out.now = resumed
 	case CloseNotAuthenticated:
 		// The connection never identified (too slow, or an op before identify).
+		c.forgetSession()
+	case CloseServerRestart:
+		// Sessions live in the memory of the process that is going away: the new one would
+		// answer a resume with 4006, so identify with the cursor straight away.
 		c.forgetSession()
 	}
 	return out

@@ -202,7 +202,7 @@ func TestRunAfterEachCloseCode(t *testing.T) {
 		{name: "unknown error resumes", code: CloseUnknownError, wantOp: opResume},
 		{name: "rate limited resumes", code: CloseRateLimited, wantOp: opResume},
 		{name: "heartbeat timeout resumes", code: CloseHeartbeatTimeout, wantOp: opResume},
-		{name: "server restart resumes", code: CloseServerRestart, wantOp: opResume},
+		{name: "server restart identifies", code: CloseServerRestart, wantOp: opIdentify},
 		{name: "slow consumer resumes", code: CloseSlowConsumer, wantOp: opResume},
 		{name: "going away resumes", code: 1001, wantOp: opResume},
 		{name: "a cut without a close frame resumes", code: 0, wantOp: opResume},
