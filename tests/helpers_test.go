@@ -111,10 +111,11 @@ type instance struct {
 	me    user
 }
 
-// mustStartWithOwner starts a server on eng, redeems its setup code and logs the owner in.
-func mustStartWithOwner(tb testing.TB, eng engine) *instance {
+// mustStartWithOwner starts a server on eng (with the extra command-line args), redeems its
+// setup code and logs the owner in.
+func mustStartWithOwner(tb testing.TB, eng engine, args ...string) *instance {
 	tb.Helper()
-	srv := mustStart(tb, eng)
+	srv := mustStart(tb, eng, args...)
 	me := mustSetupOwner(tb, srv)
 	return &instance{srv: srv, owner: mustLogin(tb, srv, "owner", ownerPassword), me: me}
 }

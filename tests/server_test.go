@@ -39,6 +39,9 @@ type server struct {
 	// whole link.
 	setupCode, setupLink string
 
+	// args are extra command-line arguments of every start (such as --set key=value).
+	args []string
+
 	cmd    *exec.Cmd
 	exited chan struct{}
 	err    error // the exit status, once exited is closed
@@ -79,10 +82,10 @@ func (l *logTail) String() string {
 
 // mustStart starts bothy on eng with a fresh data directory and, on PostgreSQL, a fresh
 // database migrated with `bothy migrate up` (dropped when the test ends), and waits until it is
-// ready and has printed its setup line.
-func mustStart(tb testing.TB, eng engine) *server {
+// ready and has printed its setup line. args are added to the command line of every start.
+func mustStart(tb testing.TB, eng engine, args ...string) *server {
 	tb.Helper()
-	s := &server{eng: eng, dataDir: tb.TempDir()}
+	s := &server{eng: eng, dataDir: tb.TempDir(), args: args}
 	if eng == postgresEngine {
 		s.dbURL = mustPostgresDatabase(tb)
 		mustMigrateUp(tb, s.dbURL)
@@ -112,6 +115,7 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 	default:
 		tb.Fatalf("unknown engine %q", s.eng)
 	}
+	args = append(args, s.args...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = envWithDatabase(s.dbURL)
 	// The server dies with the test binary, whatever happens to it.
