@@ -205,7 +205,35 @@ func mustMatchCatchUp(tb testing.TB, b *bot, c *client, after int64) {
 		missing, extra := diffSeqs(ws, gs), diffSeqs(gs, ws)
 		tb.Errorf("bot %s was handed %d events after %d, the REST catch-up has %d; missing %s; extra %s",
 			b.name, len(gs), after, len(ws), brief(missing), brief(extra))
+		return
 	}
+	// The same events with the same members: the gateway is the push side of the catch-up.
+	for i, g := range got {
+		if d := eventDiff(g, want[i]); d != "" {
+			tb.Errorf("bot %s: the event at seq %d differs from the REST catch-up's: %s", b.name, g.Seq, d)
+			return
+		}
+	}
+}
+
+// eventDiff says how an event of the gateway differs from the same event of the REST catch-up.
+func eventDiff(g botclient.Event, r event) string {
+	var data any
+	if err := json.Unmarshal(g.Data, &data); err != nil {
+		return "data: " + err.Error()
+	}
+	created, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
+	switch {
+	case g.Type != r.Type:
+		return fmt.Sprintf("type %q, REST %q", g.Type, r.Type)
+	case g.SpaceID != r.SpaceID || g.ChannelID != r.ChannelID || g.ThreadID != r.ThreadID:
+		return fmt.Sprintf("scope %s/%s/%s, REST %s/%s/%s", g.SpaceID, g.ChannelID, g.ThreadID, r.SpaceID, r.ChannelID, r.ThreadID)
+	case err != nil || !g.CreatedAt.Equal(created):
+		return fmt.Sprintf("created_at %s, REST %s", g.CreatedAt.Format(time.RFC3339Nano), r.CreatedAt)
+	case !sameJSON(data, any(r.Data)):
+		return fmt.Sprintf("data %s, REST %s", truncate(jsonText(data), 200), truncate(jsonText(r.Data), 200))
+	}
+	return ""
 }
 
 // diffSeqs is the seqs of a that b lacks.

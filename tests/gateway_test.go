@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -618,6 +619,8 @@ func TestGatewayRefusesWhatBreaksTheProtocol(t *testing.T) {
 			want   int
 		}{
 			{name: "a browser upgrade from a foreign origin answers 403", origin: "https://evil.example", want: http.StatusForbidden},
+			{name: "a browser upgrade from another port of the same host answers 403", origin: "http://127.0.0.1:1", want: http.StatusForbidden},
+			{name: "a browser upgrade from an opaque origin answers 403", origin: "null", want: http.StatusForbidden},
 			{name: "a browser upgrade from the instance's own origin is accepted", origin: in.srv.public, want: http.StatusSwitchingProtocols},
 			{name: "an upgrade without an origin (a bot) is accepted", want: http.StatusSwitchingProtocols},
 		} {
@@ -640,5 +643,76 @@ func TestGatewayRefusesWhatBreaksTheProtocol(t *testing.T) {
 				}
 			})
 		}
+		t.Run("a GET without the upgrade answers 426 and another method 405, as problems", func(t *testing.T) {
+			anon := as(in.srv, "")
+			anon.do(t, http.MethodGet, api("gateway"), nil, breaksDocument()).want(t, http.StatusUpgradeRequired)
+			anon.do(t, http.MethodPost, api("gateway"), nil, breaksDocument()).want(t, http.StatusMethodNotAllowed)
+		})
+	})
+}
+
+// TestGatewayKeepsOnlyLiveAndAuthorizedConnections runs with a heartbeat of 300 ms and an
+// identify timeout of 200 ms (below the 450 ms of silence that closes with 4009): silence is
+// closed quickly, a client that beats stays, and a connection whose credential ends is closed
+// with 4004.
+func TestGatewayKeepsOnlyLiveAndAuthorizedConnections(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng, "--set", "gateway.heartbeat_interval=300ms", "--set", "gateway.identify_timeout=200ms")
+		var tok apiToken
+		w.alice.do(t, http.MethodPost, api("tokens"), map[string]any{"name": "alice's bot"}).
+			want(t, http.StatusCreated).decode(t, &tok)
+		start := w.in.owner.mustHead(t)
+		// Alice's bot holds an API token, as bots do.
+		alice := mustStartBot(t, "alice", w.in.srv.public, tok.Token, botclient.WithCursor(start))
+		bob := mustStartBot(t, "bob", w.in.srv.public, w.bob.token, botclient.WithCursor(start))
+
+		t.Run("a connection that does not identify in time is closed with 4003", func(t *testing.T) {
+			rc := mustDialGateway(t, w.in.srv.public, dialOptions{})
+			if code, _ := rc.closeCode(5 * time.Second); code != 4003 {
+				t.Errorf("closed with %d, want 4003", code)
+			}
+		})
+		t.Run("a connection that goes silent is asked for a heartbeat, then closed with 4009", func(t *testing.T) {
+			rc, _ := mustIdentifyRaw(t, w.in.srv.public, w.in.owner.token, nil, dialOptions{})
+			code, frames := rc.closeCode(5 * time.Second)
+			if code != 4009 {
+				t.Errorf("closed with %d, want 4009", code)
+			}
+			if !slices.ContainsFunc(frames, func(f wsFrame) bool { return f.Op == "heartbeat" }) {
+				t.Errorf("the server sent %v before the close, and no heartbeat", frames)
+			}
+		})
+		t.Run("a client that beats stays connected and keeps receiving", func(t *testing.T) {
+			time.Sleep(time.Second) // more than three intervals
+			m := w.alice.mustPost(t, w.sharedTh.Thread.ID, "still there?")
+			seq := seqOf(t, w.in.owner, start, "the message", func(e event) bool { return e.Data["id"] == m.ID })
+			alice.waitSeq(t, seq, 10*time.Second)
+			if n := alice.readyCount(); n != 1 {
+				t.Errorf("alice's bot connected %d times, want once", n)
+			}
+		})
+		t.Run("a logout closes the connections of that login session with 4004", func(t *testing.T) {
+			second := mustLogin(t, w.in.srv, "alice", "alice-password-1")
+			rc, _ := mustIdentifyRaw(t, w.in.srv.public, second.token, nil, dialOptions{})
+			second.do(t, http.MethodPost, api("auth", "logout"), nil).want(t, http.StatusNoContent)
+			if code, _ := rc.closeCode(5 * time.Second); code != 4004 {
+				t.Errorf("closed with %d, want 4004", code)
+			}
+			if alice.isDone() {
+				t.Errorf("alice's bot, on an API token, stopped too: %v", alice.stop(t))
+			}
+		})
+		t.Run("disabling a person closes their connections with 4004 and the client stops", func(t *testing.T) {
+			w.in.owner.do(t, http.MethodPost, api("users", w.bobU.ID, "disable"), nil).want(t, http.StatusOK)
+			select {
+			case <-bob.done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("bob's bot still runs 10 s after bob was disabled")
+			}
+			if err := bob.stop(t); !errors.Is(err, botclient.ErrAuthenticationFailed) {
+				t.Errorf("bob's bot ended with %v, want ErrAuthenticationFailed", err)
+			}
+		})
 	})
 }
