@@ -153,7 +153,9 @@ func (c *Client) Send(ctx context.Context, op string, d any) error {
 	return g.send(ctx, op, d)
 }
 
-// StartTyping tells the others who may read the thread that the principal is typing.
+// StartTyping tells the others who may read the thread that the principal is typing. Send it
+// again every few seconds while typing, not more: the server closes a connection that sends more
+// than 120 frames a minute (4008), heartbeats included.
 func (c *Client) StartTyping(ctx context.Context, threadID string) error {
 	return c.Send(ctx, "typing.start", map[string]string{"thread_id": threadID})
 }
@@ -306,7 +308,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 	var (
 		readErr     error
 		handing     atomic.Bool // the reader waits for the handler
-		unacked     atomic.Bool // a heartbeat is out and not acknowledged
+		unacked     atomic.Bool // a heartbeat is out and nothing came since
 		localReason atomic.Pointer[string]
 	)
 	go func() {
@@ -317,9 +319,11 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 				readErr = err
 				return
 			}
+			// Any frame shows the connection alive, not only the ack, which may wait behind a
+			// long replay on a slow link.
+			unacked.Store(false)
 			switch f.Op {
 			case opHeartbeatAck:
-				unacked.Store(false)
 			case opHeartbeat:
 				// The server asks for one now.
 				_ = g.send(connCtx, opHeartbeat, struct{}{})
@@ -346,7 +350,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 			case <-t.C:
 			}
 			if unacked.Load() && !handing.Load() {
-				// The last beat went unanswered for a whole interval: the connection is a
+				// Nothing came for a whole interval after the last beat: the connection is a
 				// zombie (a dead NAT entry, a frozen server). Drop it and reconnect.
 				r := "heartbeat not acknowledged"
 				localReason.Store(&r)

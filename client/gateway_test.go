@@ -464,6 +464,31 @@ func TestHeartbeats(t *testing.T) {
 	})
 }
 
+func TestHeartbeatsCountAnyFrameAsLife(t *testing.T) {
+	// The server never acknowledges, but events keep coming: the connection is alive.
+	fg := newFakeGateway(t, func(n int, fc *fakeConn) {
+		if n > 0 {
+			t.Errorf("connection %d: the client dropped a connection that was sending", n)
+			return
+		}
+		fc.autoAck = false
+		if _, ok := identified(fc, 30); !ok || !fc.ready("s1", 0) {
+			return
+		}
+		for seq := int64(1); seq <= 30; seq++ {
+			if !fc.events(seq) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		fc.waitClosed()
+	})
+	got, _ := runFor(t, fg.client(WithCursor(0)), 30, 5*time.Second)
+	if len(got) != 30 {
+		t.Errorf("handed %d events, want 30", len(got))
+	}
+}
+
 func TestHandlers(t *testing.T) {
 	t.Run("ephemeral events go to their own handler and move no cursor", func(t *testing.T) {
 		var (
