@@ -155,7 +155,7 @@ func (c *Client) Send(ctx context.Context, op string, d any) error {
 
 // StartTyping tells the others who may read the thread that the principal is typing. Send it
 // again every few seconds while typing, not more: the server closes a connection that sends more
-// than 120 frames a minute (4008), heartbeats included.
+// than 120 frames a minute (4008), heartbeats aside.
 func (c *Client) StartTyping(ctx context.Context, threadID string) error {
 	return c.Send(ctx, "typing.start", map[string]string{"thread_id": threadID})
 }

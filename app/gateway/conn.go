@@ -290,7 +290,7 @@ func (c *conn) readLoop() {
 		if now.Sub(c.rateStart) >= rateWindow {
 			c.rateStart, c.rateCount = now, 0
 		}
-		if c.rateCount++; c.rateCount > rateMax {
+		if c.rateCount++; c.rateCount > c.g.cfg.frameLimit() {
 			c.closeWith(CloseRateLimited, "")
 			return
 		}

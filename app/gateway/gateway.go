@@ -147,11 +147,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Rate limit of client frames per connection (4008), as Discord's: 120 per 60 seconds.
+// Rate limit of client frames per connection (4008), as Discord's: 120 per 60 seconds, plus the
+// heartbeats the configured interval asks for (a client's heartbeat and its answer to the
+// server's), so that a short gateway.heartbeat_interval never closes a well-behaved client.
 const (
 	rateWindow = time.Minute
 	rateMax    = 120
 )
+
+func (c Config) frameLimit() int {
+	return rateMax + int(2*rateWindow/max(c.HeartbeatInterval, time.Millisecond))
+}
 
 // ConnInfo describes a connection for the log.
 type ConnInfo struct {
