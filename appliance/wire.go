@@ -106,6 +106,9 @@ func wire(ctx context.Context, a *App) error {
 	if _, err := az.Warm(ctx); err != nil {
 		return fmt.Errorf("warm the permission cache: %w", err)
 	}
+	// The writer hands each batch's events to the cache right after COMMIT, so the next batch
+	// decides its units' rights from memory instead of a grants query on the write connection.
+	db.OnCommit(az.ObserveCommitted)
 	router.HandleRaw(wsgateway.Path, wsgateway.NewHandler(gw, wsgateway.Options{
 		PublicURL:     a.Config.Server.PublicURL,
 		MaxFrameBytes: a.Config.Gateway.MaxFrameBytes,

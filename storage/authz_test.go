@@ -652,6 +652,21 @@ func TestPermissionCache(t *testing.T) {
 			}
 		})
 
+		t.Run("the writer hands its own commits to the cache before the next batch", func(t *testing.T) {
+			e := newCacheEnv(t, eng)
+			e.warm(t)
+			read := e.messageOn(e.channel, e.alice)
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("before the grant: %v", err)
+			}
+			e.db.OnCommit(e.cached.ObserveCommitted)
+			e.grant(t, e.owner, e.channel, e.dave, authz.LevelView)
+			// No tail ran: the cache knows the grant because the writer handed it over.
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+				t.Fatalf("after the grant: %v", err)
+			}
+		})
+
 		t.Run("REST decisions read the cache only when it is current, outside a Unit of Work, on SQLite", func(t *testing.T) {
 			e := newCacheEnv(t, eng)
 			e.grant(t, e.owner, e.channel, e.alice, authz.LevelView)
@@ -670,9 +685,11 @@ func TestPermissionCache(t *testing.T) {
 			if err != nil || fromCache == v.Channel(e.channel) {
 				t.Fatalf("visibility outside a unit of work on %s: %v", eng.Name, err)
 			}
+			// Inside a Unit of Work the cache decides when it has seen everything committed before
+			// the transaction began (on both engines: the batch reads the locked counter) ...
 			err = e.db.Do(ctx, func(ctx context.Context) error {
-				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
-					return err
+				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+					return fmt.Errorf("a current cache did not decide: %v", err)
 				}
 				v, err := e.cached.Visible(ctx, e.dave, kernel.ActMessageRead)
 				if err == nil && !v.Channel(e.channel) {
@@ -682,6 +699,18 @@ func TestPermissionCache(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatalf("inside a unit of work: %v", err)
+			}
+			// ... and not once the transaction holds a change of rights the cache cannot know.
+			errRollBack := errors.New("roll back")
+			err = e.db.Do(ctx, func(ctx context.Context) error {
+				e.db.Append(ctx, kernel.Event{Type: kernel.EvGrantChanged, Payload: map[string]any{}})
+				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+					return fmt.Errorf("with a change of rights pending: %w", err)
+				}
+				return errRollBack
+			})
+			if !errors.Is(err, errRollBack) {
+				t.Fatalf("inside a unit of work with a change of rights: %v", err)
 			}
 			// A commit the tail has not handed over yet: the cache is behind, REST reads the
 			// database.

@@ -75,6 +75,8 @@ type DB struct {
 	readStmts sync.Map // string → *sql.Stmt
 	readStmtN atomic.Int32
 
+	onCommit atomic.Pointer[func([]kernel.LoggedEvent)] // see OnCommit
+
 	head     atomic.Int64 // highest committed seq
 	notifyMu sync.Mutex
 	notifyCh chan struct{} // closed and replaced at each commit that appended events
@@ -370,3 +372,9 @@ func placeholders(n int) string {
 	}
 	return strings.Repeat("?, ", n-1) + "?"
 }
+
+// OnCommit registers fn, handed the events of each batch right after its COMMIT, on the writer's
+// goroutine, before the next batch begins: the permission cache observes this process's own
+// commits without waiting for the log tail, so the next batch finds it current. fn must be quick
+// and never block or write.
+func (db *DB) OnCommit(fn func(events []kernel.LoggedEvent)) { db.onCommit.Store(&fn) }

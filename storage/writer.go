@@ -31,6 +31,37 @@ type txState struct {
 	// UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its
 	// row lock in whatever order the units came; one per thread per batch, in id order, does not.
 	threadBumps map[kernel.ID]threadBump
+	// logged are the unit's events as stored, kept for Options.OnCommit.
+	logged []kernel.LoggedEvent
+	batch  *batchView
+}
+
+// batchView is the kernel.TxView of one unit: the batch's base seq and the event types that
+// the batch's earlier units (types) and the unit itself (events) appended.
+type batchView struct {
+	base  int64
+	types map[string]bool
+}
+
+type unitView struct {
+	b  *batchView
+	st *txState
+}
+
+func (v unitView) BaseSeq() int64 { return v.b.base }
+
+func (v unitView) Appended(types ...string) bool {
+	for _, t := range types {
+		if v.b.types[t] {
+			return true
+		}
+		for _, e := range v.st.events {
+			if e.Type == t {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type threadBump struct {
@@ -296,14 +327,17 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 	head := committed
 	ok := 0
 	var bumps map[kernel.ID]threadBump
+	view := &batchView{base: committed, types: map[string]bool{}}
+	var logged []kernel.LoggedEvent
 	for i := 0; i < len(batch); i++ {
 		j := batch[i]
 		if err := j.ctx.Err(); err != nil {
 			j.err = err
 			continue
 		}
-		st := &txState{conn: w.stmts}
+		st := &txState{conn: w.stmts, batch: view}
 		ctx := context.WithValue(context.WithoutCancel(j.ctx), txKey{}, st)
+		ctx = kernel.WithTxView(ctx, unitView{view, st})
 		ferr := callSafely(ctx, j.fn)
 		var n int64
 		if ferr == nil {
@@ -335,6 +369,10 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 		}
 		head += n
 		ok++
+		for _, e := range st.events {
+			view.types[e.Type] = true
+		}
+		logged = append(logged, st.logged...)
 		for id, b := range st.threadBumps {
 			if bumps == nil {
 				bumps = map[kernel.ID]threadBump{}
@@ -360,6 +398,9 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 	}
 	if head != committed {
 		w.db.advanceHead(head)
+		if fn := w.db.onCommit.Load(); fn != nil && len(logged) > 0 {
+			(*fn)(logged)
+		}
 	}
 	w.afterCommit(len(batch))
 	return nil
@@ -572,6 +613,10 @@ func (w *writer) appendEvents(ctx context.Context, st *txState, head int64) (int
 		args = append(args, head+int64(i)+1, e.Type, nullID(e.Scope.SpaceID), nullID(e.Scope.ChannelID),
 			nullID(e.Scope.ThreadID), nullID(e.Scope.PrincipalID), nullID(e.SubjectID), nullID(e.ActorID),
 			string(payload), now)
+		if w.db.onCommit.Load() != nil {
+			st.logged = append(st.logged, kernel.LoggedEvent{Seq: head + int64(i) + 1, Type: e.Type, Scope: e.Scope,
+				SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: payload, CreatedAt: parseTime(now)})
+		}
 	}
 	switch w.db.dialect.Name() {
 	case "sqlite":

@@ -300,6 +300,27 @@ func (s *Service) Observe(e kernel.LoggedEvent) {
 	}
 }
 
+// rightsEvents are the event types Observe changes the model by (decodeChange): a Unit of Work
+// whose transaction holds one of them pending decides from the database.
+var rightsEvents = []string{kernel.EvGrantChanged, kernel.EvUserCreated, kernel.EvUserUpdated,
+	kernel.EvChannelCreated, kernel.EvChannelUpdated}
+
+// ObserveCommitted applies events this process has just committed, as far as they follow the
+// cache directly; it never reloads: the log tail hands the same events again, and a gap (another
+// node's commits) is the tail's to fill. The store's writer calls it right after COMMIT, so that
+// the next batch finds the cache current and decides its units' rights from memory.
+func (s *Service) ObserveCommitted(events []kernel.LoggedEvent) {
+	c := s.cache
+	for _, e := range events {
+		c.mu.RLock()
+		next := c.m != nil && !c.stale && e.Seq == c.m.seq+1
+		c.mu.RUnlock()
+		if !next || c.observe(e) != nil {
+			return
+		}
+	}
+}
+
 // OnObserveError registers fn, told when Observe could not apply the event at seq and loaded
 // the cache again (err says why, and whether loading failed too), for the log. It runs on
 // Observe's goroutine.

@@ -114,7 +114,16 @@ func (g storeGrants) spaceAccess(ctx context.Context, principalID, spaceID kerne
 // author (message.update) still needs the author.
 func (s *Service) Authorize(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
 	kernel.RecordCheck(ctx, action)
-	if head, ok := s.store.CommittedHead(ctx); ok {
+	if v, ok := kernel.TxViewFrom(ctx); ok {
+		// Inside a Unit of Work: the cache is as good as the transaction's own read when it has
+		// seen everything committed before the transaction began and no unit of the transaction
+		// has appended a change of rights (which only the transaction sees).
+		if !v.Appended(rightsEvents...) {
+			if decided, err := s.cache.authorizeIfCurrent(ctx, v.BaseSeq(), actor, action, r); decided {
+				return err
+			}
+		}
+	} else if head, ok := s.store.CommittedHead(ctx); ok {
 		if decided, err := s.cache.authorizeIfCurrent(ctx, head, actor, action, r); decided {
 			return err
 		}

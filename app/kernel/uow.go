@@ -69,3 +69,27 @@ const (
 	EvReactionRemoved = "reaction.removed"
 	EvSessionRevoked  = "session.revoked"
 )
+
+// TxView is what a Unit of Work's transaction has seen of the log: the head committed before the
+// transaction began, and the types of the events that earlier units of the same transaction (a
+// group-commit batch) and this unit so far have appended. A decision made from state kept in
+// memory is as good as one read in the transaction when that state has seen BaseSeq and no unit
+// of the transaction has appended an event that changes it.
+type TxView interface {
+	BaseSeq() int64
+	// Appended reports whether an event of one of types is pending in the transaction.
+	Appended(types ...string) bool
+}
+
+type txViewKey struct{}
+
+// WithTxView puts the view of the Unit of Work into ctx; the store does, for each unit.
+func WithTxView(ctx context.Context, v TxView) context.Context {
+	return context.WithValue(ctx, txViewKey{}, v)
+}
+
+// TxViewFrom returns the view of the Unit of Work of ctx, if ctx carries one.
+func TxViewFrom(ctx context.Context) (TxView, bool) {
+	v, ok := ctx.Value(txViewKey{}).(TxView)
+	return v, ok
+}
