@@ -31,8 +31,14 @@
 //     the model too, never from the caller: a disabled or unknown principal is unauthenticated.
 //     A catch-up that replays the log up to its head wants rights as of now, not as of the
 //     tail's position: it uses Service.Visible, which reads the model when it is current.
-//   - REST decisions (Service.Authorize and Service.Visible) read the database inside the
-//     request's transaction, and read the model instead only when it is known to be current:
+//   - Inside a Unit of Work, Service.Authorize decides from the model when the unit's
+//     kernel.TxView says it is as good as the transaction: the model has seen the head committed
+//     before the transaction began (read under the counter lock, so exact on every engine), and
+//     no unit of the transaction has appended a change of rights (rightsEvents), which only the
+//     transaction sees. The store's writer hands its own commits to the model right after COMMIT
+//     (ObserveCommitted), so the next batch finds it current. Otherwise it reads the database.
+//   - REST decisions outside a Unit of Work (Service.Authorize and Service.Visible) read the
+//     database, and read the model instead only when it is known to be current:
 //     outside a Unit of Work (a batch of the group commit may hold another request's uncommitted
 //     change of rights, which only the transaction sees), on an engine where this process hears
 //     of every commit as it is acknowledged (SQLite; on PostgreSQL another node's commit may not
