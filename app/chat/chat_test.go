@@ -50,8 +50,8 @@ func TestCreateSpace(t *testing.T) {
 			if sp.Name != tt.wantName || sp.CreatedBy != alice.ID || sp.CreatedAt.Nanosecond()%1000 != 0 {
 				t.Fatalf("space = %+v", sp)
 			}
-			if f.authz.calls[0].Action != kernel.ActSpaceCreate || f.authz.calls[0].Resource.Kind != kernel.ResInstance {
-				t.Fatalf("authorized %+v", f.authz.calls[0])
+			if f.authz.Calls[0].Action != kernel.ActSpaceCreate || f.authz.Calls[0].Resource.Kind != kernel.ResInstance {
+				t.Fatalf("authorized %+v", f.authz.Calls[0])
 			}
 			evs := f.tx.Events()
 			if len(evs) != 1 || evs[0].Type != kernel.EvSpaceCreated || evs[0].Scope != (kernel.Scope{SpaceID: sp.ID}) ||
@@ -128,7 +128,7 @@ func TestSpaces(t *testing.T) {
 		if n := len(f.tx.Events()); n != 1 {
 			t.Fatalf("%d events, want only space.created", n)
 		}
-		if last := f.authz.calls[len(f.authz.calls)-1]; last.Action != kernel.ActSpaceUpdate {
+		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != kernel.ActSpaceUpdate {
 			t.Fatalf("a no-op patch must still be authorized, last = %+v", last)
 		}
 	})
@@ -150,7 +150,7 @@ func TestChannels(t *testing.T) {
 		if err != nil || !main.IsMain || main.ChannelID != c.ID || main.SpaceID != sp.ID {
 			t.Fatalf("main thread = %+v, %v", main, err)
 		}
-		last := f.authz.calls[len(f.authz.calls)-1]
+		last := f.authz.Calls[len(f.authz.Calls)-1]
 		if last.Action != kernel.ActChannelCreate || last.Resource.Kind != kernel.ResSpace || last.Resource.ID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}

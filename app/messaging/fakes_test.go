@@ -1,6 +1,7 @@
 package messaging_test
 
 import (
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"context"
 	"slices"
 	"sync"
@@ -12,79 +13,11 @@ import (
 	"bothy.dev/bothy/app/messaging"
 )
 
-// fakeTx is a Unit of Work and an event log: events appended in a unit are kept only when the
-// unit succeeds. (Rows of the fakes are not rolled back; the tests do not rely on it.)
-type fakeTx struct {
-	mu     sync.Mutex
-	events []kernel.Event
-}
-
-type fakeTxKey struct{}
-
-type fakeTxBuf struct{ events []kernel.Event }
-
-var (
-	_ kernel.UnitOfWork = (*fakeTx)(nil)
-	_ kernel.EventLog   = (*fakeTx)(nil)
+// The kernel fakes are shared with the other modules' tests.
+type (
+	fakeTx    = kerneltest.Tx
+	fakeAuthz = kerneltest.Authz
 )
-
-func (f *fakeTx) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if ctx.Value(fakeTxKey{}) != nil {
-		return fn(ctx)
-	}
-	b := &fakeTxBuf{}
-	if err := fn(context.WithValue(ctx, fakeTxKey{}, b)); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.events = append(f.events, b.events...)
-	f.mu.Unlock()
-	return nil
-}
-
-func (f *fakeTx) Append(ctx context.Context, e kernel.Event) {
-	b, _ := ctx.Value(fakeTxKey{}).(*fakeTxBuf)
-	if b == nil {
-		panic("event " + e.Type + " appended outside a unit of work")
-	}
-	b.events = append(b.events, e)
-}
-
-func (f *fakeTx) Events() []kernel.Event {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.events)
-}
-
-// fakeAuthz decides with Fn (nil allows everything) and records each call.
-type fakeAuthz struct {
-	Fn    func(actor kernel.Actor, action kernel.Action, r kernel.Resource) error
-	mu    sync.Mutex
-	calls []authzCall
-}
-
-type authzCall struct {
-	Action   kernel.Action
-	Resource kernel.Resource
-}
-
-var _ kernel.Authorizer = (*fakeAuthz)(nil)
-
-func (a *fakeAuthz) Authorize(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
-	a.mu.Lock()
-	a.calls = append(a.calls, authzCall{action, r})
-	a.mu.Unlock()
-	if a.Fn == nil {
-		return nil
-	}
-	return a.Fn(actor, action, r)
-}
-
-func (a *fakeAuthz) last() authzCall {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls[len(a.calls)-1]
-}
 
 // fakeThreads is chat's Threads port over maps.
 type fakeThreads struct {
@@ -298,7 +231,7 @@ type redaction struct {
 var _ messaging.Redactor = (*fakeRedactor)(nil)
 
 func (r *fakeRedactor) RedactEvents(ctx context.Context, subject kernel.ID, types []string, payload any) error {
-	if ctx.Value(fakeTxKey{}) == nil {
+	if !kerneltest.InUnit(ctx) {
 		panic("redaction outside a unit of work")
 	}
 	r.calls = append(r.calls, redaction{subject, types, payload})

@@ -63,7 +63,7 @@ func TestCreateMessage(t *testing.T) {
 			m.AuthorID != alice.ID || m.Version != 1 || m.ClientMsgID != "c-1" || m.Mentions == nil || m.CreatedAt.Nanosecond() != 0 {
 			t.Fatalf("message = %+v", m)
 		}
-		if c := f.authz.last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != f.main.ID ||
+		if c := f.authz.Last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != f.main.ID ||
 			c.Resource.ChannelID != f.channel.ID || c.Resource.ChannelKind != chat.KindChannel {
 			t.Fatalf("authorized %+v", c)
 		}
@@ -91,7 +91,7 @@ func TestCreateMessage(t *testing.T) {
 			if err != nil || created || !reflect.DeepEqual(again, first) {
 				t.Fatalf("repeat %d: %+v created=%v err=%v", i, again, created, err)
 			}
-			if f.authz.last().Action != kernel.ActMessageCreate {
+			if f.authz.Last().Action != kernel.ActMessageCreate {
 				t.Fatal("a repeat must still be authorized")
 			}
 		}
@@ -149,7 +149,7 @@ func TestCreateThread(t *testing.T) {
 			!reflect.DeepEqual(m.Mentions, []kernel.ID{alice.ID}) {
 			t.Fatalf("thread %+v message %+v", th, m)
 		}
-		if c := f.authz.last(); c.Action != kernel.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
+		if c := f.authz.Last(); c.Action != kernel.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
@@ -212,7 +212,7 @@ func TestEditMessage(t *testing.T) {
 		if err != nil || len(revs) != 1 || revs[0].Version != 1 || revs[0].Content != "one" || !revs[0].CreatedAt.Equal(m.CreatedAt) {
 			t.Fatalf("revisions = %+v, %v", revs, err)
 		}
-		if c := f.authz.last(); c.Action != kernel.ActRevisionsRead {
+		if c := f.authz.Last(); c.Action != kernel.ActRevisionsRead {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
@@ -234,7 +234,7 @@ func TestEditMessage(t *testing.T) {
 		if _, err := f.svc.EditMessage(ctx, bob, m.ID, "two"); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if c := f.authz.last(); c.Action != kernel.ActMessageUpdate || c.Resource.OwnerID != alice.ID || c.Resource.Kind != kernel.ResMessage {
+		if c := f.authz.Last(); c.Action != kernel.ActMessageUpdate || c.Resource.OwnerID != alice.ID || c.Resource.Kind != kernel.ResMessage {
 			t.Fatalf("authorized %+v", c)
 		}
 	})
@@ -277,7 +277,7 @@ func TestDeleteMessage(t *testing.T) {
 		if f.threads.threads[f.main.ID].MessageCount != 0 || len(f.deleted) != 1 {
 			t.Fatalf("thread %+v, deleted %+v", f.threads.threads[f.main.ID], f.deleted)
 		}
-		if c := f.authz.calls[len(f.authz.calls)-2]; c.Action != kernel.ActMessageDelete {
+		if c := f.authz.Calls[len(f.authz.Calls)-2]; c.Action != kernel.ActMessageDelete {
 			t.Fatalf("authorized %+v", c)
 		}
 		n := len(evs)
@@ -323,7 +323,7 @@ func TestReactions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if c := f.authz.last(); c.Action != kernel.ActReactionAdd || c.Resource.ID != m.ID {
+		if c := f.authz.Last(); c.Action != kernel.ActReactionAdd || c.Resource.ID != m.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		for i := 0; i < 2; i++ {
@@ -366,7 +366,7 @@ func TestListMessages(t *testing.T) {
 		if err != nil || len(got) != 1 || more {
 			t.Fatalf("got %+v more %v err %v", got, more, err)
 		}
-		if c := f.authz.last(); c.Action != kernel.ActMessageRead || c.Resource.Kind != kernel.ResThread {
+		if c := f.authz.Last(); c.Action != kernel.ActMessageRead || c.Resource.Kind != kernel.ResThread {
 			t.Fatalf("authorized %+v", c)
 		}
 		if _, _, err := f.svc.ListMessages(ctx, alice, f.main.ID, chat.Page{Limit: -1}); !kernel.IsCode(err, kernel.CodeValidation) {

@@ -1,0 +1,97 @@
+// Package kerneltest holds hand-written fakes of the kernel ports for the domain modules' unit
+// tests: a Unit of Work that runs inline and keeps the events of committed units, and an
+// Authorizer that records every decision. Only _test.go files import it.
+package kerneltest
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Tx is a Unit of Work and event log in memory: a unit's events are kept only when it succeeds;
+// nested units join the outer one.
+type Tx struct {
+	mu     sync.Mutex
+	events []kernel.Event
+}
+
+type txKey struct{}
+
+type txBuf struct{ events []kernel.Event }
+
+var (
+	_ kernel.UnitOfWork = (*Tx)(nil)
+	_ kernel.EventLog   = (*Tx)(nil)
+)
+
+// Do implements kernel.UnitOfWork.
+func (f *Tx) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if ctx.Value(txKey{}) != nil {
+		return fn(ctx)
+	}
+	b := &txBuf{}
+	if err := fn(context.WithValue(ctx, txKey{}, b)); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.events = append(f.events, b.events...)
+	f.mu.Unlock()
+	return nil
+}
+
+// Append implements kernel.EventLog; it panics outside a unit, as the store does.
+func (f *Tx) Append(ctx context.Context, e kernel.Event) {
+	b, _ := ctx.Value(txKey{}).(*txBuf)
+	if b == nil {
+		panic("event " + e.Type + " appended outside a unit of work")
+	}
+	b.events = append(b.events, e)
+}
+
+// Events returns the events of the units that succeeded, in order.
+func (f *Tx) Events() []kernel.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events)
+}
+
+// Authz decides with Fn (nil allows everything), records each call in Calls and in the
+// request's check log.
+type Authz struct {
+	Fn    func(actor kernel.Actor, action kernel.Action, r kernel.Resource) error
+	mu    sync.Mutex
+	Calls []AuthzCall
+}
+
+// AuthzCall is one recorded decision.
+type AuthzCall struct {
+	Action   kernel.Action
+	Resource kernel.Resource
+}
+
+var _ kernel.Authorizer = (*Authz)(nil)
+
+// Authorize implements kernel.Authorizer.
+func (a *Authz) Authorize(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
+	a.mu.Lock()
+	a.Calls = append(a.Calls, AuthzCall{action, r})
+	a.mu.Unlock()
+	kernel.RecordCheck(ctx, action)
+	if a.Fn == nil {
+		return nil
+	}
+	return a.Fn(actor, action, r)
+}
+
+// Last returns the latest recorded decision.
+func (a *Authz) Last() AuthzCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Calls[len(a.Calls)-1]
+}
+
+// InUnit reports whether ctx carries a unit of a Tx, for fakes of ports that must run in one.
+func InUnit(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
