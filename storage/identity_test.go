@@ -502,6 +502,10 @@ func TestTokens(t *testing.T) {
 			if err := e.id.RevokeToken(bg, alice, tok.ID); err != nil {
 				t.Fatal(err)
 			}
+			evs := e.events(t)
+			if last := evs[len(evs)-1]; last.Type != kernel.EvTokenRevoked || last.Scope != (kernel.Scope{PrincipalID: alice.ID}) || last.SubjectID != tok.ID {
+				t.Fatalf("event %+v", last)
+			}
 			_, err = e.id.Authenticate(bg, value)
 			wantCode(t, err, kernel.CodeUnauthenticated)
 			err = e.id.RevokeToken(bg, alice, tok.ID)

@@ -703,6 +703,24 @@ func TestGatewayKeepsOnlyLiveAndAuthorizedConnections(t *testing.T) {
 				t.Errorf("alice's bot, on an API token, stopped too: %v", alice.stop(t))
 			}
 		})
+		t.Run("revoking an API token closes its connections with 4004 and the client stops", func(t *testing.T) {
+			var other apiToken
+			w.alice.do(t, http.MethodPost, api("tokens"), map[string]any{"name": "alice's other bot"}).
+				want(t, http.StatusCreated).decode(t, &other)
+			revoked := mustStartBot(t, "alice-other", w.in.srv.public, other.Token, botclient.WithCursor(start))
+			w.alice.do(t, http.MethodDelete, api("tokens", other.ID), nil).want(t, http.StatusNoContent)
+			select {
+			case <-revoked.done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the bot still runs 10 s after its token was revoked")
+			}
+			if err := revoked.stop(t); !errors.Is(err, botclient.ErrAuthenticationFailed) {
+				t.Errorf("the bot ended with %v, want ErrAuthenticationFailed", err)
+			}
+			if alice.isDone() {
+				t.Errorf("alice's bot on her first token stopped too: %v", alice.stop(t))
+			}
+		})
 		t.Run("disabling a person closes their connections with 4004 and the client stops", func(t *testing.T) {
 			w.in.owner.do(t, http.MethodPost, api("users", w.bobU.ID, "disable"), nil).want(t, http.StatusOK)
 			select {

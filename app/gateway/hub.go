@@ -294,8 +294,11 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 		}
 		h.targets[i] = target{}
 	}
-	if e.Type == kernel.EvSessionRevoked {
-		h.endSession(e.Scope.PrincipalID, e.SubjectID)
+	switch e.Type {
+	case kernel.EvSessionRevoked:
+		h.endCredential(e.Scope.PrincipalID, e.SubjectID, "logged out", func(a kernel.Actor) kernel.ID { return a.SessionID })
+	case kernel.EvTokenRevoked:
+		h.endCredential(e.Scope.PrincipalID, e.SubjectID, "token revoked", func(a kernel.Actor) kernel.ID { return a.TokenID })
 	}
 	return nil
 }
@@ -442,8 +445,13 @@ func (h *hub) enable(id kernel.ID) {
 	h.mu.Unlock()
 }
 
-// endSession closes the connections that came with a login session that was logged out.
-func (h *hub) endSession(principal, sessionID kernel.ID) {
+// endCredential closes with 4004 the connections of principal that came with credential id (a
+// login session that was logged out, an API token that was revoked); of names the actor's
+// credential of that kind.
+func (h *hub) endCredential(principal, id kernel.ID, reason string, of func(kernel.Actor) kernel.ID) {
+	if id.IsZero() {
+		return
+	}
 	h.mu.Lock()
 	var conns []*conn
 	if m := h.members[principal]; m != nil {
@@ -452,10 +460,10 @@ func (h *hub) endSession(principal, sessionID kernel.ID) {
 	h.mu.Unlock()
 	for _, c := range conns {
 		c.mu.Lock()
-		match := !sessionID.IsZero() && c.actor.SessionID == sessionID
+		match := of(c.actor) == id
 		c.mu.Unlock()
 		if match {
-			c.closeWith(CloseAuthFailed, "logged out")
+			c.closeWith(CloseAuthFailed, reason)
 		}
 	}
 }

@@ -323,6 +323,30 @@ func TestLogoutClosesThatSessionOnly(t *testing.T) {
 	}
 }
 
+func TestRevokedTokenClosesItsConnectionsOnly(t *testing.T) {
+	w := newWorld(t, Config{})
+	w.runTail()
+	withToken := w.ada
+	withToken.SessionID, withToken.TokenID = kernel.NilID, kernel.NewID()
+	w.auth.tokens["bothy_ada"] = withToken
+	bot := w.connect()
+	bot.identify("bothy_ada", -1)
+	bot.catchUp()
+	ada := w.connect() // the same person with a login session
+	ada.identify("ada", -1)
+	ada.catchUp()
+
+	seq := w.log.append(kernel.EvTokenRevoked, kernel.Scope{PrincipalID: w.ada.ID}, withToken.TokenID,
+		map[string]any{"token_id": withToken.TokenID})
+	bot.expectClose(CloseAuthFailed)
+	if e := ada.expectEvent(); e.Seq != seq || e.Type != kernel.EvTokenRevoked {
+		t.Fatalf("got %+v", e)
+	}
+	if code := ada.tr.closeCode(); code != 0 {
+		t.Fatalf("the session connection closed with %d", code)
+	}
+}
+
 func TestTyping(t *testing.T) {
 	w := newWorld(t, Config{})
 	ada, bob, owner := w.connect(), w.connect(), w.connect()

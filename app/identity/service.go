@@ -559,8 +559,9 @@ func (s *Service) ListTokens(ctx context.Context, actor kernel.Actor) ([]Token, 
 	return s.store.Tokens(ctx, actor.ID)
 }
 
-// RevokeToken revokes one of the actor's own tokens (token.revoke); another principal's token
-// answers not_found, like a missing one.
+// RevokeToken revokes one of the actor's own tokens (token.revoke) and appends the personal event
+// token.revoked, which ends the gateway connections that came with the token; another principal's
+// token answers not_found, like a missing or revoked one.
 func (s *Service) RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error {
 	if !actor.Authenticated() {
 		return s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id})
@@ -573,6 +574,11 @@ func (s *Service) RevokeToken(ctx context.Context, actor kernel.Actor, id kernel
 		if err := s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id, OwnerID: t.PrincipalID}); err != nil {
 			return err
 		}
-		return s.store.RevokeToken(ctx, id, s.clock.Now())
+		if err := s.store.RevokeToken(ctx, id, s.clock.Now()); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvTokenRevoked, Scope: kernel.Scope{PrincipalID: t.PrincipalID},
+			SubjectID: id, ActorID: actor.ID, Payload: map[string]kernel.ID{"token_id": id}})
+		return nil
 	})
 }

@@ -68,6 +68,7 @@ const (
 	EvReactionAdded   = "reaction.added"
 	EvReactionRemoved = "reaction.removed"
 	EvSessionRevoked  = "session.revoked"
+	EvTokenRevoked    = "token.revoked"
 )
 
 // TxView is what a Unit of Work's transaction has seen of the log: the head committed before the
