@@ -320,7 +320,9 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 	go func() {
 		defer close(frames)
 		for {
-			f, err := readFrame(connCtx, ws)
+			// No context on the read: coder/websocket arms a timer per read for a context
+			// that can end, a cost on every frame; the deferred CloseNow ends the read.
+			f, err := readFrame(context.Background(), ws)
 			if err != nil {
 				readErr = err
 				return
