@@ -62,6 +62,10 @@ type App struct {
 	// nil, serve prints no setup link.
 	Identity *identity.Service
 
+	// signals is the channel ephemeral between the nodes of a cluster (cluster.mode multi on
+	// PostgreSQL; nil otherwise). openPostgres makes it, wire hands it to the gateway.
+	signals *postgres.Signals
+
 	background []task
 	stops      []task
 
@@ -191,6 +195,12 @@ func (a *App) openPostgres(ctx context.Context, opts storage.Options) error {
 		pollHead(ctx, db, headPollInterval, logger)
 		return nil
 	})
+	if cfg.Cluster.Mode == "multi" {
+		// Several nodes share typing and presence over NOTIFY ephemeral (seed 11.6): one LISTEN
+		// connection of its own, the sibling of the log tail's.
+		a.signals = postgres.NewSignals(url, r, logger)
+		a.Background("ephemeral listener", a.signals.Listen)
+	}
 	return nil
 }
 

@@ -104,6 +104,17 @@ func TestExitCodes(t *testing.T) {
 			want: 2, stderr: `database.url_ref \(flag --set\): must be a reference env:NAME or file:PATH`},
 		{name: "serve on postgres ends with 1 when the reference does not resolve, naming it", args: []string{"serve", "--set", "database.driver=postgres", "--set", "database.url_ref=env:BOTHY_TEST_SURELY_UNSET"},
 			want: 1, stderr: `env:BOTHY_TEST_SURELY_UNSET: env_unset`},
+		{name: "serve --help explains the roles and several nodes", args: []string{"serve", "--help"}, want: 0,
+			stdout: `(?s)Roles \(server.role, --role\).*cluster.mode multi.*4006.*--role role\n\s+process role: all, or api on PostgreSQL`},
+		{name: "serve refuses the worker role, which comes with the job queue", args: []string{"serve", "--role=worker"}, want: 2,
+			stderr: `server.role \(flag --role\): the worker role comes with the job queue`},
+		{name: "serve refuses the api role on SQLite", args: []string{"serve", "--role", "api"}, want: 2,
+			stderr: `server.role \(flag --role\): api needs database.driver postgres`},
+		{name: "serve takes --role api on PostgreSQL, as far as the configuration goes", args: []string{"serve", "--role", "api",
+			"--set", "database.driver=postgres", "--set", "database.url_ref=env:BOTHY_TEST_SURELY_UNSET"},
+			want: 1, stderr: `env:BOTHY_TEST_SURELY_UNSET: env_unset`},
+		{name: "serve refuses several nodes on SQLite", args: []string{"serve", "--set", "cluster.mode=multi"}, want: 2,
+			stderr: `cluster.mode \(flag --set\): multi needs database.driver postgres`},
 		{name: "serve refuses a missing config file", args: []string{"serve", "--config", "/nonexistent/bothy.yaml"}, want: 2, stderr: `/nonexistent/bothy.yaml`},
 		{name: "config check accepts the defaults", args: []string{"config", "check"}, want: 0, stdout: `^configuration ok\n$`},
 		{name: "config check ignores test harness variables", args: []string{"config", "check"}, env: []string{"BOTHY_TEST_ANYTHING=1", "HOME=/root"}, want: 0},
@@ -115,6 +126,13 @@ func TestExitCodes(t *testing.T) {
 			want: 1, stdout: `secret database.url_ref: env_unset`},
 		{name: "config print shows values with their source", args: []string{"config", "print", "--set", "log.level=debug"}, env: []string{"BOTHY_SERVER__DATA_DIR=/srv/bothy"},
 			want: 0, stdout: `(?s)server.data_dir: "/srv/bothy"  # env.*log.level: "debug"  # flag.*shutdown.total_timeout: "30s"  # default`},
+		{name: "config check refuses several nodes on SQLite", args: []string{"config", "check"}, env: []string{"BOTHY_CLUSTER__MODE=multi"},
+			want: 2, stderr: `cluster.mode \(env BOTHY_CLUSTER__MODE\): multi needs database.driver postgres: several nodes share one PostgreSQL database`},
+		{name: "config check takes two api nodes on PostgreSQL", args: []string{"config", "check", "--set", "server.role=api", "--set", "cluster.mode=multi",
+			"--set", "database.driver=postgres", "--set", "database.url_ref=file:/run/secrets/db"}, want: 0, stdout: `configuration ok`},
+		{name: "config print shows the cluster keys", args: []string{"config", "print", "--set", "cluster.mode=multi", "--set", "database.driver=postgres",
+			"--set", "database.url_ref=file:/run/secrets/db"},
+			want: 0, stdout: `(?s)server.role: "all"  # default\ncluster.mode: "multi"  # flag\ncluster.presence_flush_interval: "2s"  # default\ncluster.presence_ttl: "10s"  # default\n`},
 		{name: "config with no subcommand is a usage error", args: []string{"config"}, want: 2, stderr: `missing subcommand`},
 
 		{name: "healthcheck passes on 2xx", args: []string{"healthcheck", "--url", health.URL + "/healthz"}, want: 0},
@@ -178,7 +196,7 @@ func TestMigrateCommands(t *testing.T) {
 	if code := c.run("migrate", "up", "--data-dir", dataDir); code != 0 {
 		t.Fatalf("migrate up = %d: %s", code, c.stderr)
 	}
-	if got := c.stdout.String(); got != "0001_init\tapplied\n" {
+	if got := c.stdout.String(); got != "0001_init\tapplied\n0002_gateway_presence\tapplied\n" {
 		t.Fatalf("migrate up printed %q", got)
 	}
 	fi, err := os.Stat(dataDir)
@@ -190,7 +208,7 @@ func TestMigrateCommands(t *testing.T) {
 	if code := c.run("migrate", "status", "--data-dir", dataDir); code != 0 {
 		t.Fatalf("migrate status = %d: %s", code, c.stderr)
 	}
-	if !regexp.MustCompile(`^0001_init\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`).MatchString(c.stdout.String()) {
+	if !regexp.MustCompile(`^0001_init\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n0002_gateway_presence\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$`).MatchString(c.stdout.String()) {
 		t.Fatalf("migrate status printed %q, want the applied time", c.stdout)
 	}
 

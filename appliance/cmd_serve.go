@@ -14,6 +14,14 @@ the schema has pending migrations it ends at once with exit code 1 and asks for
 one, and while no owner exists prints one line on stdout with the setup link. Logs go to
 stderr.
 
+Roles (server.role, --role): all, the default, runs everything in one process; api runs the
+HTTP API and the gateway next to other processes on one PostgreSQL database (the worker role
+comes with the job queue). Several api (or all) processes behind one proxy need
+cluster.mode multi: each is a node with an id of its own, new at every start, and they share
+typing and presence over NOTIFY ephemeral and the table gateway_presence. A gateway session
+lives in the memory of its node: a resume that reaches another node is answered with 4006 and
+the client identifies with its cursor.
+
 SIGTERM or SIGINT shuts down gracefully within shutdown.total_timeout; a second signal ends
 the process at once.
 
@@ -27,7 +35,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
 	cf.named(f, "listen-addr", "server.listen_addr", "public listener `host:port`")
 	cf.named(f, "internal-listen-addr", "server.internal_listen_addr", "health listener `host:port`")
-	cf.named(f, "role", "server.role", "process `role`: all (api and worker come with PostgreSQL)")
+	cf.named(f, "role", "server.role", "process `role`: all, or api on PostgreSQL (worker comes with the job queue)")
 	if code, done := f.parse(args); done {
 		return code
 	}

@@ -83,7 +83,7 @@ func wire(ctx context.Context, a *App) error {
 	// (authz.Delivery). The upgrade route sits outside the JSON chain because it authorizes
 	// in-band; the shutdown closes every WebSocket with 4013 once the HTTP requests have finished
 	// (stops run after http.Server.Shutdown).
-	gw := gateway.New(gateway.Deps{
+	gwDeps := gateway.Deps{
 		Auth:      ident,
 		Authz:     az.Delivery(),
 		Scoper:    az.Delivery(),
@@ -93,12 +93,27 @@ func wire(ctx context.Context, a *App) error {
 		Observer:  az,
 		Clock:     clock,
 		Logger:    a.Logger,
-	}, gateway.Config{
+	}
+	gwConfig := gateway.Config{
 		HeartbeatInterval: a.Config.Gateway.HeartbeatInterval,
 		WriteTimeout:      a.Config.Gateway.WriteTimeout,
 		IdentifyTimeout:   a.Config.Gateway.IdentifyTimeout,
 		OutboundQueueMax:  a.Config.Sync.OutboundQueueMax,
-	})
+	}
+	// Several nodes (cluster.mode multi, PostgreSQL): each process is a node with an id of its
+	// own, new at every start; typing and presence cross nodes as id-only signals on the channel
+	// ephemeral, and presence is shared through gateway_presence. On one node neither is wired
+	// and everything stays in memory.
+	if a.Config.Cluster.Mode == "multi" {
+		if a.signals == nil {
+			return fmt.Errorf("cluster.mode multi needs PostgreSQL")
+		}
+		gwDeps.Signals, gwDeps.Presence = a.signals, storage.NewPresenceStore(db)
+		gwConfig.Node = kernel.NewID()
+		gwConfig.PresenceFlushInterval = a.Config.Cluster.PresenceFlushInterval
+		gwConfig.PresenceTTL = a.Config.Cluster.PresenceTTL
+	}
+	gw := gateway.New(gwDeps, gwConfig)
 	az.OnPrincipalDisabled(gw.PrincipalDisabled)
 	az.OnObserveError(func(seq int64, err error) {
 		a.Logger.Warn("permission cache: loaded again", "seq", seq, "err", err)
@@ -116,6 +131,9 @@ func wire(ctx context.Context, a *App) error {
 	}))
 	a.Background("gateway log tail", gw.Tail)
 	a.Background("gateway heartbeats", gw.Heartbeats)
+	if gwDeps.Signals != nil {
+		a.Background("gateway cluster", gw.Cluster)
+	}
 	a.OnStop("gateway", gw.Shutdown)
 	a.Gateway = gw
 

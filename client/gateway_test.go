@@ -521,6 +521,28 @@ func TestHandlers(t *testing.T) {
 		}
 	})
 
+	t.Run("the ready handler gets the people online", func(t *testing.T) {
+		fg := newFakeGateway(t, func(n int, fc *fakeConn) {
+			if _, ok := identified(fc, 10_000); ok && fc.send("ready", map[string]any{"session_id": "s1",
+				"principal": map[string]any{"id": "p1", "kind": "person"}, "head_seq": 0, "online": []string{"p1", "p2"}}) {
+				_ = fc.events(1)
+				fc.waitClosed()
+			}
+		})
+		var mu sync.Mutex
+		var online []string
+		runFor(t, fg.client(WithCursor(0), WithReadyHandler(func(r Ready) {
+			mu.Lock()
+			defer mu.Unlock()
+			online = r.Online
+		})), 1, 5*time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(online, []string{"p1", "p2"}) {
+			t.Errorf("ready's online %v", online)
+		}
+	})
+
 	t.Run("a handler error ends Run and the next Run hands the same event again", func(t *testing.T) {
 		closes := make(chan int, 2)
 		var second map[string]any

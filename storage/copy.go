@@ -17,7 +17,7 @@ import (
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens",
 	"spaces", "channels", "threads", "grants", "messages", "message_revisions", "mentions", "reactions",
-	"event_log", "idempotency_keys",
+	"event_log", "idempotency_keys", "gateway_presence",
 }
 
 // seededTables hold rows that the first migration inserts (the instance row, the counters).

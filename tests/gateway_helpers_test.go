@@ -165,10 +165,21 @@ func (b *bot) readyCount() int {
 	return b.readies
 }
 
-func (b *bot) ephemerals() []botclient.Event {
+// ephemerals is a copy of the ephemeral events of type typ handed so far.
+func (b *bot) ephemerals(typ string) []botclient.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Clone(b.ephemeral)
+	return b.ephemeralsLocked(typ)
+}
+
+func (b *bot) ephemeralsLocked(typ string) []botclient.Event {
+	var out []botclient.Event
+	for _, e := range b.ephemeral {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // checkOncePerSeq fails unless the seqs of evs strictly increase: each event once, in order.
@@ -269,6 +280,9 @@ type rawConn struct {
 	ws *websocket.Conn
 	// err is what ended the last read.
 	err error
+	// presence makes next return presence.updated events; by default it skips them, as it
+	// skips heartbeat.ack: people come and go while a test looks at something else.
+	presence bool
 }
 
 // dialOptions shape a raw connection.
@@ -377,10 +391,18 @@ func (rc *rawConn) next(d time.Duration) (wsFrame, error) {
 		if err := json.Unmarshal(b, &f); err != nil {
 			return wsFrame{}, fmt.Errorf("the server sent %q, not a frame", truncate(string(b), 200))
 		}
-		if f.Op != "heartbeat.ack" {
+		if f.Op != "heartbeat.ack" && (rc.presence || !isPresence(f)) {
 			return f, nil
 		}
 	}
+}
+
+// isPresence reports whether f is a presence.updated event.
+func isPresence(f wsFrame) bool {
+	var e struct {
+		Type string `json:"type"`
+	}
+	return f.Op == "event" && json.Unmarshal(f.D, &e) == nil && e.Type == "presence.updated"
 }
 
 func (rc *rawConn) mustNext(tb testing.TB, d time.Duration) wsFrame {

@@ -177,20 +177,20 @@ func TestGatewayDeliversOnlyToThoseAllowed(t *testing.T) {
 			if err := bots["owner"].cl.StartTyping(t.Context(), w.sharedTh.Thread.ID); err != nil {
 				t.Fatal(err)
 			}
-			bots["alice"].waitFor(t, "typing.started", 10*time.Second, func() bool { return len(bots["alice"].ephemeral) > 0 })
+			bots["alice"].waitFor(t, "typing.started", 10*time.Second, func() bool { return len(bots["alice"].ephemeralsLocked("typing.started")) > 0 })
 			fence := w.mustFence(t)
 			for _, b := range bots {
 				b.waitSeq(t, fence, 10*time.Second)
 			}
-			typ := bots["alice"].ephemerals()[0]
+			typ := bots["alice"].ephemerals("typing.started")[0]
 			var d map[string]any
 			_ = json.Unmarshal(typ.Data, &d)
 			if typ.Type != "typing.started" || typ.Seq != 0 || d["thread_id"] != w.sharedTh.Thread.ID || d["principal_id"] != w.in.me.ID {
 				t.Errorf("alice got %s %s", typ.Type, typ.Data)
 			}
 			for _, name := range []string{"owner", "bob"} {
-				if got := bots[name].ephemerals(); len(got) != 0 {
-					t.Errorf("%s got ephemeral events %v", name, got)
+				if got := bots[name].ephemerals("typing.started"); len(got) != 0 {
+					t.Errorf("%s got typing events %v", name, got)
 				}
 			}
 		})

@@ -42,7 +42,7 @@ func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis ker
 	if cursor != nil {
 		after = *cursor
 	}
-	if !c.enqueueWait(readyFrame(sess.id, actor, max(after, pos))) {
+	if !c.sendReady(sess, actor, max(after, pos)) {
 		return
 	}
 	completed := false
@@ -74,6 +74,21 @@ func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis ker
 			after, pos = last, h.repin(c)
 		}
 	}
+}
+
+// sendReady queues ready. A person's connection is counted online first and gets the online
+// set in it, under the presence's lock: every presence.updated after the set follows ready. It
+// reports false when the connection ended.
+func (c *conn) sendReady(sess *session, actor kernel.Actor, head int64) bool {
+	if actor.Kind != kernel.KindPerson {
+		return c.enqueueWait(readyFrame(sess.id, actor, head, nil))
+	}
+	c.g.presence.join(c, actor.ID, c.g.clock.Now(), func(online []kernel.ID) {
+		c.enqueueControl(readyFrame(sess.id, actor, head, online))
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.endedLocked()
 }
 
 // drainHeldLocked moves the held live events above lastSent to the queue, waiting for room as the

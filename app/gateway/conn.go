@@ -161,6 +161,23 @@ func (c *conn) offerEphemeral(f []byte) {
 	c.mu.Unlock()
 }
 
+// offerPresence hands the connection a presence.updated (the presence calls it under its lock).
+// Unlike typing it is state, not a hint: it is queued during the catch-up too (ready went
+// first), and a full queue closes the connection with 4014 as an event would, since a dropped
+// one would leave the client with a wrong online set.
+func (c *conn) offerPresence(f []byte) {
+	c.mu.Lock()
+	switch {
+	case c.endedLocked():
+	case len(c.queue) >= c.g.cfg.OutboundQueueMax:
+		c.closeLocked(CloseSlowConsumer, "")
+	default:
+		c.queue = append(c.queue, f)
+		c.kickLocked()
+	}
+	c.mu.Unlock()
+}
+
 func (c *conn) kickLocked() {
 	if !c.writing && (len(c.queue) > 0 || c.code != 0) {
 		c.writing = true
@@ -483,6 +500,9 @@ func (c *conn) typingStart(ctx context.Context, f Frame) (bool, CloseCode, strin
 		return false, c.ignored("typing.start", err), ""
 	}
 	c.g.hub.typing(ctx, th, c.actor.ID)
+	if cl := c.g.cluster; cl != nil {
+		cl.publish(signal{Kind: signalTyping, ThreadID: th.ID, PrincipalID: c.actor.ID})
+	}
 	return true, 0, ""
 }
 

@@ -443,6 +443,32 @@ type client struct {
 	t  *testing.T
 	w  *world
 	tr *fakeTransport
+	// presence makes next return presence.updated frames like any other; without it, next and
+	// quiet set them aside in aside (most tests are about something else).
+	presence bool
+	aside    []presenceD
+}
+
+// presenceD is the data of a presence.updated.
+type presenceD struct {
+	PrincipalID kernel.ID `json:"principal_id"`
+	Status      string    `json:"status"`
+}
+
+// setAside keeps f in aside and reports true when it is a presence.updated.
+func (c *client) setAside(f gotFrame) bool {
+	if f.Op != OpEvent {
+		return false
+	}
+	var e struct {
+		Type string    `json:"type"`
+		Data presenceD `json:"data"`
+	}
+	if json.Unmarshal(f.D, &e) != nil || e.Type != EvPresenceUpdated {
+		return false
+	}
+	c.aside = append(c.aside, e.Data)
+	return true
 }
 
 func (w *world) connect() *client {
@@ -469,6 +495,16 @@ type gotFrame struct {
 
 // next returns the next frame from the server, or fails the test after a while.
 func (c *client) next() gotFrame {
+	c.t.Helper()
+	for {
+		f := c.nextFrame()
+		if c.presence || !c.setAside(f) {
+			return f
+		}
+	}
+}
+
+func (c *client) nextFrame() gotFrame {
 	c.t.Helper()
 	select {
 	case b := <-c.tr.out:
@@ -517,10 +553,19 @@ func (c *client) expectClose(want CloseCode) {
 // quiet checks that nothing arrives for a moment.
 func (c *client) quiet() {
 	c.t.Helper()
-	select {
-	case b := <-c.tr.out:
-		c.t.Fatalf("unexpected frame %s", b)
-	case <-time.After(30 * time.Millisecond):
+	deadline := time.After(30 * time.Millisecond)
+	for {
+		select {
+		case b := <-c.tr.out:
+			var f gotFrame
+			_ = json.Unmarshal(b, &f)
+			if !c.presence && c.setAside(f) {
+				continue
+			}
+			c.t.Fatalf("unexpected frame %s", b)
+		case <-deadline:
+			return
+		}
 	}
 }
 

@@ -1,12 +1,14 @@
 // Package gateway is the realtime gateway (DESIGN §5 and §6, seed sections 10 and 11): the
 // sessions of the WebSocket protocol, the hub that fans the event log out to them with a
-// permission check per delivery, the one log tail per process that feeds the hub, and the close
-// codes. docs/gateway.md describes the protocol for client authors.
+// permission check per delivery, the one log tail per process that feeds the hub, the presence of
+// people online, the signals between the nodes of a cluster, and the close codes.
+// docs/gateway.md describes the protocol for client authors.
 //
 // It must not import net/http or a WebSocket library: the transport (appliance/gateway) hands it
-// each connection as a Transport and it speaks only frames. It never writes to the store, and it
-// never blocks the hub on a connection: each connection has a bounded queue, and one that cannot
-// keep up is closed (4014) rather than waited for.
+// each connection as a Transport and it speaks only frames. It writes nothing to the store but
+// its node's presence rows (several nodes only), and it never blocks the hub on a connection:
+// each connection has a bounded queue, and one that cannot keep up is closed (4014) rather than
+// waited for.
 package gateway
 
 import (
@@ -95,7 +97,9 @@ type Observer interface {
 	Observe(e kernel.LoggedEvent)
 }
 
-// Deps are the ports the gateway uses. Observer may be nil.
+// Deps are the ports the gateway uses. Observer may be nil. Signals and Presence connect the
+// nodes of a cluster (cluster.mode multi): both or neither; nil on one node, where nothing is
+// published and presence stays in memory.
 type Deps struct {
 	Auth      Authenticator
 	Authz     kernel.Authorizer
@@ -104,6 +108,8 @@ type Deps struct {
 	Log       Log
 	Structure Structure
 	Observer  Observer
+	Signals   Signals
+	Presence  PresenceStore
 	Clock     kernel.Clock
 	Logger    *slog.Logger
 }
@@ -125,6 +131,16 @@ type Config struct {
 	// without a wake-up (1s).
 	TailBatch int
 	TailPoll  time.Duration
+	// PresenceGrace is how long a person whose last connection went stays online for the
+	// others (5s; below 0: none): a reload or a reconnect does not flap offline → online.
+	PresenceGrace time.Duration
+	// Node is this process's id in a cluster (a UUIDv7 new at every start), required with
+	// Deps.Signals. PresenceFlushInterval is how often it writes its presence rows
+	// (cluster.presence_flush_interval, 2s); PresenceTTL how old another node's rows may get
+	// before they count as gone (cluster.presence_ttl, 10s).
+	Node                  kernel.ID
+	PresenceFlushInterval time.Duration
+	PresenceTTL           time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -138,6 +154,14 @@ func (c Config) withDefaults() Config {
 	def(&c.IdentifyTimeout, 10*time.Second)
 	def(&c.ResumeWindow, 5*time.Minute)
 	def(&c.TailPoll, time.Second)
+	def(&c.PresenceFlushInterval, 2*time.Second)
+	def(&c.PresenceTTL, 10*time.Second)
+	switch {
+	case c.PresenceGrace == 0:
+		c.PresenceGrace = 5 * time.Second
+	case c.PresenceGrace < 0:
+		c.PresenceGrace = 0
+	}
 	if c.OutboundQueueMax <= 0 {
 		c.OutboundQueueMax = 1024
 	}
@@ -173,6 +197,9 @@ type Gateway struct {
 	clock  kernel.Clock
 	hub    *hub
 	tailer tailState
+
+	presence *presence
+	cluster  *cluster // nil on one node
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -211,6 +238,14 @@ func New(d Deps, cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
 		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{})}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
+	g.presence = newPresence(g.cfg.PresenceGrace)
+	if d.Signals != nil || d.Presence != nil {
+		if d.Signals == nil || d.Presence == nil || g.cfg.Node.IsZero() {
+			panic("gateway: several nodes need Signals, Presence and a Node")
+		}
+		g.cluster = newCluster(g.cfg.Node, d.Signals, d.Presence, g.cfg.PresenceFlushInterval, g.cfg.PresenceTTL)
+		g.presence.onLocal = g.cluster.markDirty
+	}
 	return g
 }
 
@@ -325,6 +360,7 @@ func (g *Gateway) sweep(now time.Time) {
 		}
 	}
 	g.mu.Unlock()
+	g.presence.expire(now)
 	for _, c := range conns {
 		silent := now.Sub(time.Unix(0, c.lastSeen.Load()))
 		switch {
@@ -390,6 +426,7 @@ func (g *Gateway) sessionFocus(s *session) kernel.ID {
 // a resume unless code ends it) and from the hub.
 func (g *Gateway) forget(c *conn, code CloseCode) {
 	g.hub.detach(c)
+	g.presence.leave(c, g.clock.Now())
 	g.mu.Lock()
 	delete(g.conns, c)
 	if s := c.sess; s != nil && s.conn == c {

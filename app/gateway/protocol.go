@@ -31,8 +31,18 @@ const (
 	OpCatchupComplete = "catchup.complete"
 )
 
-// EvTypingStarted is the ephemeral event (no seq) that typing.start fans out.
-const EvTypingStarted = "typing.started"
+// Ephemeral events: event frames without seq. typing.started is what typing.start fans out;
+// presence.updated tells the people connected that someone went online or offline.
+const (
+	EvTypingStarted   = "typing.started"
+	EvPresenceUpdated = "presence.updated"
+)
+
+// Presence statuses of presence.updated.
+const (
+	StatusOnline  = "online"
+	StatusOffline = "offline"
+)
 
 // Frame is one decoded client frame: the op and its payload, still raw (nil when the frame had no
 // "d" or "d" was null).
@@ -203,12 +213,19 @@ type PrincipalJSON struct {
 	IsOwner bool                 `json:"is_owner"`
 }
 
-func readyFrame(sessionID string, a kernel.Actor, head int64) []byte {
+// readyFrame is ready; online, the people online (the principal included), is given to people
+// and left out (nil) for agents.
+func readyFrame(sessionID string, a kernel.Actor, head int64, online []kernel.ID) []byte {
+	var on *[]kernel.ID
+	if online != nil {
+		on = &online
+	}
 	return encodeServer(OpReady, struct {
 		SessionID string        `json:"session_id"`
 		Principal PrincipalJSON `json:"principal"`
 		HeadSeq   int64         `json:"head_seq"`
-	}{sessionID, PrincipalJSON{a.ID, a.Kind, a.Handle, a.IsOwner}, head})
+		Online    *[]kernel.ID  `json:"online,omitempty"`
+	}{sessionID, PrincipalJSON{a.ID, a.Kind, a.Handle, a.IsOwner}, head, on})
 }
 
 func catchupCompleteFrame(head int64) []byte {
@@ -253,4 +270,16 @@ func typingFrame(thread, principal kernel.ID) []byte {
 		Type string            `json:"type"`
 		Data map[string]string `json:"data"`
 	}{EvTypingStarted, map[string]string{"thread_id": string(thread), "principal_id": string(principal)}})
+}
+
+// presenceFrame is the ephemeral presence.updated about a person.
+func presenceFrame(principal kernel.ID, online bool) []byte {
+	status := StatusOffline
+	if online {
+		status = StatusOnline
+	}
+	return encodeServer(OpEvent, struct {
+		Type string            `json:"type"`
+		Data map[string]string `json:"data"`
+	}{EvPresenceUpdated, map[string]string{"principal_id": string(principal), "status": status}})
 }

@@ -21,6 +21,7 @@ import (
 // Config is the effective configuration. Its zero value is not useful: start from Default or Load.
 type Config struct {
 	Server   ServerConfig
+	Cluster  ClusterConfig
 	Database DatabaseConfig
 	HTTP     HTTPConfig
 	Auth     AuthConfig
@@ -46,8 +47,23 @@ type ServerConfig struct {
 	// PublicURL is the origin users reach the instance at; empty means derived from the
 	// public listener's address (App.PublicURL).
 	PublicURL string
-	// Role is all, api or worker; only all runs in this version.
+	// Role is all (the default: everything in one process) or api (the HTTP API and the
+	// gateway, next to other processes on one PostgreSQL database); worker is refused until
+	// the job queue comes.
 	Role string
+}
+
+// ClusterConfig is the cluster.* group: several api processes on one database.
+type ClusterConfig struct {
+	// Mode is single (one process serves the gateway) or multi (several, on PostgreSQL: they
+	// share typing and presence over NOTIFY ephemeral and the table gateway_presence).
+	Mode string
+	// PresenceFlushInterval is how often a process of a multi cluster writes the presence of
+	// its people connections into gateway_presence.
+	PresenceFlushInterval time.Duration
+	// PresenceTTL is the age after which another process's presence rows count as gone (it
+	// died); more than twice PresenceFlushInterval.
+	PresenceTTL time.Duration
 }
 
 // DatabaseConfig is the database.* group.

@@ -34,6 +34,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		Server: ServerConfig{DataDir: "./bothy-data", ListenAddr: "127.0.0.1:8080", InternalListenAddr: "127.0.0.1:8081",
 			PublicURL: "", Role: "all"},
+		Cluster: ClusterConfig{Mode: "single", PresenceFlushInterval: 2 * time.Second, PresenceTTL: 10 * time.Second},
 		Database: DatabaseConfig{Driver: "sqlite", URLRef: "", Synchronous: "FULL", BusyTimeout: 5 * time.Second,
 			ReadPoolSize: 4, MaxBatch: 256, MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second,
 			IdleInTxTimeout: 0, TxRetryMax: 3},
@@ -57,6 +58,41 @@ func TestDefaults(t *testing.T) {
 
 // Every field of Config is bound to exactly one key, so no value can be set without a key or
 // shown wrongly by config print.
+func TestClusterAndRole(t *testing.T) {
+	pg := []string{"BOTHY_DATABASE__DRIVER=postgres", "BOTHY_DATABASE__URL_REF=env:DATABASE_URL"}
+	role := func(v string) []Override { return []Override{{Key: "server.role", Value: v, Flag: "--role"}} }
+	tests := []struct {
+		name       string
+		in         Input
+		role, mode string
+		ttl        time.Duration
+	}{
+		{name: "takes two api nodes on PostgreSQL", in: Input{Env: append(pg, "BOTHY_CLUSTER__MODE=multi"), Flags: role("api")},
+			role: "api", mode: "multi", ttl: 10 * time.Second},
+		{name: "takes all on several nodes", in: Input{Env: append(pg, "BOTHY_CLUSTER__MODE=MULTI", "BOTHY_SERVER__ROLE=all")},
+			role: "all", mode: "multi", ttl: 10 * time.Second},
+		{name: "takes one api node next to a worker on PostgreSQL (level 1)", in: Input{Env: pg, Flags: role("API")},
+			role: "api", mode: "single", ttl: 10 * time.Second},
+		{name: "takes a slower flush with a longer ttl", in: Input{Env: append(pg, "BOTHY_CLUSTER__MODE=multi",
+			"BOTHY_CLUSTER__PRESENCE_FLUSH_INTERVAL=5s", "BOTHY_CLUSTER__PRESENCE_TTL=11s")},
+			role: "all", mode: "multi", ttl: 11 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustLoad(t, tt.in)
+			if c.Server.Role != tt.role || c.Cluster.Mode != tt.mode || c.Cluster.PresenceTTL != tt.ttl {
+				t.Fatalf("role %q, cluster %+v; want %s, %s, ttl %s", c.Server.Role, c.Cluster, tt.role, tt.mode, tt.ttl)
+			}
+		})
+	}
+	t.Run("names where the role came from", func(t *testing.T) {
+		c := mustLoad(t, Input{Env: append(pg, "BOTHY_CLUSTER__MODE=multi"), Flags: role("api")})
+		if c.SourceOf("server.role") != FromFlag || c.SourceOf("cluster.mode") != FromEnv {
+			t.Fatalf("sources %s, %s", c.SourceOf("server.role"), c.SourceOf("cluster.mode"))
+		}
+	})
+}
+
 func TestSchemaCoversConfig(t *testing.T) {
 	var c Config
 	seen := map[any]string{}
@@ -215,8 +251,21 @@ func TestRefusals(t *testing.T) {
 			wantKey: "database.idle_in_tx_timeout", wantText: []string{"negative"}},
 		{name: "refuses a negative retry count", in: Input{Env: []string{"BOTHY_DATABASE__TX_RETRY_MAX=-1"}},
 			wantKey: "database.tx_retry_max", wantText: []string{"between 0 and 100"}},
-		{name: "refuses the api role for now", in: Input{Flags: []Override{{Key: "server.role", Value: "api", Flag: "--role"}}},
-			wantKey: "server.role", wantText: []string{"only all is supported"}},
+		{name: "refuses the worker role until the job queue comes", in: Input{Flags: []Override{{Key: "server.role", Value: "worker", Flag: "--role"}}},
+			wantKey: "server.role", wantText: []string{"job queue", "all or api", "flag --role"}},
+		{name: "refuses an unknown role", in: Input{Env: []string{"BOTHY_SERVER__ROLE=" + secretish}},
+			wantKey: "server.role", wantText: []string{"must be all or api"}},
+		{name: "refuses the api role on SQLite", in: Input{Flags: []Override{{Key: "server.role", Value: "api", Flag: "--role"}}},
+			wantKey: "server.role", wantText: []string{"needs database.driver postgres", "flag --role"}},
+		{name: "refuses several nodes on SQLite", in: Input{Env: []string{"BOTHY_CLUSTER__MODE=multi"}},
+			wantKey: "cluster.mode", wantText: []string{"multi needs database.driver postgres", "env BOTHY_CLUSTER__MODE"}},
+		{name: "refuses an unknown cluster mode", in: Input{Env: []string{"BOTHY_CLUSTER__MODE=" + secretish}},
+			wantKey: "cluster.mode", wantText: []string{"single, multi"}},
+		{name: "refuses a presence ttl of two flush intervals", in: Input{Flags: []Override{
+			{Key: "cluster.presence_flush_interval", Value: "5s", Flag: "--set"}}},
+			wantKey: "cluster.presence_ttl", wantText: []string{"more than twice cluster.presence_flush_interval"}},
+		{name: "refuses a presence flush interval below 100ms", in: Input{Env: []string{"BOTHY_CLUSTER__PRESENCE_FLUSH_INTERVAL=10ms"}},
+			wantKey: "cluster.presence_flush_interval", wantText: []string{"from 100ms to 1m"}},
 		{name: "refuses an outbound queue of one frame", in: Input{Env: []string{"BOTHY_SYNC__OUTBOUND_QUEUE_MAX=1"}},
 			wantKey: "sync.outbound_queue_max", wantText: []string{"between 2 and 1048576"}},
 		{name: "refuses a heartbeat interval below 100ms", in: Input{Env: []string{"BOTHY_GATEWAY__HEARTBEAT_INTERVAL=10ms"}},

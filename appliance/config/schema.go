@@ -56,8 +56,15 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Server.InternalListenAddr }, check: listenAddr},
 	{name: "server.public_url", def: "", kind: kindString,
 		field: func(c *Config) any { return &c.Server.PublicURL }, check: origin},
-	{name: "server.role", def: "all", kind: kindString,
+	{name: "server.role", def: "all", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Server.Role }, check: role},
+
+	{name: "cluster.mode", def: "single", kind: kindString, normalize: strings.ToLower,
+		field: func(c *Config) any { return &c.Cluster.Mode }, check: oneOf("single", "multi")},
+	{name: "cluster.presence_flush_interval", def: "2s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Cluster.PresenceFlushInterval }, check: durationBetween(100*time.Millisecond, time.Minute)},
+	{name: "cluster.presence_ttl", def: "10s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Cluster.PresenceTTL }, check: positive},
 
 	{name: "database.driver", def: "sqlite", kind: kindString,
 		field: func(c *Config) any { return &c.Database.Driver }, check: driver},
@@ -323,12 +330,12 @@ func origin(v any) string {
 
 func role(v any) string {
 	switch v.(string) {
-	case "all":
+	case "all", "api":
 		return ""
-	case "api", "worker":
-		return "only all is supported in this version: the api and worker roles come with PostgreSQL"
+	case "worker":
+		return "the worker role comes with the job queue, which this version does not have yet: use all or api"
 	}
-	return "must be all (api and worker come with PostgreSQL)"
+	return "must be all or api"
 }
 
 func driver(v any) string {
@@ -390,6 +397,18 @@ func crossCheck(c *Config) []*Problem {
 	if portsClash(c.Server.ListenAddr, c.Server.InternalListenAddr) {
 		out = append(out, &Problem{Key: "server.internal_listen_addr", Source: c.SourceOf("server.internal_listen_addr"),
 			Where: c.where["server.internal_listen_addr"], Detail: "must not use the same port as server.listen_addr on an overlapping host"})
+	}
+	if c.Cluster.Mode == "multi" && c.Database.Driver != "postgres" {
+		out = append(out, &Problem{Key: "cluster.mode", Source: c.SourceOf("cluster.mode"), Where: c.where["cluster.mode"],
+			Detail: "multi needs database.driver postgres: several nodes share one PostgreSQL database, and SQLite belongs to one process"})
+	}
+	if c.Server.Role == "api" && c.Database.Driver != "postgres" {
+		out = append(out, &Problem{Key: "server.role", Source: c.SourceOf("server.role"), Where: c.where["server.role"],
+			Detail: "api needs database.driver postgres: it runs next to other processes on one database, and SQLite belongs to one process (use all)"})
+	}
+	if c.Cluster.PresenceTTL <= 2*c.Cluster.PresenceFlushInterval {
+		out = append(out, &Problem{Key: "cluster.presence_ttl", Source: c.SourceOf("cluster.presence_ttl"), Where: c.where["cluster.presence_ttl"],
+			Detail: "must be more than twice cluster.presence_flush_interval, or a live node's rows would age out between two of its flushes"})
 	}
 	if c.Database.Driver == "postgres" && c.Database.URLRef == "" {
 		out = append(out, &Problem{Key: "database.url_ref", Source: c.SourceOf("database.url_ref"),

@@ -311,19 +311,28 @@ func (w *wsClient) sendRaw(b []byte) {
 	}
 }
 
-// read returns the next frame or the error that ended the connection.
+// read returns the next frame or the error that ended the connection. It skips presence.updated
+// events: people come and go while these tests look at something else.
 func (w *wsClient) read(timeout time.Duration) (frame, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, b, err := w.c.Read(ctx)
-	if err != nil {
-		return frame{}, err
+	for {
+		_, b, err := w.c.Read(ctx)
+		if err != nil {
+			return frame{}, err
+		}
+		var f frame
+		if err := json.Unmarshal(b, &f); err != nil {
+			w.t.Fatalf("server sent %q: %v", b, err)
+		}
+		var e struct {
+			Type string `json:"type"`
+		}
+		if f.Op == "event" && json.Unmarshal(f.D, &e) == nil && e.Type == "presence.updated" {
+			continue
+		}
+		return f, nil
 	}
-	var f frame
-	if err := json.Unmarshal(b, &f); err != nil {
-		w.t.Fatalf("server sent %q: %v", b, err)
-	}
-	return f, nil
 }
 
 func (w *wsClient) next() frame {

@@ -14,7 +14,7 @@ import (
 // head as its only payload (storage's commit phase sends it with pg_notify).
 const notifyChannel = "event_log"
 
-// Backoff of Listen's reconnects: doubled from the first to the cap
+// Backoff of the listeners' reconnects: doubled from the first to the cap
 // (database.listen_reconnect_backoff_cap of the seed).
 const (
 	listenBackoffMin = 100 * time.Millisecond
@@ -31,20 +31,46 @@ func Listen(ctx context.Context, url string, onHead func(head int64), log *slog.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	return listen(ctx, url, "bothy-log-tail", notifyChannel, log,
+		func(ctx context.Context, conn *pgx.Conn) error {
+			var head int64
+			if err := conn.QueryRow(ctx, `SELECT value FROM sequence_counters WHERE name = 'event_seq'`).Scan(&head); err != nil {
+				return fmt.Errorf("read event_seq: %w", err)
+			}
+			onHead(head)
+			return nil
+		},
+		func(payload string) {
+			h, err := strconv.ParseInt(payload, 10, 64)
+			if err != nil { // not ours: the poll still finds every commit
+				log.Warn("ignored a notification on event_log that is not a head", "payload_bytes", len(payload))
+				return
+			}
+			onHead(h)
+		})
+}
+
+// listen is the loop of a LISTEN connection of its own (application_name app, unless the URL
+// names one) on channel: it connects, LISTENs, calls listening (which may read what was missed
+// meanwhile), then hands each payload to onPayload until the connection fails, and reconnects
+// with a doubling backoff until ctx ends. It returns ctx.Err(), or at once an error for a URL it
+// cannot parse.
+func listen(ctx context.Context, url, app, channel string, log *slog.Logger,
+	listening func(ctx context.Context, conn *pgx.Conn) error, onPayload func(payload string)) error {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return fmt.Errorf("postgres: the database URL: %w", err)
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
-		cfg.RuntimeParams["application_name"] = "bothy-log-tail"
+		cfg.RuntimeParams["application_name"] = app
 	}
 	backoff := listenBackoffMin
 	for {
-		err := listenOnce(ctx, cfg, onHead, log, func() { backoff = listenBackoffMin })
+		err := listenOnce(ctx, cfg, channel, listening, onPayload, func() { backoff = listenBackoffMin })
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		log.Warn("event_log listener lost its connection; reconnecting", "err", err, "after", backoff)
+		log.Warn(channel+" listener lost its connection; reconnecting", "err", err, "after", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -56,8 +82,9 @@ func Listen(ctx context.Context, url string, onHead func(head int64), log *slog.
 	}
 }
 
-// listenOnce connects, listens and delivers heads until the connection fails or ctx ends.
-func listenOnce(ctx context.Context, cfg *pgx.ConnConfig, onHead func(int64), log *slog.Logger, listening func()) error {
+// listenOnce connects, listens and delivers payloads until the connection fails or ctx ends.
+func listenOnce(ctx context.Context, cfg *pgx.ConnConfig, channel string, listening func(context.Context, *pgx.Conn) error,
+	onPayload func(string), reset func()) error {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -67,25 +94,20 @@ func listenOnce(ctx context.Context, cfg *pgx.ConnConfig, onHead func(int64), lo
 		defer cancel()
 		conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
-	var head int64
-	if err := conn.QueryRow(ctx, `SELECT value FROM sequence_counters WHERE name = 'event_seq'`).Scan(&head); err != nil {
-		return fmt.Errorf("read event_seq: %w", err)
+	if listening != nil {
+		if err := listening(ctx, conn); err != nil {
+			return err
+		}
 	}
-	listening()
-	onHead(head)
+	reset()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		h, err := strconv.ParseInt(n.Payload, 10, 64)
-		if err != nil { // not ours: the poll still finds every commit
-			log.Warn("ignored a notification on event_log that is not a head", "payload_bytes", len(n.Payload))
-			continue
-		}
-		onHead(h)
+		onPayload(n.Payload)
 	}
 }

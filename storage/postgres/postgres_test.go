@@ -161,3 +161,68 @@ func TestListen(t *testing.T) {
 		}
 	})
 }
+
+func TestSignals(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url := pgdb.Create(t, "")
+	_, r, err := postgres.Open(ctx, postgres.Options{URL: url, MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b := postgres.NewSignals(url, r, nil), postgres.NewSignals(url, r, nil)
+	for _, s := range []*postgres.Signals{a, b} {
+		go s.Listen(ctx)
+	}
+	receive := func(t *testing.T, s *postgres.Signals, want string) {
+		t.Helper()
+		select {
+		case got := <-s.Received():
+			if string(got) != want {
+				t.Fatalf("received %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nothing received within 5s, want %s", want)
+		}
+	}
+
+	t.Run("delivers a payload to every node, the sender included, from the read-only pool", func(t *testing.T) {
+		// The listeners may not be listening yet: publish until the first arrives.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if err := a.Publish(ctx, []byte(`{"kind":"test.ping"}`)); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-a.Received():
+			case <-time.After(50 * time.Millisecond):
+				if time.Now().After(deadline) {
+					t.Fatal("the sender never received its own signal")
+				}
+				continue
+			}
+			break
+		}
+		for len(b.Received()) < 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for len(a.Received()) > 0 {
+			<-a.Received()
+		}
+		for len(b.Received()) > 0 {
+			<-b.Received()
+		}
+		if err := b.Publish(ctx, []byte(`{"kind":"test.pong"}`)); err != nil {
+			t.Fatal(err)
+		}
+		receive(t, a, `{"kind":"test.pong"}`)
+		receive(t, b, `{"kind":"test.pong"}`)
+	})
+	t.Run("refuses a URL it cannot parse at once", func(t *testing.T) {
+		s := postgres.NewSignals("postgres://a:b@h/x?sslmode=bogus", r, nil)
+		if err := s.Listen(context.Background()); err == nil || errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
