@@ -16,9 +16,9 @@ import (
 //
 //	hello sent → identify or resume → catching up (ready, replay, catchup.complete) → live → closed
 //
-// One goroutine reads (readLoop) and runs the ops; a writer goroutine runs only while the
-// outbound queue holds frames (writeLoop), so an idle connection costs one goroutine; a
-// catch-up runs in a goroutine of its own so that heartbeats are answered meanwhile.
+// One goroutine reads (readLoop) and runs the ops; the gateway's flushers write the outbound
+// queue (flush.go), so an idle connection costs one goroutine; a catch-up runs in a goroutine of
+// its own so that heartbeats are answered meanwhile.
 type conn struct {
 	g           *Gateway
 	t           Transport
@@ -28,7 +28,6 @@ type conn struct {
 	lastSeen   atomic.Int64 // unix nanoseconds of the last frame from the client
 	nudged     atomic.Bool  // a heartbeat was sent for the current silence
 	identified atomic.Bool  // identify or resume was accepted
-	stopping   atomic.Bool  // a close code is set: the writer stops between frames
 
 	// Read by the reader goroutine only.
 	rateStart time.Time
@@ -46,7 +45,7 @@ type conn struct {
 	queue      [][]byte  // frames for the writer
 	spare      [][]byte
 	lastSent   int64 // the highest seq queued once live
-	writing    bool  // a writer goroutine runs
+	scheduled  bool  // with the flusher (queued, being written, or with its own slow writer)
 	code       CloseCode
 	reason     string
 	gone       bool // the reader ended: the transport is closed or closing
@@ -82,7 +81,6 @@ func (c *conn) closeLocked(code CloseCode, reason string) {
 		reason = Info(code).Name
 	}
 	c.code, c.reason = code, reason
-	c.stopping.Store(true)
 	c.queue, c.buf = nil, nil
 	c.cond.Broadcast()
 	c.kickLocked()
@@ -178,90 +176,19 @@ func (c *conn) offerPresence(f []byte) {
 	c.mu.Unlock()
 }
 
+// kickLocked hands the connection to the flusher when it has frames or a close code and is not
+// in the flusher's hands already.
 func (c *conn) kickLocked() {
-	if !c.writing && (len(c.queue) > 0 || c.code != 0) {
-		c.writing = true
-		go c.writeLoop()
+	if !c.scheduled && (len(c.queue) > 0 || c.code != 0) {
+		c.scheduled = true
+		c.g.flush.push(c)
 	}
 }
 
-// writeLoop writes the queue in batches, each under one deadline of gateway.write_timeout, and
-// ends when the queue is empty; after a close code it sends the close frame instead.
-func (c *conn) writeLoop() {
-	defer func() {
-		if p := recover(); p != nil {
-			c.g.log.Error("gateway: panic in a connection's writer", "panic", fmt.Sprint(p), "stack", string(debug.Stack()),
-				"correlation_id", c.info.CorrelationID)
-			c.t.Abort()
-		}
-	}()
-	for {
-		c.mu.Lock()
-		if c.code != 0 {
-			code, reason := c.code, c.reason
-			c.mu.Unlock()
-			if code == closeGone {
-				c.t.Abort()
-			} else {
-				c.t.Close(code, reason)
-			}
-			return
-		}
-		if len(c.queue) == 0 {
-			c.writing = false
-			if cap(c.spare) > 64 {
-				c.spare = nil // an idle connection keeps no big queue
-			}
-			c.mu.Unlock()
-			return
-		}
-		batch := c.queue
-		c.queue, c.spare = c.spare[:0], nil
-		c.cond.Broadcast()
-		c.mu.Unlock()
-
-		deadline, err := c.writeBatch(batch)
-		clear(batch)
-		c.mu.Lock()
-		c.spare = batch[:0]
-		if err != nil {
-			if deadline {
-				c.closeLocked(CloseSlowConsumer, "write timeout")
-			} else {
-				c.closeLocked(closeGone, "")
-			}
-		}
-		c.mu.Unlock()
-	}
-}
-
-// framesPerDeadline is how many frames share one write deadline: a client that reads slowly but
-// steadily is not closed because a long batch took longer than gateway.write_timeout in all.
+// framesPerDeadline is how many frames share one write deadline and one write to the network: a
+// client that reads slowly but steadily is not closed because a long batch took longer than
+// gateway.write_timeout in all.
 const framesPerDeadline = 64
-
-// writeBatch writes frames until one fails or a close code is set; deadline reports that the
-// failure was a missed write deadline.
-func (c *conn) writeBatch(batch [][]byte) (deadline bool, err error) {
-	for len(batch) > 0 && !c.stopping.Load() {
-		n := min(len(batch), framesPerDeadline)
-		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
-		for _, f := range batch[:n] {
-			if c.stopping.Load() {
-				break
-			}
-			if err = c.t.Write(ctx, f); err != nil {
-				break
-			}
-		}
-		deadline = ctx.Err() != nil
-		cancel()
-		if err != nil {
-			return deadline, err
-		}
-		batch = batch[n:]
-	}
-	return false, nil
-}
 
 // closeGone marks a connection whose transport failed: there is nobody to send a close frame to.
 const closeGone CloseCode = -1
@@ -278,7 +205,6 @@ func (c *conn) readLoop() {
 		c.gone = true
 		if c.code == 0 {
 			c.code = closeGone
-			c.stopping.Store(true)
 		}
 		code := c.code
 		c.cond.Broadcast()

@@ -25,6 +25,7 @@ type fakeTransport struct {
 	reason string
 	stall  chan struct{} // while set, Write blocks until it is closed or the deadline passes
 	delay  time.Duration // each Write takes this long (a slow but steady reader)
+	kept   [][]byte      // frames a Write did not send before its deadline
 }
 
 var _ Transport = (*fakeTransport)(nil)
@@ -53,7 +54,28 @@ func (t *fakeTransport) Read(ctx context.Context) ([]byte, error) {
 	}
 }
 
-func (t *fakeTransport) Write(ctx context.Context, msg []byte) error {
+func (t *fakeTransport) Write(deadline time.Time, msgs [][]byte) error {
+	t.mu.Lock()
+	kept := t.kept
+	t.kept = nil
+	t.mu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	for i, m := range append(kept, msgs...) {
+		if err := t.write(ctx, m); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.mu.Lock()
+				t.kept = append([][]byte(nil), append(kept, msgs...)[i:]...)
+				t.mu.Unlock()
+				return ErrWouldBlock
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *fakeTransport) write(ctx context.Context, msg []byte) error {
 	t.mu.Lock()
 	stall, delay := t.stall, t.delay
 	t.mu.Unlock()
@@ -61,7 +83,6 @@ func (t *fakeTransport) Write(ctx context.Context, msg []byte) error {
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			t.Abort()
 			return ctx.Err()
 		}
 	}
@@ -69,7 +90,6 @@ func (t *fakeTransport) Write(ctx context.Context, msg []byte) error {
 		select {
 		case <-stall:
 		case <-ctx.Done():
-			t.Abort() // as coder/websocket does when a write misses its deadline
 			return ctx.Err()
 		case <-t.closed:
 			return errTransportClosed
@@ -87,6 +107,10 @@ func (t *fakeTransport) Write(ctx context.Context, msg []byte) error {
 func (t *fakeTransport) Close(code CloseCode, reason string) error {
 	t.once.Do(func() {
 		t.mu.Lock()
+		if len(t.kept) > 0 {
+			// As the real transport: the close frame would wait behind what is unsent.
+			code, reason = -1, ""
+		}
 		t.code, t.reason = code, reason
 		t.mu.Unlock()
 		close(t.closed)

@@ -33,8 +33,11 @@ type Transport interface {
 	// message, ErrTooBig for one above the size limit, and any other error once the connection
 	// is gone (closed by either side, or broken).
 	Read(ctx context.Context) ([]byte, error)
-	// Write sends one text message. A write that misses ctx's deadline breaks the connection.
-	Write(ctx context.Context, msg []byte) error
+	// Write frames msgs, each as one text message, after the bytes an earlier Write left unsent,
+	// and sends them in as few writes to the network as it can. When deadline passes first it
+	// returns ErrWouldBlock and keeps what is unsent for the next Write (msgs may be nil, to
+	// finish only that); any other error means the connection is gone.
+	Write(deadline time.Time, msgs [][]byte) error
 	// Close sends a close frame with code and reason, waits briefly for the peer's and releases
 	// the connection.
 	Close(code CloseCode, reason string) error
@@ -48,6 +51,9 @@ var (
 	ErrBinary = errors.New("gateway: binary message")
 	// ErrTooBig is a message above the size limit; the transport has sent the close frame 1009.
 	ErrTooBig = errors.New("gateway: message too big")
+	// ErrWouldBlock is a Write whose deadline passed before everything was sent: the client
+	// does not read fast enough. The connection still works.
+	ErrWouldBlock = errors.New("gateway: write deadline passed")
 )
 
 // Authenticator resolves a bearer token (a session token or an API token) to its actor;
@@ -206,6 +212,8 @@ type Gateway struct {
 	sessions map[string]*session
 	closing  bool
 	drained  chan struct{} // closed when closing and conns is empty
+
+	flush *flusher
 }
 
 // session is what resume restores: the principal and its credential, and the focus. It lives in
@@ -236,7 +244,7 @@ func New(d Deps, cfg Config) *Gateway {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
-		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{})}
+		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher()}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
 	g.presence = newPresence(g.cfg.PresenceGrace)
 	if d.Signals != nil || d.Presence != nil {

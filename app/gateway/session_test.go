@@ -575,8 +575,8 @@ func TestWriteDeadline(t *testing.T) {
 	c.catchUp()
 	c.tr.setStall(true)
 	w.post(w.open, w.openTh, "stuck")
-	// The transport dropped the connection when the write missed its deadline, as coder/websocket
-	// does: no close frame can reach a peer that does not read.
+	// The write missed its deadline with frames unsent: the transport drops the connection, as
+	// no close frame can reach a peer that does not read.
 	c.expectClose(-1)
 	waitFor(t, "the connection to be forgotten", func() bool { return w.g.Stats().Connections == 0 })
 }
