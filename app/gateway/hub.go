@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -118,6 +119,13 @@ func (h *hub) attach(ctx context.Context, c *conn, a kernel.Actor, vis kernel.Vi
 		// Authenticated just before the person was disabled; the log has said so since.
 		return 0, errDisabled
 	}
+	c.mu.Lock()
+	ended := c.endedLocked()
+	c.mu.Unlock()
+	if ended {
+		// Its reader ended, and detach ran or waits for h.mu: registered now, c would stay.
+		return 0, errConnEnded
+	}
 	m := h.members[a.ID]
 	if m == nil {
 		m = &member{actor: a, vis: vis}
@@ -132,7 +140,10 @@ func (h *hub) attach(ctx context.Context, c *conn, a kernel.Actor, vis kernel.Vi
 	return h.pos, nil
 }
 
-var errDisabled = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "the principal is disabled"}
+var (
+	errDisabled  = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "the principal is disabled"}
+	errConnEnded = errors.New("gateway: the connection ended before it registered")
+)
 
 // repin empties c's held events and returns the current position: the catch-up replays up to it
 // and the hub holds what comes after.

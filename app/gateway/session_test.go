@@ -701,3 +701,20 @@ func TestASlowButSteadyReaderIsNotClosed(t *testing.T) {
 		t.Fatalf("closed with %d", code)
 	}
 }
+
+func TestAConnectionThatEndedDoesNotRegister(t *testing.T) {
+	w := newWorld(t, Config{})
+	c := newConn(w.g, newFakeTransport(), ConnInfo{})
+	c.mu.Lock()
+	c.actor, c.gone = w.ada, true // the reader ended, and detach ran, before the catch-up attached
+	c.mu.Unlock()
+	w.g.hub.detach(c)
+	if _, err := w.g.hub.attach(context.Background(), c, w.ada, nil, w.g.hub.rightsGeneration()); err == nil {
+		t.Fatal("attach registered a connection that had ended")
+	}
+	w.g.hub.mu.Lock()
+	defer w.g.hub.mu.Unlock()
+	if m := w.g.hub.members[w.ada.ID]; m != nil {
+		t.Fatalf("the hub keeps %d connections of ada", len(m.conns))
+	}
+}
