@@ -13,13 +13,19 @@
 //	bothybench serve-start -bin bench/out/bothy -starts 10
 //	bothybench storage-rate -engine postgres -events-only -writers 8 -duration 2s
 //	bothybench http-closed -engine postgres -bin bench/out/bothy -clients 32
+//	bothybench gateway-commit -bin bench/out/bothy -clients 200 -rate 500
+//	bothybench gateway-fanout -bin bench/out/bothy -clients 1000 -rate 250
+//	bothybench gateway-idle -bin bench/out/bothy -connections 10000
+//	bothybench gateway-catchup -bin bench/out/bothy -messages 20000 -events 1000 -repeats 200
+//	bothybench gateway-nodes -engine postgres -bin bench/out/bothy -clients 50 -rate 200
+//	bothybench authz-warm -n 1000000
 //
-// The http-… and serve-… scenarios run a `bothy serve` binary (-bin, built by bench/run with
-// `go build -o bench/out/bothy .`) as a child process on a temp data directory and loopback
-// ports, and load it from this process.
+// The http-…, serve-… and gateway-… scenarios run a `bothy serve` binary (-bin, built by
+// bench/run with `go build -o bench/out/bothy .`) as a child process on a temp data directory and
+// loopback ports, and load it from this process (gateway-nodes runs two).
 //
-// With -engine postgres the storage-… and http-… scenarios run on a fresh database (CREATE
-// DATABASE, dropped at the end) of the PostgreSQL cluster that -postgres or
+// With -engine postgres the storage-…, http-… and gateway-… scenarios run on a fresh database
+// (CREATE DATABASE, dropped at the end) of the PostgreSQL cluster that -postgres or
 // $BOTHY_BENCH_POSTGRES_URL (else $BOTHY_TEST_POSTGRES_URL) names, a superuser's URL; bench/run
 // starts a throwaway cluster with .ci/pg when neither is set. The server is migrated with
 // `bothy migrate up` and started with --set database.driver=postgres --set
@@ -39,11 +45,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
 
+	authzbench "bothy.dev/bothy/bench/authz"
 	"bothy.dev/bothy/bench/driver"
+	gatewaybench "bothy.dev/bothy/bench/gateway"
 	httpbench "bothy.dev/bothy/bench/http"
 	"bothy.dev/bothy/bench/internal/measure"
 	"bothy.dev/bothy/bench/internal/pgcluster"
@@ -69,6 +78,12 @@ var scenarios = map[string]scenario{
 	"http-closed":        {"messages/s over HTTP from clients posting back to back to a real bothy serve", httpClosed},
 	"http-open":          {"latency of message create over HTTP at a fixed offered rate (open loop)", httpOpen},
 	"serve-start":        {"exec to /readyz 200 of bothy serve, on empty and existing data dirs; RSS at ready and idle", serveStart},
+	"gateway-commit":     {"commit → client latency: clients live on every channel, messages posted open loop (bench/gateway)", gatewayCommit},
+	"gateway-fanout":     {"fan-out to clients in one channel: delivered rate per client and latency (bench/gateway)", gatewayFanout},
+	"gateway-idle":       {"server RSS per idle, identified gateway connection (bench/gateway)", gatewayIdle},
+	"gateway-catchup":    {"identify with a cursor to catchup.complete, replaying N visible events (bench/gateway)", gatewayCatchup},
+	"gateway-nodes":      {"PostgreSQL, two serve --role=api nodes: post on node A, clients on node B (bench/gateway)", gatewayNodes},
+	"authz-warm":         {"delivery decision from the warm permission cache, p50/p99/max (bench/authz)", authzWarm},
 }
 
 func main() {
@@ -613,4 +628,378 @@ func serveStart(ctx context.Context, args []string, out io.Writer) error {
 		measure.Result(out, fmt.Sprintf("serve/rss-after-%v-idle/%s", *idle, k.kind), measure.MiB(k.idle), "MiB")
 	}
 	return nil
+}
+
+// gatewayFlags are the flags of the gateway scenarios: the server's, and the instance's people
+// and channels.
+type gatewayFlags struct {
+	bin, args, engine, pgURL *string
+	people, channels         *int
+}
+
+func addGatewayFlags(fs *flag.FlagSet, people, channels int) gatewayFlags {
+	return gatewayFlags{
+		bin:      fs.String("bin", "bench/out/bothy", "the bothy binary to run (go build -o bench/out/bothy .)"),
+		args:     fs.String("serve-args", "", "more arguments for bothy serve, space-separated"),
+		engine:   fs.String("engine", "sqlite", "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)"),
+		pgURL:    postgresFlag(fs),
+		people:   fs.Int("people", people, "people to log in (two argon2id hashes each); client k connects as person k mod people"),
+		channels: fs.Int("channels", channels, "channels (main threads) the messages rotate over"),
+	}
+}
+
+func (f gatewayFlags) prefix() string {
+	if *f.engine == "sqlite" {
+		return ""
+	}
+	return *f.engine + "/"
+}
+
+// multiNodeArgs are what each of several api nodes on one PostgreSQL database is started with.
+var multiNodeArgs = []string{"--set", "cluster.mode=multi", "--role=api"}
+
+// nodes are running bothy serve processes on one database, prepared over the first (node A).
+type nodes struct {
+	servers []*servebench.Server
+	opts    []servebench.Options
+	inst    gatewaybench.Instance
+	client  *http.Client
+	dropDB  func() error
+}
+
+// startNodes starts n serve processes (n > 1: PostgreSQL only, each with multiNodeArgs) on a
+// fresh database and prepares the instance as layout says over the first.
+func (f gatewayFlags) startNodes(ctx context.Context, dir string, n int, layout gatewaybench.Layout) (*nodes, error) {
+	ns := &nodes{dropDB: func() error { return nil }, client: httpbench.Client(64)}
+	var base servebench.Options
+	base.Bin, base.Args = *f.bin, strings.Fields(*f.args)
+	switch *f.engine {
+	case "sqlite":
+		if n > 1 {
+			return nil, errors.New("several nodes share one PostgreSQL database: -engine postgres")
+		}
+	case "postgres":
+		c, err := connect(ctx, *f.pgURL)
+		if err != nil {
+			return nil, err
+		}
+		d, err := c.NewDatabase(ctx)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		ns.dropDB = func() error { defer c.Close(); return d.Drop(ctx) }
+		base.Args = append([]string{"--set", "database.driver=postgres", "--set", "database.url_ref=env:" + pgURLVar}, base.Args...)
+		base.Env = []string{pgURLVar + "=" + d.URL}
+		if err := servebench.MigrateUp(ctx, base); err != nil {
+			return nil, errors.Join(err, ns.dropDB())
+		}
+		if n > 1 {
+			base.Args = append(base.Args, multiNodeArgs...)
+		}
+	default:
+		return nil, fmt.Errorf("-engine %q: sqlite or postgres", *f.engine)
+	}
+	for k := range n {
+		o := base
+		o.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", k))
+		o.WantSetupCode = k == 0
+		ns.opts = append(ns.opts, o)
+	}
+	// Node A first, alone: each process that finds no owner makes a new setup code.
+	if err := ns.start(ctx, ns.opts[:1]); err != nil {
+		return nil, errors.Join(err, ns.dropDB())
+	}
+	inst, err := gatewaybench.Prepare(ctx, ns.client, ns.servers[0].Public, ns.servers[0].SetupCode, layout)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("prepare: %w\n%s", err, ns.servers[0].Logs()), ns.stop())
+	}
+	ns.inst = inst
+	if err := ns.start(ctx, ns.opts[1:]); err != nil {
+		return nil, errors.Join(err, ns.stop())
+	}
+	return ns, nil
+}
+
+// start starts the nodes of opts, one after the other.
+func (ns *nodes) start(ctx context.Context, opts []servebench.Options) error {
+	for _, o := range opts {
+		s, err := servebench.Start(ctx, o)
+		if err != nil {
+			return err
+		}
+		ns.servers = append(ns.servers, s)
+	}
+	return nil
+}
+
+// restart stops every node in order and starts them again on the same data, without a setup
+// code: the people's session tokens stay valid.
+func (ns *nodes) restart(ctx context.Context) error {
+	if err := ns.stopServers(); err != nil {
+		return err
+	}
+	for k := range ns.opts {
+		ns.opts[k].WantSetupCode = false
+	}
+	if err := ns.start(ctx, ns.opts); err != nil {
+		return err
+	}
+	ns.inst.Base = ns.servers[0].Public
+	return nil
+}
+
+// logs are the last lines of every node, for an error message.
+func (ns *nodes) logs() string {
+	var b strings.Builder
+	for k, s := range ns.servers {
+		fmt.Fprintf(&b, "node %d:\n%s\n", k, s.Logs())
+	}
+	return b.String()
+}
+
+func (ns *nodes) stopServers() error {
+	var errs []error
+	for _, s := range ns.servers {
+		errs = append(errs, s.Stop())
+	}
+	ns.servers = nil
+	return errors.Join(errs...)
+}
+
+// stop stops every node, then drops the database (PostgreSQL).
+func (ns *nodes) stop() error {
+	err := ns.stopServers()
+	ns.client.CloseIdleConnections()
+	return errors.Join(err, ns.dropDB())
+}
+
+// deliverFlags are the flags of the delivery scenarios.
+type deliverFlags struct {
+	clients, workers        *int
+	rate                    *float64
+	warmup, duration, drain *time.Duration
+	cpuProfile              *string
+}
+
+func addDeliverFlags(fs *flag.FlagSet, clients int, rate float64) deliverFlags {
+	return deliverFlags{
+		clients:  fs.Int("clients", clients, "gateway clients, each on its own connection and session"),
+		workers:  fs.Int("workers", 32, "the poster's HTTP clients (a due message waits while all are busy)"),
+		rate:     fs.Float64("rate", rate, "messages offered per second, each at its scheduled time (open loop)"),
+		warmup:   fs.Duration("warmup", time.Second, "offer at the rate this long before measuring"),
+		duration: fs.Duration("duration", 10*time.Second, "how long to measure"),
+		drain:    fs.Duration("drain", 10*time.Second, "how long the clients may take after the last create to receive everything"),
+		cpuProfile: fs.String("cpuprofile", "", "write a CPU profile of this process (the poster and the clients, not the server) "+
+			"from the first post to the last receipt to this file"),
+	}
+}
+
+func (d deliverFlags) run(ctx context.Context, ns *nodes, postNode, clientNode int) (gatewaybench.Delivered, error) {
+	if *d.cpuProfile != "" {
+		f, err := os.Create(*d.cpuProfile)
+		if err != nil {
+			return gatewaybench.Delivered{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return gatewaybench.Delivered{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	r, err := gatewaybench.RunDeliver(ctx, ns.client, ns.inst, gatewaybench.Deliver{
+		PostBase: ns.servers[postNode].Public, ClientBase: ns.servers[clientNode].Public,
+		Clients: *d.clients, Rate: *d.rate, Warmup: *d.warmup, Duration: *d.duration, Workers: *d.workers, Drain: *d.drain,
+		ServerCPU: ns.servers[clientNode].CPU,
+	})
+	if err != nil {
+		return r, fmt.Errorf("%w\n%s", err, ns.logs())
+	}
+	return r, nil
+}
+
+// deliveryResults writes the latency rows of a delivery run and its information rows.
+func deliveryResults(out io.Writer, name string, r gatewaybench.Delivered) {
+	measure.Result(out, name+"/p50", measure.Ms(r.Latency.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.Latency.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(r.Latency.Max), "ms")
+	measure.Result(out, name+"/logged-to-client/p50", measure.Ms(r.FromLog.P50), "ms")
+	measure.Result(out, name+"/logged-to-client/p99", measure.Ms(r.FromLog.P99), "ms")
+	measure.Result(out, name+"/create-p99", measure.Ms(r.Offered.Create.P99), "ms")
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	measure.Result(out, name+"/server-cpu", us(r.ServerCPU), "µs/message")
+	measure.Result(out, name+"/loadgen-cpu", us(r.LoadCPU), "µs/message")
+	measure.Result(out, name+"/reconnects", float64(r.Reconnects), "reconnects")
+}
+
+// gatewayCommit: every client may read every channel, so each message reaches all of them.
+func gatewayCommit(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway-commit", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 20, 4)
+	d := addDeliverFlags(fs, 200, 500)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, err := f.startNodes(ctx, dir, 1, gatewaybench.Layout{Channels: *f.channels, People: *f.people})
+	if err != nil {
+		return err
+	}
+	r, err := d.run(ctx, ns, 0, 0)
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	deliveryResults(out, fmt.Sprintf("gateway/%scommit-to-client/%d-clients@%g/s", f.prefix(), *d.clients, *d.rate), r)
+	return nil
+}
+
+// gatewayFanout: every client in one channel; the figure is the slowest client's rate.
+func gatewayFanout(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway-fanout", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 50, 1)
+	d := addDeliverFlags(fs, 1000, 250)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, err := f.startNodes(ctx, dir, 1, gatewaybench.Layout{Channels: *f.channels, People: *f.people})
+	if err != nil {
+		return err
+	}
+	r, err := d.run(ctx, ns, 0, 0)
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("gateway/%sfan-out/%d-clients", f.prefix(), *d.clients)
+	measure.Result(out, name+"/delivered-per-client", r.MinRate, "messages/s")
+	deliveryResults(out, name, r)
+	return nil
+}
+
+// gatewayNodes: PostgreSQL, two api nodes on one database; the poster posts through node A,
+// the clients follow node B.
+func gatewayNodes(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway-nodes", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 10, 4)
+	d := addDeliverFlags(fs, 50, 200)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *f.engine != "postgres" {
+		return errors.New("two nodes share one PostgreSQL database: -engine postgres")
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, err := f.startNodes(ctx, dir, 2, gatewaybench.Layout{Channels: *f.channels, People: *f.people})
+	if err != nil {
+		return err
+	}
+	r, err := d.run(ctx, ns, 0, 1)
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	deliveryResults(out, "gateway/postgres/node-a-to-node-b", r)
+	return nil
+}
+
+// gatewayIdle prepares the instance, restarts the server (so that the argon2id garbage of the
+// logins is not in its heap), reads its RSS, opens the connections and reads it again.
+func gatewayIdle(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway-idle", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 50, 4)
+	conns := fs.Int("connections", 10000, "identified connections to open (person k mod people, one session each)")
+	parallel := fs.Int("parallel", 64, "connections being opened at once")
+	settle := fs.Duration("settle", time.Second, "wait after the restart before the first RSS reading")
+	hold := fs.Duration("hold", 2*time.Second, "wait after the last catchup.complete before the second reading")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, err := f.startNodes(ctx, dir, 1, gatewaybench.Layout{Channels: *f.channels, People: *f.people})
+	if err != nil {
+		return err
+	}
+	if err := ns.restart(ctx); err != nil {
+		return errors.Join(err, ns.stop())
+	}
+	r, err := gatewaybench.RunIdle(ctx, ns.inst.Base, ns.inst.Tokens, gatewaybench.Idle{
+		Connections: *conns, ConnectParallel: *parallel, Settle: *settle, Hold: *hold, RSS: ns.servers[0].RSS})
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("gateway/%sidle/%d-connections", f.prefix(), *conns)
+	measure.Result(out, name+"/rss-per-conn", r.PerConn()/1024, "KiB")
+	measure.Result(out, name+"/rss-before", measure.MiB(r.Before), "MiB")
+	measure.Result(out, name+"/rss-after", measure.MiB(r.After), "MiB")
+	measure.Result(out, name+"/connect-rate", float64(r.Connections)/r.ConnectTime.Seconds(), "connections/s")
+	return nil
+}
+
+// gatewayCatchup seeds the log, then identifies again and again with a cursor that leaves
+// exactly -events visible events to replay, as a reader who may see half of the channels.
+func gatewayCatchup(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("gateway-catchup", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 1, 8)
+	messages := fs.Int("messages", 20000, "messages to post first, round-robin over the channels")
+	events := fs.Int("events", 1000, "visible events each replay holds")
+	repeats := fs.Int("repeats", 200, "identifies, one after the other")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, err := f.startNodes(ctx, dir, 1, gatewaybench.CatchUpLayout(*f.channels))
+	if err != nil {
+		return err
+	}
+	var readable []string
+	for c, id := range ns.inst.ChannelIDs {
+		if c%2 == 0 {
+			readable = append(readable, id)
+		}
+	}
+	err = gatewaybench.Seed(ctx, ns.client, ns.inst, *messages)
+	var r gatewaybench.CaughtUp
+	if err == nil {
+		r, err = gatewaybench.RunCatchUp(ctx, ns.inst.Base, ns.inst.Tokens[0], readable, *events, *repeats, ns.servers[0].CPU)
+	}
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("gateway/%scatch-up/%d-events", f.prefix(), *events)
+	measure.Result(out, name+"/p50", measure.Ms(r.ToComplete.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.ToComplete.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(r.ToComplete.Max), "ms")
+	measure.Result(out, name+"/to-last-event/p99", measure.Ms(r.ToLast.P99), "ms")
+	measure.Result(out, name+"/server-cpu", measure.Ms(r.ServerCPU), "ms/catch-up")
+	measure.Result(out, name+"/loadgen-cpu", measure.Ms(r.LoadCPU), "ms/catch-up")
+	return nil
+}
+
+// authzWarm runs bench/authz's measurement in this fresh process.
+func authzWarm(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("authz-warm", flag.ContinueOnError)
+	n := fs.Int("n", 1_000_000, "decisions sampled, alone and again while a tail observes grant changes")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return authzbench.Run(ctx, out, *n)
 }
