@@ -95,10 +95,11 @@ func wire(ctx context.Context, a *App) error {
 		Logger:    a.Logger,
 	}
 	gwConfig := gateway.Config{
-		HeartbeatInterval: a.Config.Gateway.HeartbeatInterval,
-		WriteTimeout:      a.Config.Gateway.WriteTimeout,
-		IdentifyTimeout:   a.Config.Gateway.IdentifyTimeout,
-		OutboundQueueMax:  a.Config.Sync.OutboundQueueMax,
+		HeartbeatInterval:  a.Config.Gateway.HeartbeatInterval,
+		WriteTimeout:       a.Config.Gateway.WriteTimeout,
+		IdentifyTimeout:    a.Config.Gateway.IdentifyTimeout,
+		ReplayBufferEvents: replayBuffer(a.Config.Gateway.ReplayBufferEvents),
+		OutboundQueueMax:   a.Config.Sync.OutboundQueueMax,
 	}
 	// Several nodes (cluster.mode multi, PostgreSQL): each process is a node with an id of its
 	// own, new at every start; typing and presence cross nodes as id-only signals on the channel
@@ -147,4 +148,13 @@ func wire(ctx context.Context, a *App) error {
 	a.Identity = ident
 	a.Public = router
 	return nil
+}
+
+// replayBuffer maps gateway.replay_buffer_events to the gateway's setting, where 0 means the
+// default and a negative value none.
+func replayBuffer(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -734,3 +734,31 @@ func TestGatewayKeepsOnlyLiveAndAuthorizedConnections(t *testing.T) {
 		})
 	})
 }
+
+// TestGatewayReplaysADeletedMessageRedacted deletes a message after a client saw it, then lets
+// another client catch up over it: the replay (which the server serves from its memory of
+// recent events) carries the message.created redacted, exactly as the log and the REST
+// catch-up have it.
+func TestGatewayReplaysADeletedMessageRedacted(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		start := w.in.owner.mustHead(t)
+		kept := w.alice.mustPost(t, w.sharedTh.Thread.ID, "this one stays")
+		gone := w.alice.mustPost(t, w.sharedTh.Thread.ID, "a secret posted by mistake")
+		w.alice.do(t, http.MethodDelete, api("messages", gone.ID), nil).want(t, http.StatusNoContent)
+		fence := w.mustFence(t)
+
+		later := mustStartBot(t, "later", w.in.srv.public, w.in.owner.token, botclient.WithCursor(start))
+		later.waitSeq(t, fence, 10*time.Second)
+		mustMatchCatchUp(t, later, w.in.owner, start)
+		for _, e := range later.handed() {
+			if strings.Contains(string(e.Data), "a secret posted by mistake") {
+				t.Fatalf("the replay holds the deleted content at seq %d: %s", e.Seq, e.Data)
+			}
+			if e.Type == "message.created" && strings.Contains(string(e.Data), kept.ID) && !strings.Contains(string(e.Data), "this one stays") {
+				t.Fatalf("the kept message lost its content: %s", e.Data)
+			}
+		}
+	})
+}

@@ -119,7 +119,25 @@ func (c *conn) drainHeldLocked() bool {
 // and returns how far it got (upTo, or after when after was already beyond it). ok is false when
 // the connection ended.
 func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64) (int64, bool) {
+	var held []recentEvent
 	for after < upTo {
+		var ok bool
+		if held, ok = c.g.hub.recent.read(held[:0], after, upTo, appsync.MaxLimit); ok && len(held) > 0 {
+			// From memory, with sync's rules: what actor may see now.
+			vis, err := c.g.deps.Scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+			if err != nil {
+				c.closeWith(c.g.failed("catch-up", err), "")
+				return after, false
+			}
+			for _, ev := range held {
+				if appsync.Visible(vis, actor, ev.scope) && !c.enqueueWait(ev.frame) {
+					return after, false
+				}
+			}
+			after = held[len(held)-1].seq
+			clear(held)
+			continue
+		}
 		page, err := c.g.deps.CatchUp.CatchUp(ctx, actor, after, appsync.MaxLimit)
 		if err != nil {
 			c.closeWith(c.g.failed("catch-up", err), "")

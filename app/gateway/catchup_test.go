@@ -138,7 +138,7 @@ func (g *gatedCatchUp) CatchUp(ctx context.Context, a kernel.Actor, after int64,
 // the queue may hold: the held events are dropped and the replay goes on from the log, still
 // without a gap or a duplicate.
 func TestCatchUpPinsAgainWhenHeldEventsOverflow(t *testing.T) {
-	w := newWorld(t, Config{OutboundQueueMax: 4})
+	w := newWorld(t, Config{OutboundQueueMax: 4, ReplayBufferEvents: -1})
 	w.runTail()
 	for i := range 10 {
 		w.post(w.open, w.openTh, fmt.Sprint(i))
@@ -170,7 +170,7 @@ func TestCatchUpPinsAgainWhenHeldEventsOverflow(t *testing.T) {
 // TestCatchUpHoldsLiveEventsWhileReplaying holds a catch-up while live events arrive that fit the
 // queue: they follow catchup.complete, each once.
 func TestCatchUpHoldsLiveEventsWhileReplaying(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t, Config{ReplayBufferEvents: -1})
 	w.runTail()
 	for i := range 5 {
 		w.post(w.open, w.openTh, fmt.Sprint(i))

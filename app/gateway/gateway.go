@@ -137,6 +137,10 @@ type Config struct {
 	// without a wake-up (1s).
 	TailBatch int
 	TailPoll  time.Duration
+	// ReplayBufferEvents is how many of the last events the gateway keeps as frames in memory
+	// for catch-ups (gateway.replay_buffer_events, 10,000; below 0: none), within
+	// replayBufferBytes of frames.
+	ReplayBufferEvents int
 	// PresenceGrace is how long a person whose last connection went stays online for the
 	// others (5s; below 0: none): a reload or a reconnect does not flap offline → online.
 	PresenceGrace time.Duration
@@ -173,6 +177,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TailBatch <= 0 {
 		c.TailBatch = 500
+	}
+	if c.ReplayBufferEvents == 0 {
+		c.ReplayBufferEvents = 10000
 	}
 	return c
 }
@@ -246,6 +253,7 @@ func New(d Deps, cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
 		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher()}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
+	g.hub.recent = newRecent(g.cfg.ReplayBufferEvents, replayBufferBytes)
 	g.presence = newPresence(g.cfg.PresenceGrace)
 	if d.Signals != nil || d.Presence != nil {
 		if d.Signals == nil || d.Presence == nil || g.cfg.Node.IsZero() {

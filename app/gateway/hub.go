@@ -40,6 +40,8 @@ type hub struct {
 	// Used by the tail's goroutine only.
 	kinds   map[kernel.ID]string // channel id → kind ("dm" or "channel"); kinds never change
 	targets []target
+
+	recent *recent // the frames of the last events handed out, for catch-ups; nil: none
 }
 
 // member is a principal with identified connections.
@@ -277,6 +279,7 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 	}
 
 	frame := EventFrame(e)
+	h.recent.add(e, frame)
 	h.mu.Lock()
 	h.targets = h.candidatesLocked(h.targets[:0], how, e.Scope)
 	h.pos = e.Seq

@@ -71,6 +71,18 @@ const (
 	EvTokenRevoked    = "token.revoked"
 )
 
+// Redacts returns the types of the earlier events whose payload an event of type typ replaces
+// in the log with its own: a message.deleted redacts its message's message.created and
+// message.updated (same subject), so that deleted content is not readable in the log. The module
+// that appends it redacts the stored log in the same transaction; a copy of the log kept in
+// memory must do the same when it sees the event.
+func Redacts(typ string) []string {
+	if typ == EvMessageDeleted {
+		return []string{EvMessageCreated, EvMessageUpdated}
+	}
+	return nil
+}
+
 // TxView is what a Unit of Work's transaction has seen of the log: the head committed before the
 // transaction began, and the types of the events that earlier units of the same transaction (a
 // group-commit batch) and this unit so far have appended. A decision made from state kept in

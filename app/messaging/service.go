@@ -319,7 +319,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
 			return err
 		}
-		if err := s.redactor.RedactEvents(ctx, m.ID, []string{kernel.EvMessageCreated, kernel.EvMessageUpdated}, m); err != nil {
+		if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(kernel.EvMessageDeleted), m); err != nil {
 			return err
 		}
 		if err := kernel.Publish(ctx, s.bus, MessageDeleted{Message: m}); err != nil {

@@ -129,6 +129,9 @@ type GatewayConfig struct {
 	MaxFrameBytes int64
 	// IdentifyTimeout is how long a connection may stay open without identifying (4003).
 	IdentifyTimeout time.Duration
+	// ReplayBufferEvents is how many of the last events are kept in memory as frames for the
+	// catch-up of clients that were away briefly; 0 keeps none.
+	ReplayBufferEvents int
 }
 
 // LogConfig is the log.* group.

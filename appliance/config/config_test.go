@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginFailureWindow: 10 * time.Minute},
 		Sync: SyncConfig{OutboundQueueMax: 1024},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
-			IdentifyTimeout: 10 * time.Second},
+			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
 	}

@@ -118,6 +118,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Gateway.MaxFrameBytes }, check: between(1024, 16<<20)},
 	{name: "gateway.identify_timeout", def: "10s", kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.IdentifyTimeout }, check: positive},
+	{name: "gateway.replay_buffer_events", def: "10000", kind: kindInt,
+		field: func(c *Config) any { return &c.Gateway.ReplayBufferEvents }, check: between(0, 1000000)},
 
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
