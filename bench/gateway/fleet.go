@@ -7,42 +7,89 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"bothy.dev/bothy/client"
 )
 
-// member is one gateway client of a fleet: the client package's Run on its own connection
-// (its own gateway session), with a probe on the connection and a ledger of what it received.
+// member is one gateway client of a fleet: its own connection and gateway session, read by its
+// own goroutine (follow), with a ledger of what it received.
 type member struct {
-	cl      *client.Client
-	probe   *probe
-	ledger  *ledger // nil: the member records nothing
-	count   atomic.Int64
-	readies atomic.Int64
-	done    chan struct{}
-	err     error // what Run returned, once done is closed
+	c        *conn   // nil until identify is sent
+	ledger   *ledger // nil: the member records nothing
+	count    atomic.Int64
+	complete chan struct{} // closed when catchup.complete arrived
+	done     chan struct{} // closed when follow returned
+	err      error         // what follow returned, once done is closed
 }
 
-// handle is the member's event handler: it records every message.created of the poster.
-func (m *member) handle(ev client.Event) error {
-	if ev.Type != "message.created" || m.ledger == nil {
+// follow reads the member's connection until it is closed, recording every message.created of
+// the poster in the ledger. It returns nil when close ended it, and an error for a dropped
+// connection, a seq that is not above the one before (a duplicate or a reordering), a frame
+// out of its place in the protocol or one that is not as the server writes it.
+func (m *member) follow() error {
+	var last int64 // seq of the last logged event
+	ready, completed := false, false
+	for {
+		f, at, err := m.c.read()
+		if err != nil {
+			if m.c.closing.Load() {
+				return nil
+			}
+			return err
+		}
+		op, _ := frameOp(f)
+		switch string(op) {
+		case "event":
+			e, err := parseEvent(f)
+			switch {
+			case err != nil:
+				return err
+			case e.seq == 0: // ephemeral: presence, typing
+				continue
+			case !ready:
+				return fmt.Errorf("seq %d before ready", e.seq)
+			case e.seq <= last:
+				return fmt.Errorf("seq %d after seq %d", e.seq, last)
+			}
+			last = e.seq
+			if m.ledger == nil || string(e.typ) != "message.created" {
+				continue
+			}
+			if due, i, ok := readStamp(e.data); ok {
+				m.ledger.record(due, i, e.createdAt, at)
+			} else {
+				m.ledger.foreign++
+			}
+			m.count.Add(1)
+		case "ready":
+			if ready {
+				return errors.New("a second ready on one connection")
+			}
+			ready = true
+		case "catchup.complete":
+			if !ready || completed {
+				return errors.New("catchup.complete before ready, or twice")
+			}
+			completed = true
+			close(m.complete)
+		}
+	}
+}
+
+// failed returns the member's error when follow has returned, else nil.
+func (m *member) failed() error {
+	select {
+	case <-m.done:
+		if m.err == nil {
+			return errors.New("the connection was closed")
+		}
+		return m.err
+	default:
 		return nil
 	}
-	now := time.Now()
-	due, i, ok := readStamp(ev.Data)
-	if !ok {
-		m.ledger.foreign++
-	} else {
-		m.ledger.record(due, i, ev.CreatedAt, now)
-	}
-	m.count.Add(1)
-	return nil
 }
 
 // fleet is many members against one server, all stopped together.
 type fleet struct {
 	members []*member
-	cancel  context.CancelFunc
 }
 
 // Connect timing: every wait re-checks in its loop and has a deadline (STYLE rule 21).
@@ -58,8 +105,7 @@ func connectFleet(ctx context.Context, base string, tokens []string, n, parallel
 	if len(tokens) == 0 || n < 1 {
 		return nil, errors.New("gatewaybench: no client to connect")
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f := &fleet{cancel: cancel}
+	f := &fleet{}
 	sem := make(chan struct{}, max(1, parallel))
 	var (
 		wg       sync.WaitGroup
@@ -73,31 +119,15 @@ func connectFleet(ctx context.Context, base string, tokens []string, n, parallel
 			break
 		}
 		sem <- struct{}{}
-		m := &member{probe: newProbe(), done: make(chan struct{})}
+		m := &member{complete: make(chan struct{}), done: make(chan struct{})}
 		if ledger != nil {
 			m.ledger = ledger()
 		}
-		m.cl = client.New(base, tokens[k%len(tokens)],
-			client.WithHTTPClient(m.probe.httpClient()),
-			client.WithBackoff(100*time.Millisecond, 2*time.Second),
-			client.WithReadyHandler(func(client.Ready) { m.readies.Add(1) }))
 		f.members = append(f.members, m)
-		go func() {
-			defer close(m.done)
-			m.err = m.cl.Run(runCtx, m.handle)
-		}()
 		wg.Go(func() {
 			defer func() { <-sem }()
-			t := time.NewTimer(completeDeadline)
-			defer t.Stop()
-			select {
-			case <-m.probe.complete:
-			case <-m.done:
-				fail(fmt.Errorf("client %d: Run ended before catchup.complete: %w", k, m.err))
-			case <-t.C:
-				fail(fmt.Errorf("client %d: no catchup.complete within %s", k, completeDeadline))
-			case <-ctx.Done():
-				fail(ctx.Err())
+			if err := m.connect(ctx, base, tokens[k%len(tokens)]); err != nil {
+				fail(fmt.Errorf("client %d: %w", k, err))
 			}
 		})
 	}
@@ -111,21 +141,64 @@ func connectFleet(ctx context.Context, base string, tokens []string, n, parallel
 	return f, nil
 }
 
-// stop ends every member's Run and waits for them; it reports a Run that did not return in
-// time or ended otherwise than by the cancel.
+// connect dials, identifies without a cursor, starts follow and waits for catchup.complete.
+func (m *member) connect(ctx context.Context, base, token string) error {
+	c, err := dial(ctx, base)
+	if err != nil {
+		return err
+	}
+	if _, err := c.identify(token, -1); err != nil {
+		c.abort()
+		return err
+	}
+	m.c = c
+	go func() {
+		defer close(m.done)
+		m.err = m.follow()
+	}()
+	t := time.NewTimer(completeDeadline)
+	defer t.Stop()
+	select {
+	case <-m.complete:
+		return nil
+	case <-m.done:
+		select {
+		case <-m.complete: // and ended after it: waitDelivered or stop tells
+			return nil
+		default:
+		}
+		return fmt.Errorf("connection ended before catchup.complete: %w", m.failed())
+	case <-t.C:
+		return fmt.Errorf("no catchup.complete within %s", completeDeadline)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop closes every member's connection and waits for their readers; it reports a member
+// whose connection ended otherwise than by the stop, or whose reader did not return in time.
 func (f *fleet) stop() error {
-	f.cancel()
+	var wg sync.WaitGroup
+	for _, m := range f.members {
+		if m.c != nil {
+			wg.Go(m.c.close)
+		}
+	}
+	wg.Wait()
 	deadline := time.NewTimer(stopDeadline)
 	defer deadline.Stop()
 	var errs []error
 	for k, m := range f.members {
+		if m.c == nil {
+			continue
+		}
 		select {
 		case <-m.done:
-			if m.err != nil && !errors.Is(m.err, context.Canceled) {
+			if m.err != nil {
 				errs = append(errs, fmt.Errorf("client %d: %w", k, m.err))
 			}
 		case <-deadline.C:
-			return errors.Join(append(errs, fmt.Errorf("gatewaybench: clients still running %s after the stop", stopDeadline))...)
+			return errors.Join(append(errs, fmt.Errorf("gatewaybench: clients still reading %s after the stop", stopDeadline))...)
 		}
 	}
 	if len(errs) > 3 {
@@ -134,22 +207,17 @@ func (f *fleet) stop() error {
 	return errors.Join(errs...)
 }
 
-// reconnects is how many times members identified again after their first ready.
-func (f *fleet) reconnects() int64 {
-	var n int64
-	for _, m := range f.members {
-		n += max(0, m.readies.Load()-1)
-	}
-	return n
-}
-
-// waitDelivered waits until every member has counted total messages, or the deadline.
+// waitDelivered waits until every member has counted total messages, or the deadline; a
+// member whose connection ended fails it at once.
 func (f *fleet) waitDelivered(ctx context.Context, total int64, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		behind := 0
 		var least int64 = total
-		for _, m := range f.members {
+		for k, m := range f.members {
+			if err := m.failed(); err != nil {
+				return fmt.Errorf("client %d: %w", k, err)
+			}
 			if c := m.count.Load(); c < total {
 				behind++
 				least = min(least, c)

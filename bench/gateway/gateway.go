@@ -1,16 +1,19 @@
 // Package gatewaybench measures the realtime gateway of a running bothy from outside, as its
-// users see it: many clients of the project's Go client package (bothy.dev/bothy/client), each
-// on its own WebSocket and gateway session, and a poster that creates messages over REST at a
-// fixed rate (open loop). It measures commit → client latency (from the moment a message was
-// due to its receipt by each client), the rate each client is delivered at, the server memory
+// users see it: many gateway clients, each on its own WebSocket and gateway session, and a
+// poster that creates messages over REST at a fixed rate (open loop). It measures commit →
+// client latency (from the moment a message was due, and from the moment the writer logged
+// it, to its receipt by each client), the rate each client is delivered at, the server memory
 // an idle connection costs (from a reader of the server's RSS that the caller passes), and the
 // time of a catch-up.
 //
-// It talks to the server only over HTTP and WebSocket, from its own process (bothybench; the
-// server is a `bothy serve` started by bench/serve). It must not import the appliance nor
-// github.com/coder/websocket: the client package is the WebSocket. A message lost or delivered
-// twice, a create answered otherwise than 201 and a client that does not get ready are errors,
-// never figures.
+// The clients are lean WebSocket clients of its own (conn.go: coder/websocket read into a
+// buffer each client reuses, frames read by their bytes), not the project's client package,
+// whose decoding of every frame would cost the load generator more CPU than the server spends
+// delivering it; the client package reads the REST catch-up. It talks to the server only over
+// HTTP and WebSocket, from its own process (bothybench; the server is a `bothy serve` started
+// by bench/serve), and must not import the appliance. A message lost or delivered twice, a seq
+// not above the one before, a create answered otherwise than 201, a dropped connection and a
+// client that does not get ready are errors, never figures.
 package gatewaybench
 
 import (
@@ -60,8 +63,6 @@ type Delivered struct {
 	MinRate float64
 	// Offered is the poster's side: message create latency and CPU.
 	Offered Offered
-	// Reconnects counts identifies after a client's first ready (a dropped connection).
-	Reconnects int64
 	// ServerCPU and LoadCPU are the server's and this process's CPU time per message, from the
 	// first message due to the last one received by the last client, warm-up included.
 	ServerCPU, LoadCPU time.Duration
@@ -98,7 +99,7 @@ func RunDeliver(ctx context.Context, c *http.Client, in Instance, d Deliver) (De
 	if err = errors.Join(err, cpuErr, f.stop()); err != nil {
 		return Delivered{}, err
 	}
-	out := Delivered{Plan: plan, Offered: off, Reconnects: f.reconnects(), MinRate: -1,
+	out := Delivered{Plan: plan, Offered: off, MinRate: -1,
 		ServerCPU: (cpu1 - cpu0) / time.Duration(plan.Total), LoadCPU: (own1 - own0) / time.Duration(plan.Total)}
 	var all, fromLog []time.Duration
 	for k, m := range f.members {
@@ -167,12 +168,9 @@ func RunIdle(ctx context.Context, base string, tokens []string, cfg Idle) (Idled
 		return Idled{}, errors.Join(ctx.Err(), f.stop())
 	}
 	after, err := cfg.RSS()
-	reconnects := f.reconnects()
+	// A connection dropped while idle fails the stop.
 	if err = errors.Join(err, f.stop()); err != nil {
 		return Idled{}, err
-	}
-	if reconnects > 0 {
-		return Idled{}, fmt.Errorf("%d connections were dropped and made again while idle", reconnects)
 	}
 	return Idled{Before: before, After: after, Connections: cfg.Connections, ConnectTime: took}, nil
 }
@@ -203,7 +201,7 @@ type CaughtUp struct {
 	// Cursor is the cursor of every identify; Head the last event replayed.
 	Cursor, Head int64
 	// ToComplete is from the write of identify to the read of catchup.complete; ToLast from
-	// the write of identify to the last replayed event handed to the handler.
+	// the write of identify to the read of the last replayed event.
 	ToComplete, ToLast measure.Latencies
 	// ServerCPU and LoadCPU are the server's and this process's CPU time per timed catch-up
 	// (the load generator's includes each client's connect and stop).
@@ -296,55 +294,61 @@ func cursorBefore(seqs []int64, n int) (int64, []int64, error) {
 	return seqs[len(seqs)-n-1], seqs[len(seqs)-n:], nil
 }
 
-// catchUpOnce identifies once with cursor and waits for catchup.complete and for the replay,
-// which must be exactly want in order.
+// catchUpOnce connects, identifies once with cursor and reads up to catchup.complete: the
+// replay must be exactly want, in order.
 func catchUpOnce(ctx context.Context, base, token string, cursor int64, want []int64) (toComplete, toLast time.Duration, err error) {
-	p := newProbe()
-	var (
-		got      int
-		lastAt   time.Time
-		replayed = make(chan struct{})
-	)
-	cl := client.New(base, token, client.WithCursor(cursor), client.WithHTTPClient(p.httpClient()))
-	runCtx, cancel := context.WithCancel(ctx)
+	c, err := dial(ctx, base)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.close()
+	// The reads have no context (it would cost a timer per read): the deadline drops the
+	// connection instead, which ends the read in progress.
+	dctx, cancel := context.WithTimeout(ctx, completeDeadline)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- cl.Run(runCtx, func(ev client.Event) error {
+	defer context.AfterFunc(dctx, c.abort)()
+	sent, err := c.identify(token, cursor)
+	if err != nil {
+		return 0, 0, err
+	}
+	got, ready := 0, false
+	var lastAt time.Time
+	for {
+		f, at, err := c.read()
+		if err != nil {
+			if dctx.Err() != nil {
+				return 0, 0, fmt.Errorf("no catchup.complete within %s (%d of %d events): %w", completeDeadline, got, len(want), dctx.Err())
+			}
+			return 0, 0, err
+		}
+		op, _ := frameOp(f)
+		switch string(op) {
+		case "ready":
+			if ready {
+				return 0, 0, errors.New("a second ready")
+			}
+			ready = true
+		case "event":
+			e, err := parseEvent(f)
 			switch {
+			case err != nil:
+				return 0, 0, err
+			case e.seq == 0: // ephemeral
+				continue
+			case !ready:
+				return 0, 0, fmt.Errorf("seq %d before ready", e.seq)
 			case got >= len(want):
-				return fmt.Errorf("seq %d handed after the %d of the replay", ev.Seq, len(want))
-			case ev.Seq != want[got]:
-				return fmt.Errorf("replay event %d is seq %d, want %d", got, ev.Seq, want[got])
+				return 0, 0, fmt.Errorf("seq %d after the %d events of the replay", e.seq, len(want))
+			case e.seq != want[got]:
+				return 0, 0, fmt.Errorf("replay event %d is seq %d, want %d", got, e.seq, want[got])
 			}
 			got++
-			if got == len(want) {
-				lastAt = time.Now()
-				close(replayed)
+			lastAt = at
+		case "catchup.complete":
+			if !ready || got != len(want) {
+				return 0, 0, fmt.Errorf("catchup.complete after %d of the %d events of the replay (ready: %v)", got, len(want), ready)
 			}
-			return nil
-		})
-	}()
-	t := time.NewTimer(completeDeadline)
-	defer t.Stop()
-	for _, wait := range []chan struct{}{p.complete, replayed} {
-		select {
-		case <-wait:
-		case err := <-done:
-			return 0, 0, fmt.Errorf("Run ended during the catch-up: %w", err)
-		case <-t.C:
-			cancel()
-			<-done
-			return 0, 0, fmt.Errorf("no catchup.complete and %d events within %s (got %d)", len(want), completeDeadline, got)
+			return at.Sub(sent), lastAt.Sub(sent), nil
 		}
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		return 0, 0, fmt.Errorf("Run: %w", err)
-	}
-	toComplete, ok := p.identifyToComplete()
-	if !ok {
-		return 0, 0, errors.New("the probe saw no identify or no catchup.complete")
-	}
-	return toComplete, lastAt.Sub(at(&p.identifyAt)), nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,86 +14,6 @@ import (
 
 	"bothy.dev/bothy/bench/internal/fixture"
 )
-
-func TestMatcherFindsThePatternAcrossChunks(t *testing.T) {
-	stream := `HTTP/1.1 101 Switching Protocols` + "\r\n\r\n\x81\x1f" + `{"op":"hello","d":{"heartbeat_interval_ms":30000}}` +
-		`{"op":"event","d":{"content":"say \"op\":\"catchup.complete\""}}` + `{"op":"catchup.complete","d":{"head_seq":7}}`
-	want := strings.Index(stream, `{"op":"catchup.complete"`) + len(completeOp) + 1 // the chunk that holds its last byte
-	for _, size := range []int{1, 2, 3, 7, 22, 23, 64, len(stream)} {
-		m := newMatcher(completeOp)
-		found := -1
-		for off := 0; off < len(stream); off += size {
-			end := min(off+size, len(stream))
-			if m.feed([]byte(stream[off:end])) {
-				found = end
-				break
-			}
-		}
-		if found < 0 {
-			t.Fatalf("chunks of %d: not found", size)
-		}
-		if found < want || found-size >= want {
-			t.Errorf("chunks of %d: found in the chunk ending at %d, want the one holding byte %d", size, found, want)
-		}
-	}
-}
-
-func TestMatcherIgnoresTheOpInsideAString(t *testing.T) {
-	m := newMatcher(helloOp)
-	if m.feed([]byte(`{"op":"event","d":{"content":"{\"op\":\"hello\"}","handle":"hello"}}`)) {
-		t.Fatal("an escaped hello inside a string matched")
-	}
-}
-
-// scriptedConn hands out its chunks one Read at a time, each after its delay, and swallows
-// writes.
-type scriptedConn struct {
-	net.Conn
-	chunks []string
-	delays []time.Duration
-}
-
-func (c *scriptedConn) Read(b []byte) (int, error) {
-	if len(c.chunks) == 0 {
-		return 0, io.EOF
-	}
-	time.Sleep(c.delays[0])
-	n := copy(b, c.chunks[0])
-	c.chunks, c.delays = c.chunks[1:], c.delays[1:]
-	return n, nil
-}
-
-func (c *scriptedConn) Write(b []byte) (int, error) { return len(b), nil }
-
-func TestProbeTimesIdentifyAndCatchupComplete(t *testing.T) {
-	p := newProbe()
-	c := &probedConn{p: p, hello: newMatcher(helloOp), done: newMatcher(completeOp), Conn: &scriptedConn{
-		chunks: []string{"HTTP/1.1 101\r\n\r\n" + `{"op":"hello","d":{}}`, `{"op":"ready","d":{}}{"op":"catchup.`, `complete","d":{"head_seq":1}}`},
-		delays: []time.Duration{0, 5 * time.Millisecond, time.Millisecond},
-	}}
-	buf := make([]byte, 256)
-	c.Write([]byte("GET /api/v1/gateway")) // the handshake, before hello
-	c.Read(buf)
-	if p.helloAt.Load() == 0 || p.identifyAt.Load() != 0 {
-		t.Fatal("hello not seen, or the handshake taken for identify")
-	}
-	c.Write([]byte("identify"))
-	c.Read(buf)
-	select {
-	case <-p.complete:
-		t.Fatal("catchup.complete seen before its last byte")
-	default:
-	}
-	c.Read(buf)
-	select {
-	case <-p.complete:
-	default:
-		t.Fatal("catchup.complete not seen")
-	}
-	if d, ok := p.identifyToComplete(); !ok || d < 6*time.Millisecond || d > time.Second {
-		t.Fatalf("identify to complete = %v, %v", d, ok)
-	}
-}
 
 func TestStampRoundTrips(t *testing.T) {
 	due := time.Unix(1_780_000_000, 123456789)

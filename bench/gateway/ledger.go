@@ -87,8 +87,8 @@ func leadingInt(s []byte) (int64, []byte, bool) {
 	return n, s[k:], err == nil
 }
 
-// ledger is what one client received of the poster's messages. Only the client's handler
-// writes it (Run calls it from one goroutine); it is read once the client has stopped.
+// ledger is what one client received of the poster's messages. Only the client's reader
+// writes it (member.follow); it is read once the client has stopped.
 type ledger struct {
 	seen     []bool // by message index
 	received int
