@@ -33,6 +33,7 @@ type Client struct {
 	stableAfter             time.Duration
 	readLimit               int64
 	helloTimeout            time.Duration
+	deviceID                string
 	// jitter draws the sleep before a reconnect from [0, ceiling]; tests replace it.
 	jitter func(ceiling time.Duration) time.Duration
 
@@ -63,6 +64,12 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 func WithCursor(seq int64) Option {
 	return func(c *Client) { c.cursor, c.hasCursor = seq, true }
 }
+
+// WithDeviceID names the device in every identify: a UUID in lower case that the program keeps
+// (store it with the cursor). A newer connection of the same device, from this program's next
+// run for instance, closes this one with 4017 and Run returns ErrReplaced; without it, an older
+// process of the same bot that is still connected keeps receiving.
+func WithDeviceID(id string) Option { return func(c *Client) { c.deviceID = id } }
 
 // WithEphemeralHandler receives the events that have no seq (typing, presence). They are not
 // in the log: they are neither replayed nor deduplicated, and are lost while disconnected. An

@@ -301,6 +301,9 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 		if hasCursor {
 			d["cursor"] = cursor
 		}
+		if c.deviceID != "" {
+			d["device_id"] = c.deviceID
+		}
 		err = g.send(ctx, opIdentify, d)
 	}
 	if err != nil {

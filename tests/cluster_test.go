@@ -138,6 +138,20 @@ func TestSeveralNodes(t *testing.T) {
 		}
 	})
 
+	t.Run("a device's connection on node B closes its older connection on node A with 4017", func(t *testing.T) {
+		const device = "7d1e2f3a-4b5c-4d6e-8f7a-8b9c0d1e2f3a"
+		older := mustStartBot(t, "device on A", a.public, w.alice.token, botclient.WithDeviceID(device))
+		mustStartBot(t, "device on B", b.public, w.alice.token, botclient.WithDeviceID(device))
+		select {
+		case <-older.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the older connection of the device on node A still runs 10 s after node B bound the device")
+		}
+		if err := older.stop(t); !errors.Is(err, botclient.ErrReplaced) {
+			t.Errorf("the older bot ended with %v, want ErrReplaced", err)
+		}
+	})
+
 	t.Run("a client moved from node A to node B identifies with its cursor and gets exactly the same events", func(t *testing.T) {
 		from := w.in.owner.mustHead(t)
 		proxy := mustProxy(t, a)

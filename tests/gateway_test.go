@@ -762,3 +762,26 @@ func TestGatewayReplaysADeletedMessageRedacted(t *testing.T) {
 		}
 	})
 }
+
+// TestGatewayDeviceHoldsOneConnection runs a bot twice on one device: the newer connection
+// closes the older with 4017, whose client stops with ErrReplaced, and goes on receiving.
+func TestGatewayDeviceHoldsOneConnection(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		start := w.in.owner.mustHead(t)
+		const device = "3b9c6e1a-2f4d-4e8b-9a7c-5d6e7f8a9b0c"
+		older := mustStartBot(t, "older", w.in.srv.public, w.alice.token, botclient.WithCursor(start), botclient.WithDeviceID(device))
+		newer := mustStartBot(t, "newer", w.in.srv.public, w.alice.token, botclient.WithCursor(start), botclient.WithDeviceID(device))
+		select {
+		case <-older.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the older connection of the device still runs 10 s after the newer one identified")
+		}
+		if err := older.stop(t); !errors.Is(err, botclient.ErrReplaced) {
+			t.Errorf("the older bot ended with %v, want ErrReplaced", err)
+		}
+		fence := w.mustFence(t)
+		newer.waitSeq(t, fence, 10*time.Second)
+	})
+}

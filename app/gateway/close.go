@@ -68,7 +68,7 @@ var CloseCodes = []CloseInfo{
 	{CloseSlowConsumer, "slow_consumer", "the connection's outbound queue overflowed (sync.outbound_queue_max) or a write missed gateway.write_timeout", true, ThenResume, true},
 	{CloseConsumerTakenOver, "consumer_taken_over", "reserved: a newer connection of the same agent took its consumer over", false, ThenStop, false},
 	{CloseResyncRequired, "resync_required", "the cursor is beyond the head of the log (or older than what is kept)", false, ThenResync, false},
-	{CloseDeviceReplaced, "device_replaced", "reserved: a newer connection of the same device replaced this one", false, ThenStop, false},
+	{CloseDeviceReplaced, "device_replaced", "a newer connection of the same device (identify's device_id) replaced this one", false, ThenStop, false},
 }
 
 // Info returns the row of code; an unknown code gets the row of 4000.

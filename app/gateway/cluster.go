@@ -56,6 +56,7 @@ const (
 	signalPrefix   = "gateway."
 	signalTyping   = "gateway.typing"   // thread_id, principal_id: typing.started on the thread
 	signalPresence = "gateway.presence" // principal_id: their connections on the sender changed
+	signalDevice   = "gateway.device"   // principal_id, device_id, binding_id: a newer binding
 )
 
 // signal is the payload of a gateway signal: its kind, the node that sent it and the ids of its
@@ -65,6 +66,8 @@ type signal struct {
 	Node        kernel.ID `json:"node"`
 	ThreadID    kernel.ID `json:"thread_id,omitempty"`
 	PrincipalID kernel.ID `json:"principal_id,omitempty"`
+	DeviceID    string    `json:"device_id,omitempty"`
+	BindingID   kernel.ID `json:"binding_id,omitempty"`
 }
 
 // cluster is the gateway's side of several nodes: it publishes typing and the local presence
@@ -340,6 +343,14 @@ func (g *Gateway) onSignal(ctx context.Context, b []byte) {
 			on = on || (r.Node != g.cluster.node && r.Principal == id && r.Connections > 0)
 		}
 		g.presence.setRemote(id, on, g.clock.Now())
+	case signalDevice:
+		id, err1 := kernel.ParseID(string(s.PrincipalID))
+		bound, err2 := kernel.ParseID(string(s.BindingID))
+		if err1 != nil || err2 != nil || !validDeviceID(s.DeviceID) {
+			g.malformedSignal(b, "principal_id, device_id and binding_id must be ids")
+			return
+		}
+		g.replacedElsewhere(id, s.DeviceID, bound)
 	default:
 		// A kind of a newer node: nothing to do here.
 	}

@@ -51,6 +51,7 @@ type conn struct {
 	gone       bool // the reader ended: the transport is closed or closing
 
 	focusThread kernel.ID // guarded by c.mu, indexed by the hub
+	device      deviceKey // the device c is bound to (device.go), guarded by c.mu
 }
 
 type pending struct {
@@ -331,6 +332,9 @@ func (c *conn) identify(ctx context.Context, f Frame) (bool, CloseCode, string) 
 	if d.Cursor != nil && *d.Cursor < 0 {
 		return false, CloseDecodeError, "cursor must be 0 or more"
 	}
+	if d.DeviceID != "" && !validDeviceID(d.DeviceID) {
+		return false, CloseDecodeError, "device_id must be a UUID in lower case"
+	}
 	if d.Token == "" {
 		return false, CloseAuthFailed, ""
 	}
@@ -339,6 +343,7 @@ func (c *conn) identify(ctx context.Context, f Frame) (bool, CloseCode, string) 
 		return false, c.g.failed("identify", err), ""
 	}
 	sess := c.g.newSession(c, actor, d.Token)
+	sess.device = d.DeviceID
 	return c.start(ctx, sess, actor, d.Cursor)
 }
 
@@ -394,6 +399,7 @@ func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cur
 	c.catchingUp = true
 	c.mu.Unlock()
 	c.identified.Store(true)
+	c.g.bindDevice(c, actor.ID, sess.device)
 	go c.catchUp(sess, actor, cursor, vis, gen)
 	return true, 0, ""
 }

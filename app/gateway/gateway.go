@@ -220,7 +220,8 @@ type Gateway struct {
 	closing  bool
 	drained  chan struct{} // closed when closing and conns is empty
 
-	flush *flusher
+	flush   *flusher
+	devices devices
 }
 
 // session is what resume restores: the principal and its credential, and the focus. It lives in
@@ -232,6 +233,8 @@ type session struct {
 	// resume re-authenticates: a revoked token or a disabled person cannot resume.
 	token string
 	focus kernel.ID
+	// device is the device_id of identify ("" when none), bound again at every resume.
+	device string
 	// conn is the connection that holds the session, nil while it waits for a resume since
 	// detachedAt.
 	conn       *conn
@@ -442,6 +445,7 @@ func (g *Gateway) sessionFocus(s *session) kernel.ID {
 // a resume unless code ends it) and from the hub.
 func (g *Gateway) forget(c *conn, code CloseCode) {
 	g.hub.detach(c)
+	g.unbindDevice(c)
 	g.presence.leave(c, g.clock.Now())
 	g.mu.Lock()
 	delete(g.conns, c)

@@ -158,6 +158,9 @@ func decodeD(d json.RawMessage, v any) error {
 type identifyD struct {
 	Token  string `json:"token"`
 	Cursor *int64 `json:"cursor"`
+	// DeviceID names the client's device (a UUID it keeps): a newer connection of the same
+	// device closes this one with 4017.
+	DeviceID string `json:"device_id"`
 }
 
 type resumeD struct {
