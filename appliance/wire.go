@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/gateway"
@@ -45,7 +46,10 @@ func wire(ctx context.Context, a *App) error {
 		LoginFailureWindow:     a.Config.Auth.LoginFailureWindow,
 	})
 
-	chats := chat.New(chat.Deps{Store: storage.NewChatStore(db), UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
+	chatStore := storage.NewChatStore(db)
+	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
+	// An agent's principal and token are identity's, made in the agents module's Unit of Work.
+	agentSvc := agents.New(agents.Deps{Store: storage.NewAgentStore(db), Principals: ident, UoW: db, Events: db, Authz: az, Bus: bus})
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{
 		Store:     msgStore,
@@ -61,7 +65,7 @@ func wire(ctx context.Context, a *App) error {
 	catchUp := appsync.New(db, az)
 
 	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
-	// order. None yet: runs will subscribe to messaging.MessagePosted.
+	// order. None yet: runs will subscribe to messaging.MessagePosted and agents.AgentDisabled.
 	bus.Seal()
 
 	router := httpapi.NewRouter(ident, httpapi.NewIdempotency(db, db), httpapi.Options{
@@ -75,6 +79,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.IdentityRoutes(ident)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
+	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 

@@ -400,7 +400,8 @@ type cacheEnv struct {
 func newCacheEnv(t *testing.T, eng storetest.Engine) *cacheEnv {
 	t.Helper()
 	e := &cacheEnv{authzEnv: newAuthzEnv(t, eng)}
-	e.chats = chat.New(chat.Deps{Store: storage.NewChatStore(e.db), UoW: e.db, Events: e.db, Authz: e.az, Scoper: e.az, Clock: e.clock})
+	chatStore := storage.NewChatStore(e.db)
+	e.chats = chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: e.db, Events: e.db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	e.ident = identity.New(identity.Deps{Store: storage.NewIdentityStore(e.db), UoW: e.db, Events: e.db, Authz: e.az,
 		Hasher: &fakeHasher{}, Clock: e.clock}, identity.Config{})
 	e.cached = authz.New(e.store, e.store, e.db, e.db, e.clock)

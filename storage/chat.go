@@ -13,7 +13,10 @@ import (
 // ChatStore is the repository of chat: spaces, channels, threads (implements chat.Store).
 type ChatStore struct{ db *DB }
 
-var _ chat.Store = (*ChatStore)(nil)
+var (
+	_ chat.Store      = (*ChatStore)(nil)
+	_ chat.Principals = (*ChatStore)(nil)
+)
 
 // NewChatStore returns chat's repository on db.
 func NewChatStore(db *DB) *ChatStore { return &ChatStore{db: db} }
@@ -70,13 +73,18 @@ func (s *ChatStore) CreateChannel(ctx context.Context, c chat.Channel) error {
 	return s.db.mapErr(err, "channel")
 }
 
-const channelCols = `id, space_id, kind, name, topic, main_thread_id, created_by, created_at, updated_at`
+const channelCols = `id, space_id, kind, name, topic, main_thread_id, operator_id, created_by, created_at, updated_at`
 
 func scanChannel(sc interface{ Scan(...any) error }) (chat.Channel, error) {
 	var c chat.Channel
 	var created, updated string
-	err := sc.Scan(&c.ID, &c.SpaceID, &c.Kind, &c.Name, &c.Topic, &c.MainThreadID, &c.CreatedBy, &created, &updated)
+	var operator sql.NullString
+	err := sc.Scan(&c.ID, &c.SpaceID, &c.Kind, &c.Name, &c.Topic, &c.MainThreadID, &operator, &c.CreatedBy, &created, &updated)
 	c.CreatedAt, c.UpdatedAt = parseTime(created), parseTime(updated)
+	if operator.Valid {
+		id := kernel.ID(operator.String)
+		c.OperatorID = &id
+	}
 	return c, err
 }
 
@@ -106,6 +114,26 @@ func (s *ChatStore) UpdateChannel(ctx context.Context, c chat.Channel) error {
 	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE channels SET name = ?, topic = ?, updated_at = ? WHERE id = ?`,
 		c.Name, c.Topic, fmtTime(c.UpdatedAt), string(c.ID))
 	return s.db.oneRowOrNotFound(res, err, "channel")
+}
+
+func (s *ChatStore) SetOperator(ctx context.Context, c chat.Channel) error {
+	var operator any
+	if c.OperatorID != nil {
+		operator = nullID(*c.OperatorID)
+	}
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE channels SET operator_id = ?, updated_at = ? WHERE id = ?`,
+		operator, fmtTime(c.UpdatedAt), string(c.ID))
+	return s.db.oneRowOrNotFound(res, err, "channel")
+}
+
+// PrincipalRef implements chat.Principals; it reads identity's principals table.
+func (s *ChatStore) PrincipalRef(ctx context.Context, id kernel.ID) (chat.PrincipalRef, error) {
+	var kind, status string
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT kind, status FROM principals WHERE id = ?`, string(id)).Scan(&kind, &status)
+	if err != nil {
+		return chat.PrincipalRef{}, s.db.mapErr(err, "principal")
+	}
+	return chat.PrincipalRef{ID: id, Kind: kernel.PrincipalKind(kind), Active: status == "active"}, nil
 }
 
 func (s *ChatStore) CreateThread(ctx context.Context, t chat.Thread) error {

@@ -72,7 +72,7 @@ func newChatEnv(tb testing.TB, eng storetest.Engine) *chatEnv {
 	db := eng.Open(tb, storage.Options{})
 	e := &chatEnv{db: db, store: storage.NewChatStore(db), az: &chatAllow{deny: map[kernel.ID]bool{}},
 		clock: kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))}
-	e.svc = chat.New(chat.Deps{Store: e.store, UoW: db, Events: db, Authz: e.az, Scoper: e.az, Clock: e.clock})
+	e.svc = chat.New(chat.Deps{Store: e.store, Principals: e.store, UoW: db, Events: db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	e.alice = chatTestPrincipal(tb, db, "alice")
 	return e
 }
@@ -341,6 +341,113 @@ func TestChatStoreThreads(t *testing.T) {
 		})
 		t.Run("answers not found for a missing thread", func(t *testing.T) {
 			if _, err := e.store.Thread(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	})
+}
+
+// chatTestAgent inserts an agent (its principal and its agents row) with the status given.
+func chatTestAgent(tb testing.TB, db *storage.DB, handle, status string, by kernel.ID) kernel.ID {
+	tb.Helper()
+	id := kernel.NewID()
+	now := "2026-01-01T00:00:00.000000Z"
+	storage.ExecInTest(tb, db, `INSERT INTO principals (id, kind, handle, handle_key, display_name, status, created_at, updated_at)
+		VALUES (?, 'agent', ?, ?, ?, ?, ?, ?)`, string(id), handle, strings.ToLower(handle), handle, status, now, now)
+	storage.ExecInTest(tb, db, `INSERT INTO agents (principal_id, description, created_by, created_at) VALUES (?, '', ?, ?)`,
+		string(id), string(by), now)
+	return id
+}
+
+func TestChatStoreOperator(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newChatEnv(t, eng)
+		sp := e.space(t, "A")
+		c := e.channel(t, sp.ID, "general")
+		bot := chatTestAgent(t, e.db, "bot", "active", e.alice.ID)
+		sleepy := chatTestAgent(t, e.db, "sleepy", "disabled", e.alice.ID)
+
+		t.Run("reads the kind and status of principals", func(t *testing.T) {
+			for _, want := range []chat.PrincipalRef{{ID: bot, Kind: kernel.KindAgent, Active: true},
+				{ID: sleepy, Kind: kernel.KindAgent, Active: false}, {ID: e.alice.ID, Kind: kernel.KindPerson, Active: true}} {
+				if got, err := e.store.PrincipalRef(ctx, want.ID); err != nil || got != want {
+					t.Errorf("got %+v, %v; want %+v", got, err, want)
+				}
+			}
+			if _, err := e.store.PrincipalRef(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Errorf("unknown id: %v", err)
+			}
+		})
+		t.Run("a channel has no operator at first", func(t *testing.T) {
+			if got, err := e.store.Channel(ctx, c.ID); err != nil || got.OperatorID != nil {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
+		t.Run("names an active agent and logs channel.updated with operator_id", func(t *testing.T) {
+			before := len(logged(t, e.db))
+			e.clock.Advance(time.Second)
+			up, err := e.svc.SetOperator(ctx, e.alice, c.ID, bot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.store.Channel(ctx, c.ID)
+			if err != nil || got.OperatorID == nil || *got.OperatorID != bot || !got.UpdatedAt.Equal(up.UpdatedAt) {
+				t.Fatalf("read back %+v, %v; want %+v", got, err, up)
+			}
+			list, _ := e.store.Channels(ctx, sp.ID)
+			if len(list) != 1 || list[0].OperatorID == nil || *list[0].OperatorID != bot {
+				t.Fatalf("list %+v", list)
+			}
+			evs := logged(t, e.db)[before:]
+			var data map[string]any
+			if len(evs) != 1 || evs[0].Type != kernel.EvChannelUpdated || json.Unmarshal(evs[0].Payload, &data) != nil ||
+				data["operator_id"] != string(bot) {
+				t.Fatalf("events %+v", evs)
+			}
+		})
+		t.Run("refuses a disabled agent and a person, changing nothing", func(t *testing.T) {
+			before := len(logged(t, e.db))
+			for _, id := range []kernel.ID{sleepy, e.alice.ID, kernel.NewID()} {
+				if _, err := e.svc.SetOperator(ctx, e.alice, c.ID, id); !kernel.IsCode(err, kernel.CodeValidation) {
+					t.Errorf("%s: %v", id, err)
+				}
+			}
+			if got, _ := e.store.Channel(ctx, c.ID); got.OperatorID == nil || *got.OperatorID != bot || len(logged(t, e.db)) != before {
+				t.Fatalf("the refusals changed %+v", got)
+			}
+		})
+		t.Run("the schema holds that only an agent can operate a channel", func(t *testing.T) {
+			person := e.alice.ID
+			err := e.db.Do(ctx, func(ctx context.Context) error {
+				return e.store.SetOperator(ctx, chat.Channel{ID: c.ID, OperatorID: &person, UpdatedAt: e.clock.Now()})
+			})
+			if err == nil {
+				t.Fatal("a person was stored as an operator")
+			}
+		})
+		t.Run("clears the operator", func(t *testing.T) {
+			before := len(logged(t, e.db))
+			if _, err := e.svc.ClearOperator(ctx, e.alice, c.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := e.store.Channel(ctx, c.ID); got.OperatorID != nil {
+				t.Fatalf("read back %+v", got)
+			}
+			evs := logged(t, e.db)[before:]
+			var data map[string]any
+			if len(evs) != 1 || json.Unmarshal(evs[0].Payload, &data) != nil || data["operator_id"] != nil {
+				t.Fatalf("events %+v", evs)
+			}
+			if _, has := data["operator_id"]; !has {
+				t.Fatalf("channel.updated leaves out operator_id: %s", evs[0].Payload)
+			}
+		})
+		t.Run("an unknown channel is not found", func(t *testing.T) {
+			err := e.db.Do(ctx, func(ctx context.Context) error {
+				return e.store.SetOperator(ctx, chat.Channel{ID: kernel.NewID(), UpdatedAt: e.clock.Now()})
+			})
+			if !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("err = %v", err)
 			}
 		})

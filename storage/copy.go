@@ -15,7 +15,7 @@ import (
 // in it: each database keeps its own. A migration that adds a table adds it here too; Copy
 // refuses a source with a table it does not know, so a forgotten one cannot be left behind.
 var CopyTables = []string{
-	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens",
+	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
 	"spaces", "channels", "threads", "grants", "messages", "message_revisions", "mentions", "reactions",
 	"event_log", "idempotency_keys", "gateway_presence",
 }

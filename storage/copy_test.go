@@ -85,8 +85,9 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO local_credentials VALUES ('p1', '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA', '` + t0 + `')`,
 		`INSERT INTO auth_sessions VALUES ('s1', 'p1', 'th1', '` + t0 + `', '2099-01-01T00:00:00.000000Z', NULL)`,
 		`INSERT INTO api_tokens VALUES ('k1', 'p2', 'bot token', 'kh1', '` + t0 + `', NULL, NULL)`,
+		`INSERT INTO agents VALUES ('p2', 'answers "everything" — ünïcode', 'p1', '` + t0 + `')`,
 		`INSERT INTO spaces VALUES ('sp1', 'Home', 'p1', '` + t0 + `', '` + t0 + `', NULL)`,
-		`INSERT INTO channels VALUES ('c1', 'sp1', 'channel', 'general', 'it''s a topic', 't1', 'p1', '` + t0 + `', '` + t0 + `', NULL)`,
+		`INSERT INTO channels VALUES ('c1', 'sp1', 'channel', 'general', 'it''s a topic', 't1', 'p1', '` + t0 + `', '` + t0 + `', NULL, 'p2')`,
 		`INSERT INTO threads VALUES ('t1', 'c1', 'sp1', '', 1, 'p1', '` + t0 + `', '` + t0 + `', '` + t0 + `', 2)`,
 		`INSERT INTO grants VALUES ('g1', 'channel', 'c1', 'p2', 'post', 2, 'p1', '` + t0 + `')`,
 		`INSERT INTO messages VALUES

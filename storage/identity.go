@@ -117,6 +117,13 @@ func (s *IdentityStore) DisablePrincipal(ctx context.Context, id kernel.ID, at t
 	return s.affectedOne(res, err, "principal")
 }
 
+// EnablePrincipal implements identity.Store.
+func (s *IdentityStore) EnablePrincipal(ctx context.Context, id kernel.ID, at time.Time) error {
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE principals SET status = 'active', disabled_at = NULL, updated_at = ? WHERE id = ?`,
+		fmtTime(at), string(id))
+	return s.affectedOne(res, err, "principal")
+}
+
 func (s *IdentityStore) affectedOne(res sql.Result, err error, what string) error {
 	if err != nil {
 		return s.db.mapErr(err, what)

@@ -17,10 +17,11 @@
 // and kind; spaces need no entry: an owner sees every space, anyone else by its grants). Warm
 // loads it from the store in one query, as of one seq; Observe then applies every committed
 // event in seq order (grant.changed, channel.created, channel.updated, user.created,
-// user.updated; any other type only advances the seq). After Observe(e) the model is exactly the
-// database as of e.Seq, because every write that changes rights appends its event in the same
-// Unit of Work. An event Observe cannot apply (a gap, an unreadable payload) makes it load the
-// model again from the store, which then is at or past that event, never behind it.
+// user.updated, agent.created, agent.updated; any other type only advances the seq). After
+// Observe(e) the model is exactly the database as of e.Seq, because every write that changes
+// rights appends its event in the same Unit of Work. An event Observe cannot apply (a gap, an
+// unreadable payload) makes it load the model again from the store, which then is at or past
+// that event, never behind it.
 //
 // Which decisions read it:
 //

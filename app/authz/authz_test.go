@@ -149,8 +149,10 @@ var (
 	spaceViewer = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson} // view on S
 	dmMember    = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson} // post on D
 	agent       = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindAgent}  // invoke on C
-	stranger    = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson} // nothing
-	anonymous   = kernel.Anonymous
+	// agentMarkedOwner is an agent whose credential claims the owner flag: only people are owners.
+	agentMarkedOwner = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindAgent, IsOwner: true}
+	stranger         = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson} // nothing
+	anonymous        = kernel.Anonymous
 )
 
 func fixture() *memStore {
@@ -158,7 +160,7 @@ func fixture() *memStore {
 		channelSpace: map[kernel.ID]kernel.ID{C: S, C2: S, D: S, E: S2},
 		dm:           map[kernel.ID]bool{D: true},
 		principals:   map[kernel.ID]authz.PrincipalRef{}}
-	for _, a := range []kernel.Actor{owner, viewer, poster, manager, spaceMgr, spaceViewer, dmMember, agent, stranger} {
+	for _, a := range []kernel.Actor{owner, viewer, poster, manager, spaceMgr, spaceViewer, dmMember, agent, agentMarkedOwner, stranger} {
 		m.principals[a.ID] = authz.PrincipalRef{ID: a.ID, Active: true, IsOwner: a.IsOwner}
 	}
 	set := func(a kernel.Actor, r kernel.ID, l authz.Level) { m.grants[[2]kernel.ID{a.ID, r}] = l }
@@ -311,6 +313,32 @@ func decisions() []decision {
 			decision{"a person who is no owner may not " + string(a), spaceMgr, a, instance, forbidden},
 			decision{"the anonymous actor may not " + string(a), anonymous, a, instance, unauthorized})
 	}
+	for _, a := range []kernel.Action{kernel.ActAgentCreate, kernel.ActAgentDisable, kernel.ActAgentEnable} {
+		ds = append(ds,
+			decision{"an owner may " + string(a), owner, a, instance, ok},
+			decision{"a person who is no owner may not " + string(a), spaceMgr, a, instance, forbidden},
+			decision{"an agent may not " + string(a), agent, a, instance, forbidden},
+			decision{"an agent marked owner by mistake may not " + string(a), agentMarkedOwner, a, instance, forbidden},
+			decision{"the anonymous actor may not " + string(a), anonymous, a, instance, unauthorized})
+	}
+	ds = append(ds,
+		decision{"any person may read the agents", stranger, kernel.ActAgentRead, instance, ok},
+		decision{"an owner may read the agents", owner, kernel.ActAgentRead, instance, ok},
+		decision{"an agent may not read the agents", agent, kernel.ActAgentRead, instance, forbidden},
+		decision{"the anonymous actor may not read the agents", anonymous, kernel.ActAgentRead, instance, unauthorized},
+
+		decision{"a channel manager may set its channel's operator", manager, kernel.ActChannelOperatorSet, onChannel(C), ok},
+		decision{"a space manager may set the operator of the space's channels", spaceMgr, kernel.ActChannelOperatorSet, onChannel(C2), ok},
+		decision{"an owner may set any channel's operator", owner, kernel.ActChannelOperatorSet, onChannel(E), ok},
+		decision{"a poster may not set the operator", poster, kernel.ActChannelOperatorSet, onChannel(C), forbidden},
+		decision{"an invoker may not set the operator", agent, kernel.ActChannelOperatorSet, onChannel(C), forbidden},
+		decision{"a stranger does not see the channel to set its operator", stranger, kernel.ActChannelOperatorSet, onChannel(C), notFound},
+		decision{"an owner may not set the operator of a DM it is not in", owner, kernel.ActChannelOperatorSet, onChannel(D), notFound},
+
+		decision{"an agent reads the channel it holds a grant on, like a person", agent, kernel.ActChannelRead, onChannel(C), ok},
+		decision{"an agent does not see a channel without a grant", agent, kernel.ActChannelRead, onChannel(E), notFound},
+		decision{"an agent marked owner by mistake sees no channel without a grant", agentMarkedOwner, kernel.ActChannelRead, onChannel(E), notFound},
+		decision{"an agent marked owner by mistake may not create a space", agentMarkedOwner, kernel.ActSpaceCreate, instance, forbidden})
 	for _, a := range []kernel.Action{kernel.ActThreadRead, kernel.ActMessageRead, kernel.ActRevisionsRead} {
 		ds = append(ds,
 			decision{"a viewer may " + string(a), viewer, a, message(C, poster), ok},
@@ -408,7 +436,8 @@ var allActions = []kernel.Action{
 	kernel.ActChannelUpdate, kernel.ActGrantRead, kernel.ActGrantCreate, kernel.ActGrantRevoke, kernel.ActThreadRead,
 	kernel.ActThreadCreate, kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageUpdate,
 	kernel.ActMessageDelete, kernel.ActRevisionsRead, kernel.ActReactionAdd, kernel.ActReactionRemove,
-	kernel.ActEventsCatchUp,
+	kernel.ActEventsCatchUp, kernel.ActAgentCreate, kernel.ActAgentRead, kernel.ActAgentDisable, kernel.ActAgentEnable,
+	kernel.ActChannelOperatorSet,
 }
 
 func TestVisible(t *testing.T) {
@@ -425,6 +454,8 @@ func TestVisible(t *testing.T) {
 		{"a channel grant shows the channel and its space", viewer, false, []kernel.ID{S}, []kernel.ID{C}},
 		{"a DM grant shows the DM", dmMember, false, []kernel.ID{S}, []kernel.ID{D}},
 		{"a stranger sees nothing", stranger, false, nil, nil},
+		{"an agent sees what its grants show, like a person", agent, false, []kernel.ID{S}, []kernel.ID{C}},
+		{"an agent marked owner by mistake sees only its grants", agentMarkedOwner, false, nil, nil},
 	}
 	everySpace, everyChannel := []kernel.ID{S, S2}, []kernel.ID{C, C2, D, E}
 	for _, c := range cases {

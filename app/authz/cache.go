@@ -303,7 +303,7 @@ func (s *Service) Observe(e kernel.LoggedEvent) {
 // rightsEvents are the event types Observe changes the model by (decodeChange): a Unit of Work
 // whose transaction holds one of them pending decides from the database.
 var rightsEvents = []string{kernel.EvGrantChanged, kernel.EvUserCreated, kernel.EvUserUpdated,
-	kernel.EvChannelCreated, kernel.EvChannelUpdated}
+	kernel.EvAgentCreated, kernel.EvAgentUpdated, kernel.EvChannelCreated, kernel.EvChannelUpdated}
 
 // ObserveCommitted applies events this process has just committed, as far as they follow the
 // cache directly; it never reloads: the log tail hands the same events again, and a gap (another
@@ -374,7 +374,7 @@ func (c *cache) observe(e kernel.LoggedEvent) error {
 type change struct {
 	kind string // an event type; "" for an event that does not change rights
 	id   kernel.ID
-	// user.created, user.updated
+	// user.created, user.updated, agent.created, agent.updated
 	status  string
 	isOwner *bool
 	// channel.created, channel.updated
@@ -390,6 +390,13 @@ type userPayload struct {
 	ID      kernel.ID `json:"id"`
 	Status  string    `json:"status"`
 	IsOwner *bool     `json:"is_owner"`
+}
+
+// agentPayload is what agents puts in agent.created and agent.updated (agents.Agent). It has
+// no owner flag: an agent is never an owner.
+type agentPayload struct {
+	ID     kernel.ID `json:"id"`
+	Status string    `json:"status"`
 }
 
 // channelPayload is what chat puts in channel.created and channel.updated (chat.Channel).
@@ -417,6 +424,26 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 			return change{}, fmt.Errorf("status %q", c.status)
 		case e.Type == kernel.EvUserCreated && (c.status == "" || c.isOwner == nil):
 			return change{}, errors.New("user.created without status or is_owner")
+		}
+		return c, nil
+	case kernel.EvAgentCreated, kernel.EvAgentUpdated:
+		// An agent is a principal like a person, and never an owner.
+		var p agentPayload
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return change{}, err
+		}
+		notOwner := false
+		c := change{kind: e.Type, id: p.ID, status: p.Status, isOwner: &notOwner}
+		if c.id.IsZero() {
+			c.id = e.SubjectID
+		}
+		switch {
+		case c.id.IsZero():
+			return change{}, errors.New("no principal id")
+		case c.status != "" && c.status != "active" && c.status != "disabled":
+			return change{}, fmt.Errorf("status %q", c.status)
+		case e.Type == kernel.EvAgentCreated && c.status == "":
+			return change{}, errors.New("agent.created without status")
 		}
 		return c, nil
 	case kernel.EvChannelCreated, kernel.EvChannelUpdated:
@@ -459,10 +486,10 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 // apply changes m; it returns the id of a principal it disabled (active before, disabled now).
 func (c change) apply(m *model) (disabled kernel.ID) {
 	switch c.kind {
-	case kernel.EvUserCreated, kernel.EvUserUpdated:
+	case kernel.EvUserCreated, kernel.EvUserUpdated, kernel.EvAgentCreated, kernel.EvAgentUpdated:
 		p := m.principal(c.id)
 		wasActive := p.known && p.active
-		if c.kind == kernel.EvUserCreated || !p.known {
+		if c.kind == kernel.EvUserCreated || c.kind == kernel.EvAgentCreated || !p.known {
 			p.known, p.active = true, true
 		}
 		if c.status != "" {

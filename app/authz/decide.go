@@ -19,6 +19,7 @@ type ruleKind int
 const (
 	ruleAnyone             ruleKind = iota + 1 // anonymous included
 	ruleAuthenticated                          // any principal
+	rulePerson                                 // any person (not an agent or an app)
 	ruleSelf                                   // a principal on what it holds itself (Resource.OwnerID)
 	ruleOwner                                  // owners only
 	ruleSpaceRead                              // owner, or any grant on the space or one of its channels
@@ -40,6 +41,8 @@ var rules = map[kernel.Action]rule{
 	kernel.ActUserRead:      {kind: ruleAuthenticated},
 	kernel.ActEventsCatchUp: {kind: ruleAuthenticated},
 
+	kernel.ActAgentRead: {kind: rulePerson},
+
 	kernel.ActTokenList:   {kind: ruleSelf},
 	kernel.ActTokenCreate: {kind: ruleSelf},
 	kernel.ActTokenRevoke: {kind: ruleSelf},
@@ -47,6 +50,10 @@ var rules = map[kernel.Action]rule{
 	kernel.ActUserCreate:  {kind: ruleOwner},
 	kernel.ActUserDisable: {kind: ruleOwner},
 	kernel.ActSpaceCreate: {kind: ruleOwner},
+
+	kernel.ActAgentCreate:  {kind: ruleOwner},
+	kernel.ActAgentDisable: {kind: ruleOwner},
+	kernel.ActAgentEnable:  {kind: ruleOwner},
 
 	kernel.ActSpaceRead:     {kind: ruleSpaceRead},
 	kernel.ActSpaceUpdate:   {kind: ruleSpaceLevel, need: LevelManage},
@@ -61,6 +68,8 @@ var rules = map[kernel.Action]rule{
 	kernel.ActGrantRead:     {kind: ruleChannelLevel, need: LevelManage},
 	kernel.ActGrantCreate:   {kind: ruleChannelLevel, need: LevelManage},
 	kernel.ActGrantRevoke:   {kind: ruleChannelLevel, need: LevelManage},
+
+	kernel.ActChannelOperatorSet: {kind: ruleChannelLevel, need: LevelManage},
 
 	kernel.ActThreadCreate:   {kind: ruleChannelLevel, need: LevelPost},
 	kernel.ActMessageCreate:  {kind: ruleChannelLevel, need: LevelPost},
@@ -143,8 +152,14 @@ func decide(ctx context.Context, src grantSource, actor kernel.Actor, action ker
 	if !actor.Authenticated() {
 		return errUnauthenticated
 	}
+	actor = withoutOwnerRights(actor)
 	switch ru.kind {
 	case ruleAuthenticated:
+		return nil
+	case rulePerson:
+		if actor.Kind != kernel.KindPerson {
+			return errForbidden
+		}
 		return nil
 	case ruleSelf:
 		if r.OwnerID.IsZero() || r.OwnerID != actor.ID {
@@ -183,6 +198,16 @@ func decide(ctx context.Context, src grantSource, actor kernel.Actor, action ker
 		return errForbidden
 	}
 	return nil
+}
+
+// withoutOwnerRights clears the owner flag of a principal that is not a person: only people are
+// owners. The store never marks an agent an owner; this keeps a mistake there from giving one an
+// owner's rights.
+func withoutOwnerRights(a kernel.Actor) kernel.Actor {
+	if a.Kind == kernel.KindAgent || a.Kind == kernel.KindApp {
+		a.IsOwner = false
+	}
+	return a
 }
 
 // effectiveLevel is actor's level on the channel of r, and whether actor may see it at all. On
@@ -252,6 +277,7 @@ func (s *Service) Visible(ctx context.Context, actor kernel.Actor, action kernel
 	if !actor.Authenticated() {
 		return nil, errUnauthenticated
 	}
+	actor = withoutOwnerRights(actor)
 	if head, ok := s.store.CommittedHead(ctx); ok {
 		if v := s.cache.visibleIfCurrent(head, actor); v != nil {
 			return v, nil

@@ -28,17 +28,19 @@ type Space struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Channel lives in a space and has one main thread, created with it (R-DM-11).
+// Channel lives in a space and has one main thread, created with it (R-DM-11). OperatorID is the
+// agent that operates it (invoked by every new thread there), nil for none.
 type Channel struct {
-	ID           kernel.ID `json:"id"`
-	SpaceID      kernel.ID `json:"space_id"`
-	Name         string    `json:"name"`
-	Kind         string    `json:"kind"`
-	Topic        string    `json:"topic"`
-	MainThreadID kernel.ID `json:"main_thread_id"`
-	CreatedBy    kernel.ID `json:"created_by"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID           kernel.ID  `json:"id"`
+	SpaceID      kernel.ID  `json:"space_id"`
+	Name         string     `json:"name"`
+	Kind         string     `json:"kind"`
+	Topic        string     `json:"topic"`
+	MainThreadID kernel.ID  `json:"main_thread_id"`
+	OperatorID   *kernel.ID `json:"operator_id"`
+	CreatedBy    kernel.ID  `json:"created_by"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
 }
 
 // Thread is a conversation in a channel. ChannelKind is loaded with it so that a caller can
@@ -128,6 +130,9 @@ type Store interface {
 	Channels(ctx context.Context, spaceID kernel.ID) ([]Channel, error)
 	// UpdateChannel writes name, topic and updated_at of c. Errors: not_found.
 	UpdateChannel(ctx context.Context, c Channel) error
+	// SetOperator writes the operator (nil clears it) and updated_at of c. The operator must be
+	// an agent. Errors: not_found.
+	SetOperator(ctx context.Context, c Channel) error
 
 	// CreateThread inserts t. Errors: conflict.
 	CreateThread(ctx context.Context, t Thread) error
@@ -139,6 +144,21 @@ type Store interface {
 	// BumpThread adds delta to the message count of a thread; a positive delta also sets
 	// last_message_at to at. Errors: not_found.
 	BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error
+}
+
+// PrincipalRef is what chat knows of a principal: enough to hold that a channel's operator is an
+// active agent.
+type PrincipalRef struct {
+	ID     kernel.ID
+	Kind   kernel.PrincipalKind
+	Active bool
+}
+
+// Principals is the narrow source chat reads principals from: identity owns them, and chat
+// checks that an operator is an active agent principal (seed 4.4). storage implements it.
+type Principals interface {
+	// PrincipalRef returns the kind and status of the principal with id. Errors: not_found.
+	PrincipalRef(ctx context.Context, id kernel.ID) (PrincipalRef, error)
 }
 
 // Threads is the port messaging uses (seed 4.3: "Threads: create for messaging,

@@ -131,6 +131,31 @@ func (f *fakeStore) UpdateChannel(ctx context.Context, c chat.Channel) error {
 	return nil
 }
 
+func (f *fakeStore) SetOperator(ctx context.Context, c chat.Channel) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.channels[c.ID]
+	if !ok {
+		return kernel.ErrNotFound
+	}
+	old.OperatorID, old.UpdatedAt = c.OperatorID, c.UpdatedAt
+	f.channels[c.ID] = old
+	return nil
+}
+
+// fakePrincipals knows the principals put into it.
+type fakePrincipals map[kernel.ID]chat.PrincipalRef
+
+var _ chat.Principals = fakePrincipals(nil)
+
+func (f fakePrincipals) PrincipalRef(ctx context.Context, id kernel.ID) (chat.PrincipalRef, error) {
+	p, ok := f[id]
+	if !ok {
+		return p, kernel.ErrNotFound
+	}
+	return p, nil
+}
+
 func (f *fakeStore) CreateThread(ctx context.Context, t chat.Thread) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -211,20 +236,22 @@ func cmpID(a, b kernel.ID) int {
 
 // chatFixture is a service over fakes.
 type chatFixture struct {
-	svc    *chat.Service
-	store  *fakeStore
-	tx     *fakeTx
-	authz  *fakeAuthz
-	scoper *fakeScoper
-	clock  *kernel.ManualClock
+	svc        *chat.Service
+	store      *fakeStore
+	principals fakePrincipals
+	tx         *fakeTx
+	authz      *fakeAuthz
+	scoper     *fakeScoper
+	clock      *kernel.ManualClock
 }
 
 func mustChat(tb testing.TB) *chatFixture {
 	tb.Helper()
-	f := &chatFixture{store: newFakeStore(), tx: &fakeTx{}, authz: &fakeAuthz{},
+	f := &chatFixture{store: newFakeStore(), principals: fakePrincipals{}, tx: &fakeTx{}, authz: &fakeAuthz{},
 		scoper: &fakeScoper{Spaces: map[kernel.ID]bool{}, Channels: map[kernel.ID]bool{}},
 		clock:  kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))}
-	f.svc = chat.New(chat.Deps{Store: f.store, UoW: f.tx, Events: f.tx, Authz: f.authz, Scoper: f.scoper, Clock: f.clock})
+	f.svc = chat.New(chat.Deps{Store: f.store, Principals: f.principals, UoW: f.tx, Events: f.tx, Authz: f.authz,
+		Scoper: f.scoper, Clock: f.clock})
 	return f
 }
 

@@ -11,22 +11,24 @@ import (
 
 // Deps are what the chat use cases need; all are required except Clock.
 type Deps struct {
-	Store  Store
-	UoW    kernel.UnitOfWork
-	Events kernel.EventLog
-	Authz  kernel.Authorizer
-	Scoper kernel.Scoper
-	Clock  kernel.Clock
+	Store      Store
+	Principals Principals
+	UoW        kernel.UnitOfWork
+	Events     kernel.EventLog
+	Authz      kernel.Authorizer
+	Scoper     kernel.Scoper
+	Clock      kernel.Clock
 }
 
 // Service holds the use cases of chat and implements Threads.
 type Service struct {
-	store  Store
-	uow    kernel.UnitOfWork
-	events kernel.EventLog
-	authz  kernel.Authorizer
-	scoper kernel.Scoper
-	clock  kernel.Clock
+	store      Store
+	principals Principals
+	uow        kernel.UnitOfWork
+	events     kernel.EventLog
+	authz      kernel.Authorizer
+	scoper     kernel.Scoper
+	clock      kernel.Clock
 
 	refs    sync.Map // kernel.ID → Thread (place only); see ThreadRef
 	refsLen atomic.Int64
@@ -39,13 +41,14 @@ var _ Threads = (*Service)(nil)
 
 // New returns the chat service.
 func New(d Deps) *Service {
-	if d.Store == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Scoper == nil {
+	if d.Store == nil || d.Principals == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Scoper == nil {
 		panic("chat: missing dependency")
 	}
 	if d.Clock == nil {
 		d.Clock = kernel.SystemClock{}
 	}
-	return &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, scoper: d.Scoper, clock: d.Clock}
+	return &Service{store: d.Store, principals: d.Principals, uow: d.UoW, events: d.Events, authz: d.Authz,
+		scoper: d.Scoper, clock: d.Clock}
 }
 
 // now is the clock's time at the precision the store keeps, so that what a write answers equals
@@ -282,6 +285,84 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 		return nil
 	})
 	return c, err
+}
+
+// SetOperator names agentID the operator of a channel (channel.operator.set: manage on the
+// channel or its space): the agent invoked by every new thread there. The operator must be an
+// active agent that may already read the channel (a grant of view or more on it or its space):
+// naming the operator grants nothing, and an agent that cannot read a channel could not answer in
+// it. Rights can change later (a grant revoked, the agent disabled): the operator stays named,
+// and whoever invokes it checks again at that moment. Naming the operator the channel has answers
+// the channel as it is and appends nothing; otherwise channel.updated carries the new
+// operator_id. Errors: not_found (the channel, or invisible to actor), forbidden,
+// validation_failed on agent_id (no such principal, not an agent, disabled, or it cannot read the
+// channel).
+func (s *Service) SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (Channel, error) {
+	return s.setOperator(ctx, actor, channelID, agentID)
+}
+
+// ClearOperator removes the operator of a channel (channel.operator.set) and appends
+// channel.updated; a channel without one answers as it is and appends nothing.
+// Errors: not_found, forbidden.
+func (s *Service) ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (Channel, error) {
+	return s.setOperator(ctx, actor, channelID, kernel.NilID)
+}
+
+var errNoSuchAgent = kernel.Invalid("agent_id", "no active agent has this id")
+
+func (s *Service) setOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (Channel, error) {
+	var c Channel
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if c, err = s.store.Channel(ctx, channelID); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelOperatorSet, c.Resource()); err != nil {
+			return err
+		}
+		if !agentID.IsZero() {
+			if err := s.checkOperator(ctx, c, agentID); err != nil {
+				return err
+			}
+		}
+		if (c.OperatorID == nil && agentID.IsZero()) || (c.OperatorID != nil && *c.OperatorID == agentID) {
+			return nil
+		}
+		c.OperatorID = nil
+		if !agentID.IsZero() {
+			c.OperatorID = &agentID
+		}
+		c.UpdatedAt = s.now()
+		if err := s.store.SetOperator(ctx, c); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelUpdated, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		return nil
+	})
+	return c, err
+}
+
+// checkOperator holds that agentID is an active agent that may read c.
+func (s *Service) checkOperator(ctx context.Context, c Channel, agentID kernel.ID) error {
+	p, err := s.principals.PrincipalRef(ctx, agentID)
+	switch {
+	case kernel.IsCode(err, kernel.CodeNotFound):
+		return errNoSuchAgent
+	case err != nil:
+		return err
+	case p.Kind != kernel.KindAgent || !p.Active:
+		return errNoSuchAgent
+	}
+	agent := kernel.Actor{ID: p.ID, Kind: kernel.KindAgent}
+	err = s.authz.Authorize(ctx, agent, kernel.ActChannelRead, c.Resource())
+	switch kernel.CodeOf(err) {
+	case "":
+		return nil
+	case kernel.CodeNotFound, kernel.CodeForbidden, kernel.CodeUnauthenticated:
+		return kernel.Invalid("agent_id", "the agent cannot read this channel: grant it view (or more) on the channel or its space first")
+	}
+	return err
 }
 
 // ListThreads returns one page of a channel's threads (thread.read on the channel) and whether

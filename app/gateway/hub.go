@@ -236,7 +236,7 @@ type delivery int
 const (
 	toAuthorized delivery = iota // channel and space events: Authorize(recipient, action, resource)
 	toPrincipal                  // personal events: their principal's connections only
-	toPeople                     // instance-wide events (user.*): every person
+	toPeople                     // instance-wide events (user.*, agent.*): every person
 )
 
 // Dispatch hands e to every connection whose principal may receive it now. It first learns what
@@ -261,7 +261,9 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 				return err
 			}
 		}
-	case kernel.EvUserUpdated:
+	case kernel.EvUserUpdated, kernel.EvAgentUpdated:
+		// A person or an agent disabled, enabled, or (a person) made owner or not: an agent's
+		// payload has no is_owner, which reads as false, as it must.
 		var u struct {
 			Status  string `json:"status"`
 			IsOwner bool   `json:"is_owner"`

@@ -1,5 +1,7 @@
-// Package identity holds the principals that are people, their local passwords, login sessions
-// and API tokens, the first-owner setup, and the authentication of every request.
+// Package identity holds the principals (people, and the principals of agents, which the agents
+// module creates through CreateAgentPrincipal), the local passwords and login sessions of people,
+// the API tokens of every principal, the first-owner setup, and the authentication of every
+// request.
 //
 // It must not import storage or net/http, must never store a password, a session token or an API
 // token in clear (only argon2id hashes and SHA-256 digests), and must never put one in an error,
@@ -94,6 +96,8 @@ type Store interface {
 	People(ctx context.Context, after kernel.ID, limit int) ([]User, error)
 	// DisablePrincipal sets status disabled. Errors: not_found.
 	DisablePrincipal(ctx context.Context, id kernel.ID, at time.Time) error
+	// EnablePrincipal sets status active and clears disabled_at. Errors: not_found.
+	EnablePrincipal(ctx context.Context, id kernel.ID, at time.Time) error
 	// LoginCredential returns the principal with the case-folded handle and its password hash.
 	// Errors: not_found (no such handle or no local password).
 	LoginCredential(ctx context.Context, handleKey string) (User, string, error)

@@ -42,6 +42,15 @@ const (
 	ActDiscoveryRead     Action = "instance.discovery.read"
 )
 
+// Actions on agents, and on the agent that operates a channel.
+const (
+	ActAgentCreate        Action = "agent.create"
+	ActAgentRead          Action = "agent.read"
+	ActAgentDisable       Action = "agent.disable"
+	ActAgentEnable        Action = "agent.enable"
+	ActChannelOperatorSet Action = "channel.operator.set"
+)
+
 // ResourceKind names what an action is performed on.
 type ResourceKind string
 

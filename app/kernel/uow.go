@@ -69,6 +69,8 @@ const (
 	EvReactionRemoved = "reaction.removed"
 	EvSessionRevoked  = "session.revoked"
 	EvTokenRevoked    = "token.revoked"
+	EvAgentCreated    = "agent.created"
+	EvAgentUpdated    = "agent.updated"
 )
 
 // Redacts returns the types of the earlier events whose payload an event of type typ replaces

@@ -20,6 +20,8 @@ type ChatUseCases interface {
 	GetChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
 	UpdateChannel(ctx context.Context, actor kernel.Actor, id kernel.ID, p chat.ChannelPatch) (chat.Channel, error)
 	ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error)
+	SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (chat.Channel, error)
+	ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (chat.Channel, error)
 }
 
 var _ ChatUseCases = (*chat.Service)(nil)
@@ -70,7 +72,7 @@ func keysetPage(r *Request) (chat.Page, error) {
 	return p, nil
 }
 
-// ChatRoutes serves spaces, channels and the thread list of a channel.
+// ChatRoutes serves spaces, channels, the operator of a channel and the thread list of a channel.
 func ChatRoutes(c ChatUseCases) []Route {
 	return []Route{
 		{Method: http.MethodPost, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
@@ -178,6 +180,40 @@ func ChatRoutes(c ChatUseCases) []Route {
 				return 0, nil, err
 			}
 			return http.StatusOK, ch, nil
+		}},
+		{Method: http.MethodPut, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				AgentID *string `json:"agent_id"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			if in.AgentID == nil {
+				return 0, nil, kernel.Invalid("agent_id", "agent_id is required (DELETE the operator to remove it)")
+			}
+			agentID, err := kernel.ParseID(*in.AgentID)
+			if err != nil {
+				return 0, nil, kernel.Invalid("agent_id", "agent_id must be an id")
+			}
+			ch, err := c.SetOperator(r.Context(), r.Actor, id, agentID)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, ch, nil
+		}},
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			if _, err := c.ClearOperator(r.Context(), r.Actor, id); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
 		}},
 		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadRead, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")

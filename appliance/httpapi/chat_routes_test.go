@@ -104,7 +104,8 @@ func newChatAPI(tb testing.TB) *chatAPI {
 	}
 	api.az.readers[api.actors["carol"].ID] = true
 
-	chats := chat.New(chat.Deps{Store: storage.NewChatStore(db), UoW: db, Events: db, Authz: api.az, Scoper: api.az, Clock: clock})
+	chatStore := storage.NewChatStore(db)
+	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: api.az, Scoper: api.az, Clock: clock})
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{Store: msgStore, Threads: chats, Directory: msgStore, Redactor: db, UoW: db,
 		Events: db, Authz: api.az, Bus: kernel.NewTxBus(), Clock: clock})

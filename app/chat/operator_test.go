@@ -1,0 +1,171 @@
+package chat_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+func TestOperator(t *testing.T) {
+	ctx := context.Background()
+	bot := chat.PrincipalRef{ID: kernel.NewID(), Kind: kernel.KindAgent, Active: true}
+	sleeping := chat.PrincipalRef{ID: kernel.NewID(), Kind: kernel.KindAgent, Active: false}
+	person := chat.PrincipalRef{ID: alice.ID, Kind: kernel.KindPerson, Active: true}
+	errDown := errors.New("the database is gone")
+
+	// fixture is a channel in a space and the principals above.
+	fixture := func(t *testing.T) (*chatFixture, chat.Channel) {
+		f := mustChat(t)
+		for _, p := range []chat.PrincipalRef{bot, sleeping, person} {
+			f.principals[p.ID] = p
+		}
+		sp := mustSpace(t, f, alice, "Home")
+		c := mustChannel(t, f, alice, sp.ID, "general")
+		f.authz.Calls = nil
+		return f, c
+	}
+	// denyFor makes authorize refuse action with err (for anyone, or only for the agent).
+	denyFor := func(f *chatFixture, action kernel.Action, onlyAgent bool, err error) {
+		f.authz.Fn = func(a kernel.Actor, act kernel.Action, r kernel.Resource) error {
+			if act == action && (!onlyAgent || a.Kind == kernel.KindAgent) {
+				return err
+			}
+			return nil
+		}
+	}
+
+	refusals := []struct {
+		name      string
+		agent     kernel.ID
+		deny      func(f *chatFixture)
+		wantCode  kernel.Code
+		wantField string
+		wantText  string
+	}{
+		{name: "refuses an id no principal has", agent: kernel.NewID(), wantCode: kernel.CodeValidation, wantField: "agent_id"},
+		{name: "refuses a person", agent: person.ID, wantCode: kernel.CodeValidation, wantField: "agent_id"},
+		{name: "refuses a disabled agent", agent: sleeping.ID, wantCode: kernel.CodeValidation, wantField: "agent_id"},
+		{name: "refuses an agent that cannot see the channel", agent: bot.ID, wantCode: kernel.CodeValidation, wantField: "agent_id",
+			wantText: "grant it view", deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelRead, true, kernel.ErrNotFound) }},
+		{name: "refuses an agent that sees the channel but may not read it", agent: bot.ID, wantCode: kernel.CodeValidation,
+			wantField: "agent_id", deny: func(f *chatFixture) {
+				denyFor(f, kernel.ActChannelRead, true, kernel.Errorf(kernel.CodeForbidden, "no"))
+			}},
+		{name: "passes on a failure of the read check as it is", agent: bot.ID, wantCode: kernel.CodeInternal,
+			deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelRead, true, errDown) }},
+		{name: "refuses a caller without manage before it looks at the agent", agent: kernel.NewID(), wantCode: kernel.CodeForbidden,
+			deny: func(f *chatFixture) {
+				denyFor(f, kernel.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
+			}},
+		{name: "hides a channel the caller may not see", agent: bot.ID, wantCode: kernel.CodeNotFound,
+			deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelOperatorSet, false, kernel.ErrNotFound) }},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name+" and changes nothing", func(t *testing.T) {
+			f, c := fixture(t)
+			if tt.deny != nil {
+				tt.deny(f)
+			}
+			before := len(f.tx.Events())
+			_, err := f.svc.SetOperator(ctx, alice, c.ID, tt.agent)
+			if kernel.CodeOf(err) != tt.wantCode {
+				t.Fatalf("err = %v, want %s", err, tt.wantCode)
+			}
+			var ke *kernel.Error
+			if tt.wantField != "" && (!errors.As(err, &ke) || ke.Field != tt.wantField) {
+				t.Fatalf("err = %#v, want field %s", err, tt.wantField)
+			}
+			if tt.wantText != "" && !strings.Contains(err.Error(), tt.wantText) {
+				t.Fatalf("err = %v, want it to say %q", err, tt.wantText)
+			}
+			if got := f.store.channels[c.ID]; got.OperatorID != nil || len(f.tx.Events()) != before {
+				t.Fatalf("the channel is %+v and %d events were appended", got, len(f.tx.Events())-before)
+			}
+		})
+	}
+
+	t.Run("an unknown channel is not found", func(t *testing.T) {
+		f, _ := fixture(t)
+		if _, err := f.svc.SetOperator(ctx, alice, kernel.NewID(), bot.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := f.svc.ClearOperator(ctx, alice, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("clear: err = %v", err)
+		}
+	})
+
+	t.Run("names an active agent that may read the channel, once", func(t *testing.T) {
+		f, c := fixture(t)
+		f.clock.Advance(1500)
+		got, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.OperatorID == nil || *got.OperatorID != bot.ID || !got.UpdatedAt.After(c.UpdatedAt) {
+			t.Fatalf("channel = %+v", got)
+		}
+		if st := f.store.channels[c.ID]; st.OperatorID == nil || *st.OperatorID != bot.ID {
+			t.Fatalf("stored %+v", st)
+		}
+		calls := f.authz.Calls
+		if len(calls) != 2 || calls[0].Action != kernel.ActChannelOperatorSet || calls[0].Resource.ID != c.ID ||
+			calls[1].Action != kernel.ActChannelRead || calls[1].Resource.ChannelID != c.ID {
+			t.Fatalf("authorized %+v: want channel.operator.set for the caller, then channel.read for the agent", calls)
+		}
+		evs := f.tx.Events()
+		last := evs[len(evs)-1]
+		if last.Type != kernel.EvChannelUpdated || last.Scope != (kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID}) ||
+			last.SubjectID != c.ID || last.ActorID != alice.ID {
+			t.Fatalf("event %+v", last)
+		}
+		if p := last.Payload.(chat.Channel); p.OperatorID == nil || *p.OperatorID != bot.ID {
+			t.Fatalf("payload %+v", p)
+		}
+
+		n := len(f.tx.Events())
+		again, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID)
+		if err != nil || again.UpdatedAt != got.UpdatedAt || len(f.tx.Events()) != n {
+			t.Fatalf("naming it again: %+v, %v, %d new events", again, err, len(f.tx.Events())-n)
+		}
+	})
+
+	t.Run("clears the operator, once", func(t *testing.T) {
+		f, c := fixture(t)
+		if _, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID); err != nil {
+			t.Fatal(err)
+		}
+		n := len(f.tx.Events())
+		got, err := f.svc.ClearOperator(ctx, alice, c.ID)
+		if err != nil || got.OperatorID != nil || f.store.channels[c.ID].OperatorID != nil {
+			t.Fatalf("clear: %+v, %v", got, err)
+		}
+		evs := f.tx.Events()
+		if len(evs) != n+1 || evs[n].Type != kernel.EvChannelUpdated || evs[n].Payload.(chat.Channel).OperatorID != nil {
+			t.Fatalf("events %+v", evs[n:])
+		}
+		if f.authz.Last().Action != kernel.ActChannelOperatorSet {
+			t.Fatalf("authorized %+v", f.authz.Last())
+		}
+		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); err != nil || len(f.tx.Events()) != n+1 {
+			t.Fatalf("clearing again: %v, %d events", err, len(f.tx.Events())-n)
+		}
+	})
+
+	t.Run("a caller without manage may not clear the operator either", func(t *testing.T) {
+		f, c := fixture(t)
+		if _, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID); err != nil {
+			t.Fatal(err)
+		}
+		denyFor(f, kernel.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
+		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("err = %v", err)
+		}
+		if f.store.channels[c.ID].OperatorID == nil {
+			t.Fatal("the operator was cleared")
+		}
+	})
+}
