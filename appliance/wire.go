@@ -96,6 +96,7 @@ func wire(ctx context.Context, a *App) error {
 		Log:       db,
 		Structure: chats,
 		Observer:  az,
+		Consumers: storage.NewConsumerStore(db),
 		Clock:     clock,
 		Logger:    a.Logger,
 	}

@@ -94,6 +94,9 @@ type Ready struct {
 	// included (people only; nil for an agent). presence.updated events, handed to the
 	// ephemeral handler, tell each change after it.
 	Online []string `json:"online,omitempty"`
+	// AckedSeq is set for an agent's connection, its consumer: the seq the agent acknowledged
+	// last, after which the server replays (at least once).
+	AckedSeq *int64 `json:"acked_seq,omitempty"`
 	// Resumed is true when the server took the session back (a resume) rather than starting
 	// one (an identify).
 	Resumed bool `json:"-"`
@@ -117,7 +120,11 @@ const (
 	opCatchupComplete = "catchup.complete"
 	opHeartbeat       = "heartbeat"
 	opHeartbeatAck    = "heartbeat.ack"
+	opAck             = "ack"
 )
+
+// ackInterval is how often an agent's client acknowledges what its handler has done.
+const ackInterval = time.Second
 
 // writeTimeout bounds every write of the client; a server that does not read for this long is
 // as good as gone.
@@ -384,13 +391,32 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 		}
 		c.mu.Unlock()
 	}()
+	// An agent's connection is its consumer: the server replays from what the agent
+	// acknowledged. The client acknowledges what its handler returned from, at most once per
+	// ackInterval (an ack per event would run into the server's frame rate limit).
+	var consumer bool
+	var acked, seen int64 // seen: the highest seq this connection was sent, the bound of an ack
+	ackTick := time.NewTicker(ackInterval)
+	defer ackTick.Stop()
+	ack := func() {
+		if cur := min(c.Cursor(), seen); consumer && cur > acked {
+			if g.send(connCtx, opAck, map[string]int64{"seq": cur}) == nil {
+				acked = cur
+			}
+		}
+	}
+	defer ack()
 	for {
 		var f frame
 		var ok bool
 		select {
 		case <-ctx.Done():
+			ack()
 			c.stop(ws)
 			return outcome{fatal: ctx.Err()}
+		case <-ackTick.C:
+			ack()
+			continue
 		case f, ok = <-frames:
 		}
 		if !ok {
@@ -412,13 +438,19 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 			if r.SessionID != "" {
 				c.sessionID = r.SessionID
 			}
-			if !c.hasCursor {
+			switch {
+			case !c.hasCursor && r.AckedSeq != nil:
+				// An agent's consumer started without a cursor: from what it acknowledged,
+				// which the server replays after.
+				c.cursor, c.hasCursor = *r.AckedSeq, true
+			case !c.hasCursor:
 				// Started without a cursor: live from the head the server names.
 				c.cursor, c.hasCursor = r.HeadSeq, true
 			}
 			c.conn = g
 			c.mu.Unlock()
 			readyAt = time.Now()
+			consumer = r.Principal.Kind == "agent"
 			if c.onReady != nil {
 				c.onReady(r)
 			}
@@ -443,6 +475,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 				}
 				continue
 			}
+			seen = max(seen, ev.Seq)
 			if ev.Seq <= c.Cursor() {
 				// Already handed: a replay that overlaps what came before.
 				continue
@@ -465,6 +498,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 				c.mu.Lock()
 				c.cursor = max(c.cursor, d.HeadSeq)
 				c.mu.Unlock()
+				seen = max(seen, d.HeadSeq)
 			}
 		default:
 			// An op this client does not know yet: newer servers may add some.

@@ -17,7 +17,7 @@ import (
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
 	"spaces", "channels", "threads", "grants", "messages", "message_revisions", "mentions", "reactions",
-	"event_log", "idempotency_keys", "gateway_presence",
+	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers",
 }
 
 // seededTables hold rows that the first migration inserts (the instance row, the counters).

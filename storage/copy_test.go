@@ -98,6 +98,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO reactions VALUES ('m1', 'p2', '👍', '` + t0 + `')`,
 		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
 		`INSERT INTO gateway_presence VALUES ('n1', 'p1', 2, '` + t0 + `')`,
+		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `')`,
 	}
 	for _, s := range stmts {
 		if _, err := w.Exec(s); err != nil {

@@ -42,7 +42,7 @@ func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis ker
 	if cursor != nil {
 		after = *cursor
 	}
-	if !c.sendReady(sess, actor, max(after, pos)) {
+	if !c.sendReady(sess, actor, max(after, pos), after) {
 		return
 	}
 	completed := false
@@ -79,12 +79,16 @@ func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis ker
 // sendReady queues ready. A person's connection is counted online first and gets the online
 // set in it, under the presence's lock: every presence.updated after the set follows ready. It
 // reports false when the connection ended.
-func (c *conn) sendReady(sess *session, actor kernel.Actor, head int64) bool {
+func (c *conn) sendReady(sess *session, actor kernel.Actor, head, from int64) bool {
 	if actor.Kind != kernel.KindPerson {
-		return c.enqueueWait(readyFrame(sess.id, actor, head, nil))
+		var acked *int64
+		if c.consumer.Load() {
+			acked = &from
+		}
+		return c.enqueueWait(readyFrame(sess.id, actor, head, nil, acked))
 	}
 	c.g.presence.join(c, actor.ID, c.g.clock.Now(), func(online []kernel.ID) {
-		c.enqueueControl(readyFrame(sess.id, actor, head, online))
+		c.enqueueControl(readyFrame(sess.id, actor, head, online, nil))
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -130,8 +134,11 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 				return after, false
 			}
 			for _, ev := range held {
-				if appsync.Visible(vis, actor, ev.scope) && !c.enqueueWait(ev.frame) {
-					return after, false
+				if appsync.Visible(vis, actor, ev.scope) {
+					if !c.enqueueWait(ev.frame) {
+						return after, false
+					}
+					c.replayed.Store(ev.seq)
 				}
 			}
 			after = held[len(held)-1].seq
@@ -150,6 +157,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 			if !c.enqueueWait(EventFrame(e)) {
 				return after, false
 			}
+			c.replayed.Store(e.Seq)
 		}
 		if page.NextAfter <= after {
 			break // the log ends before upTo: cannot happen, as the hub has passed upTo

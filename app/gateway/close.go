@@ -66,7 +66,7 @@ var CloseCodes = []CloseInfo{
 	{CloseHeartbeatTimeout, "heartbeat_timeout", "no frame from the client for 1.5 heartbeat intervals", true, ThenResume, true},
 	{CloseServerRestart, "server_restart", "the server is shutting down; the new process holds no session", true, ThenIdentify, false},
 	{CloseSlowConsumer, "slow_consumer", "the connection's outbound queue overflowed (sync.outbound_queue_max) or a write missed gateway.write_timeout", true, ThenResume, true},
-	{CloseConsumerTakenOver, "consumer_taken_over", "reserved: a newer connection of the same agent took its consumer over", false, ThenStop, false},
+	{CloseConsumerTakenOver, "consumer_taken_over", "a newer connection of the same agent took its consumer over", false, ThenStop, false},
 	{CloseResyncRequired, "resync_required", "the cursor is beyond the head of the log (or older than what is kept)", false, ThenResync, false},
 	{CloseDeviceReplaced, "device_replaced", "a newer connection of the same device (identify's device_id) replaced this one", false, ThenStop, false},
 }

@@ -57,6 +57,7 @@ const (
 	signalTyping   = "gateway.typing"   // thread_id, principal_id: typing.started on the thread
 	signalPresence = "gateway.presence" // principal_id: their connections on the sender changed
 	signalDevice   = "gateway.device"   // principal_id, device_id, binding_id: a newer binding
+	signalConsumer = "gateway.consumer" // principal_id, binding_id: an agent's newer consumer
 )
 
 // signal is the payload of a gateway signal: its kind, the node that sent it and the ids of its
@@ -351,6 +352,14 @@ func (g *Gateway) onSignal(ctx context.Context, b []byte) {
 			return
 		}
 		g.replacedElsewhere(id, s.DeviceID, bound)
+	case signalConsumer:
+		id, err1 := kernel.ParseID(string(s.PrincipalID))
+		bound, err2 := kernel.ParseID(string(s.BindingID))
+		if err1 != nil || err2 != nil {
+			g.malformedSignal(b, "principal_id and binding_id must be ids")
+			return
+		}
+		g.consumerTakenElsewhere(id, bound)
 	default:
 		// A kind of a newer node: nothing to do here.
 	}

@@ -28,6 +28,8 @@ type conn struct {
 	lastSeen   atomic.Int64 // unix nanoseconds of the last frame from the client
 	nudged     atomic.Bool  // a heartbeat was sent for the current silence
 	identified atomic.Bool  // identify or resume was accepted
+	consumer   atomic.Bool  // an agent's consuming connection (consumer.go)
+	replayed   atomic.Int64 // the seq of the last event the replay queued
 
 	// Read by the reader goroutine only.
 	rateStart time.Time
@@ -287,6 +289,7 @@ var ops = map[string]op{
 	OpResume:       {action: kernel.ActEventsCatchUp, run: (*conn).resume},
 	OpTypingStart:  {needsIdentify: true, action: kernel.ActMessageCreate, run: (*conn).typingStart},
 	OpFocus:        {needsIdentify: true, action: kernel.ActThreadRead, run: (*conn).focus},
+	OpAck:          {needsIdentify: true, run: (*conn).ack},
 }
 
 // opTimeout bounds the database work of one op (authenticate, authorize, read the head).
@@ -386,6 +389,14 @@ func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cur
 	if cursor != nil && *cursor > head {
 		return false, CloseResyncRequired, "cursor beyond the head of the log"
 	}
+	consuming := actor.Kind == kernel.KindAgent && c.g.deps.Consumers != nil
+	if consuming {
+		start, err := c.g.consumerStart(ctx, actor.ID, cursor, head)
+		if err != nil {
+			return false, c.g.failed("read the consumer's cursor", err), ""
+		}
+		cursor = &start
+	}
 	if err := c.g.hub.waitPosition(ctx, head); err != nil {
 		return false, c.g.failed("wait for the log tail", err), ""
 	}
@@ -400,6 +411,9 @@ func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cur
 	c.mu.Unlock()
 	c.identified.Store(true)
 	c.g.bindDevice(c, actor.ID, sess.device)
+	if consuming {
+		c.g.bindConsumer(c, actor.ID)
+	}
 	go c.catchUp(sess, actor, cursor, vis, gen)
 	return true, 0, ""
 }

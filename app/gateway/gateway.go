@@ -114,6 +114,9 @@ type Deps struct {
 	Log       Log
 	Structure Structure
 	Observer  Observer
+	// Consumers keeps the agents' durable cursors; nil: an agent's connection is like a
+	// person's (no durable cursor, no ack, no takeover).
+	Consumers Consumers
 	Signals   Signals
 	Presence  PresenceStore
 	Clock     kernel.Clock
@@ -220,8 +223,9 @@ type Gateway struct {
 	closing  bool
 	drained  chan struct{} // closed when closing and conns is empty
 
-	flush   *flusher
-	devices devices
+	flush     *flusher
+	devices   devices
+	consumers consumers
 }
 
 // session is what resume restores: the principal and its credential, and the focus. It lives in
@@ -303,6 +307,8 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.closeWith(CloseServerRestart, "")
 	}
+	// The acks come last: a consumer that acknowledged while its connection closed keeps them.
+	defer g.saveAcks(context.WithoutCancel(ctx))
 	select {
 	case <-g.drained:
 		return nil
@@ -362,6 +368,7 @@ func (g *Gateway) Heartbeats(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			g.sweep(g.clock.Now())
+			g.saveAcks(ctx)
 		}
 	}
 }
@@ -446,6 +453,7 @@ func (g *Gateway) sessionFocus(s *session) kernel.ID {
 func (g *Gateway) forget(c *conn, code CloseCode) {
 	g.hub.detach(c)
 	g.unbindDevice(c)
+	g.unbindConsumer(c)
 	g.presence.leave(c, g.clock.Now())
 	g.mu.Lock()
 	delete(g.conns, c)

@@ -19,6 +19,7 @@ const (
 	OpResume      = "resume"
 	OpTypingStart = "typing.start"
 	OpFocus       = "focus"
+	OpAck         = "ack"
 
 	// Sent by both sides: a heartbeat is answered with heartbeat.ack.
 	OpHeartbeat    = "heartbeat"
@@ -163,6 +164,10 @@ type identifyD struct {
 	DeviceID string `json:"device_id"`
 }
 
+type ackD struct {
+	Seq *int64 `json:"seq"`
+}
+
 type resumeD struct {
 	SessionID string `json:"session_id"`
 	Seq       *int64 `json:"seq"`
@@ -218,7 +223,9 @@ type PrincipalJSON struct {
 
 // readyFrame is ready; online, the people online (the principal included), is given to people
 // and left out (nil) for agents.
-func readyFrame(sessionID string, a kernel.Actor, head int64, online []kernel.ID) []byte {
+// readyFrame is ready; online is set for people, acked for an agent's consumer (the seq its
+// replay starts after).
+func readyFrame(sessionID string, a kernel.Actor, head int64, online []kernel.ID, acked *int64) []byte {
 	var on *[]kernel.ID
 	if online != nil {
 		on = &online
@@ -228,7 +235,8 @@ func readyFrame(sessionID string, a kernel.Actor, head int64, online []kernel.ID
 		Principal PrincipalJSON `json:"principal"`
 		HeadSeq   int64         `json:"head_seq"`
 		Online    *[]kernel.ID  `json:"online,omitempty"`
-	}{sessionID, PrincipalJSON{a.ID, a.Kind, a.Handle, a.IsOwner}, head, on})
+		AckedSeq  *int64        `json:"acked_seq,omitempty"`
+	}{sessionID, PrincipalJSON{a.ID, a.Kind, a.Handle, a.IsOwner}, head, on, acked})
 }
 
 func catchupCompleteFrame(head int64) []byte {

@@ -72,7 +72,7 @@ func TestServerFrames(t *testing.T) {
 		{"heartbeat", heartbeatFrame, `{"op":"heartbeat","d":{}}`},
 		{"heartbeat.ack", heartbeatAckFrame, `{"op":"heartbeat.ack","d":{}}`},
 		{"catchup.complete", catchupCompleteFrame(42), `{"op":"catchup.complete","d":{"head_seq":42}}`},
-		{"ready", readyFrame("s1", kernel.Actor{ID: id, Kind: kernel.KindAgent, Handle: "bot"}, 7, nil),
+		{"ready", readyFrame("s1", kernel.Actor{ID: id, Kind: kernel.KindAgent, Handle: "bot"}, 7, nil, nil),
 			`{"op":"ready","d":{"session_id":"s1","principal":{"id":"` + string(id) + `","kind":"agent","handle":"bot","is_owner":false},"head_seq":7}}`},
 		{"event", EventFrame(kernel.LoggedEvent{Seq: 9, Type: "message.created", Payload: []byte(`{"a":"<b>"}`),
 			Scope:     kernel.Scope{ChannelID: id},

@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Consumers stores the durable cursors of the agents' consumers (agent_consumers, seed 10 and
+// 11.5); *storage.ConsumerStore implements it.
+type Consumers interface {
+	// AckedSeq returns the seq the agent acknowledged last; ok is false when it never connected
+	// as a consumer. Errors: internal.
+	AckedSeq(ctx context.Context, agent kernel.ID) (seq int64, ok bool, err error)
+	// SaveAcks raises the cursors of the agents to the seqs given (a lower one is left as it
+	// is), in one Unit of Work. Errors: internal.
+	SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error
+}
+
+// consumers are the agents' consumers on this node (DESIGN §7): an agent's gateway connection
+// is its consumer. Its replay starts after the seq it acknowledged last, whatever cursor it
+// sends, so that an event it received but did not acknowledge (it crashed while working on it)
+// comes again: at least once, in order. The agent acknowledges with ack {seq}; the acks are
+// saved together every tick of the heartbeat loop and at shutdown, so a crash of the server
+// repeats at most the last second's events. One connection per agent consumes: a newer one, on
+// any node, closes the older with 4015.
+type consumers struct {
+	mu    sync.Mutex
+	held  map[kernel.ID]binding // agent → its consuming connection
+	acked map[kernel.ID]int64   // acks not saved yet
+}
+
+// consumerStart returns the cursor an agent's connection replays from: the acknowledged seq, or,
+// for an agent that never consumed, cursor (the head when nil), which becomes its first cursor.
+func (g *Gateway) consumerStart(ctx context.Context, agent kernel.ID, cursor *int64, head int64) (int64, error) {
+	seq, ok, err := g.deps.Consumers.AckedSeq(ctx, agent)
+	if err != nil {
+		return 0, err
+	}
+	g.consumers.mu.Lock()
+	if noted, has := g.consumers.acked[agent]; has {
+		seq, ok = max(seq, noted), true // acknowledged here, not saved yet
+	}
+	g.consumers.mu.Unlock()
+	if ok {
+		return min(seq, head), nil
+	}
+	start := head
+	if cursor != nil {
+		start = min(*cursor, head)
+	}
+	g.noteAck(agent, start)
+	return start, nil
+}
+
+// bindConsumer makes c the consumer of agent, closes the connection it takes over on this node
+// with 4015, and tells the other nodes.
+func (g *Gateway) bindConsumer(c *conn, agent kernel.ID) {
+	b := binding{kernel.NewID(), c}
+	g.consumers.mu.Lock()
+	if g.consumers.held == nil {
+		g.consumers.held = map[kernel.ID]binding{}
+	}
+	old, had := g.consumers.held[agent]
+	g.consumers.held[agent] = b
+	g.consumers.mu.Unlock()
+	c.consumer.Store(true)
+	if had && old.c != c {
+		old.c.closeWith(CloseConsumerTakenOver, "")
+	}
+	if g.cluster != nil {
+		g.cluster.publish(signal{Kind: signalConsumer, PrincipalID: agent, BindingID: b.id})
+	}
+}
+
+// unbindConsumer forgets c as its agent's consumer when it still is.
+func (g *Gateway) unbindConsumer(c *conn) {
+	if !c.consumer.Load() {
+		return
+	}
+	c.mu.Lock()
+	agent := c.actor.ID
+	c.mu.Unlock()
+	g.consumers.mu.Lock()
+	if b, ok := g.consumers.held[agent]; ok && b.c == c {
+		delete(g.consumers.held, agent)
+	}
+	g.consumers.mu.Unlock()
+	// Save at once: the agent may come back through another node, which reads the table.
+	go g.saveAcks(context.Background())
+}
+
+// consumerTakenElsewhere closes this node's consumer of agent when another node bound a newer
+// one.
+func (g *Gateway) consumerTakenElsewhere(agent, newer kernel.ID) {
+	g.consumers.mu.Lock()
+	b, ok := g.consumers.held[agent]
+	if ok && b.id < newer {
+		delete(g.consumers.held, agent)
+	} else {
+		ok = false
+	}
+	g.consumers.mu.Unlock()
+	if ok {
+		b.c.closeWith(CloseConsumerTakenOver, "")
+	}
+}
+
+// noteAck records that agent acknowledged up to seq, for the next save.
+func (g *Gateway) noteAck(agent kernel.ID, seq int64) {
+	g.consumers.mu.Lock()
+	if g.consumers.acked == nil {
+		g.consumers.acked = map[kernel.ID]int64{}
+	}
+	g.consumers.acked[agent] = max(g.consumers.acked[agent], seq)
+	g.consumers.mu.Unlock()
+}
+
+// saveAcks writes the acks noted since the last save; a failed save keeps them for the next.
+func (g *Gateway) saveAcks(ctx context.Context) {
+	if g.deps.Consumers == nil {
+		return
+	}
+	g.consumers.mu.Lock()
+	acks := g.consumers.acked
+	g.consumers.acked = nil
+	g.consumers.mu.Unlock()
+	if len(acks) == 0 {
+		return
+	}
+	if err := g.deps.Consumers.SaveAcks(ctx, acks, g.clock.Now()); err != nil {
+		g.log.Warn("gateway: could not save the agents' acks; they are kept for the next try", "agents", len(acks), "err", err)
+		for agent, seq := range acks {
+			g.noteAck(agent, seq)
+		}
+	}
+}
+
+// ack is the op ack {seq} of an agent's consumer: it acknowledges every event up to seq. A seq
+// beyond what the connection was sent is a decode error; a lower one than before changes
+// nothing. Other connections may not send it (4001: the op is the consumers').
+func (c *conn) ack(ctx context.Context, f Frame) (bool, CloseCode, string) {
+	if !c.consumer.Load() {
+		return false, CloseUnknownOp, "ack is for an agent's consumer"
+	}
+	var d ackD
+	if err := decodeD(f.D, &d); err != nil || d.Seq == nil || *d.Seq < 0 {
+		return false, CloseDecodeError, "ack needs a seq of 0 or more"
+	}
+	c.mu.Lock()
+	sent, agent := max(c.lastSent, c.replayed.Load()), c.actor.ID
+	c.mu.Unlock()
+	if *d.Seq > sent {
+		return false, CloseDecodeError, "ack beyond what was delivered"
+	}
+	c.g.noteAck(agent, *d.Seq)
+	return false, 0, ""
+}

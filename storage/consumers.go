@@ -1,0 +1,52 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"bothy.dev/bothy/app/gateway"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// ConsumerStore implements gateway.Consumers on agent_consumers: the durable cursor of each
+// agent's consumer.
+type ConsumerStore struct{ db *DB }
+
+var _ gateway.Consumers = (*ConsumerStore)(nil)
+
+// NewConsumerStore returns the consumer repository on db.
+func NewConsumerStore(db *DB) *ConsumerStore { return &ConsumerStore{db: db} }
+
+// AckedSeq implements gateway.Consumers.
+func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, bool, error) {
+	var seq int64
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT acked_seq FROM agent_consumers WHERE agent_id = ?`, string(agent)).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.db.mapErr(err, "agent consumer")
+	}
+	return seq, true, nil
+}
+
+// SaveAcks implements gateway.Consumers: one Unit of Work for all of them; a cursor only moves
+// forward, so a late save of an older ack changes nothing.
+func (s *ConsumerStore) SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error {
+	if len(acks) == 0 {
+		return nil
+	}
+	return s.db.Do(ctx, func(ctx context.Context) error {
+		for agent, seq := range acks {
+			_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO agent_consumers (agent_id, acked_seq, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT (agent_id) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+				WHERE excluded.acked_seq > agent_consumers.acked_seq`, string(agent), seq, fmtTime(at))
+			if err != nil {
+				return s.db.mapErr(err, "agent consumer")
+			}
+		}
+		return nil
+	})
+}
