@@ -160,8 +160,11 @@ func TestLoad(t *testing.T) {
 			t.Fatalf("server CPU read %d times, %v; load CPU %v; database CPU read %d times, %v",
 				reads.Load(), r.ServerCPU, r.LoadCPU, dbReads.Load(), r.DBCPU)
 		}
-		if n := f.conns.Load() - before; n > 4 {
-			t.Fatalf("%d new connections for 4 clients: keep-alive does not hold", n)
+		// A request may dial once more while its client's connection is still on its way back
+		// to the pool (net/http's race between the body's end and the next request), so a
+		// loaded machine sees a few extra; without keep-alive it would be one per request.
+		if n := f.conns.Load() - before; n > 2*4 || n >= r.Ops {
+			t.Fatalf("%d new connections for 4 clients and %d requests: keep-alive does not hold", n, r.Ops)
 		}
 	})
 	t.Run("the open loop sends every due request and times it from when it was due", func(t *testing.T) {
