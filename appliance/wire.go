@@ -82,6 +82,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
+	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock))...)
 
 	// The realtime gateway (DESIGN §5, §6): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone

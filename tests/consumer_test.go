@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,85 @@ func TestAgentConsumer(t *testing.T) {
 		}
 		if err := second.stop(t); !errors.Is(err, botclient.ErrReplaced) {
 			t.Fatalf("the older consumer ended with %v, want ErrReplaced", err)
+		}
+	})
+}
+
+// TestAgentConsumerOverREST polls an agent's events without a WebSocket: a long poll that
+// returns when a message comes, an ack that moves the durable cursor, and a poll without a
+// cursor that starts after it.
+func TestAgentConsumerOverREST(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		a, ac := w.in.mustCreateAgent(t, "poller")
+		w.in.owner.mustGrant(t, w.shared.ID, a.ID, "view")
+		type page struct {
+			Events     []event `json:"events"`
+			NextCursor int64   `json:"next_cursor"`
+			HeadSeq    int64   `json:"head_seq"`
+		}
+		poll := func(t *testing.T, query string) page {
+			t.Helper()
+			var p page
+			ac.do(t, http.MethodGet, api("agents", "me", "events")+query, nil).want(t, http.StatusOK).decode(t, &p)
+			return p
+		}
+		first := poll(t, "")
+		if len(first.Events) != 0 || first.NextCursor != first.HeadSeq {
+			t.Fatalf("a new consumer's first poll: %+v, want nothing, at the head", first)
+		}
+
+		type result struct {
+			p   page
+			err error
+			in  time.Duration
+		}
+		waiting := make(chan result, 1)
+		go func() {
+			start := time.Now()
+			var p page
+			r, err := ac.try(t, http.MethodGet, api("agents", "me", "events")+"?wait=20s", nil)
+			if err == nil {
+				if r.status != http.StatusOK {
+					err = fmt.Errorf("the long poll answered %d: %s", r.status, r.raw)
+				} else {
+					err = json.Unmarshal(r.raw, &p)
+				}
+			}
+			waiting <- result{p, err, time.Since(start)}
+		}()
+		time.Sleep(300 * time.Millisecond)
+		m := w.alice.mustPost(t, w.sharedTh.Thread.ID, "for the poller")
+		var got result
+		select {
+		case got = <-waiting:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the long poll did not return when a message came")
+		}
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if len(got.p.Events) != 1 || got.p.Events[0].Data["id"] != m.ID || got.in > 10*time.Second {
+			t.Fatalf("the long poll answered %+v after %s, want the message at once", got.p, got.in)
+		}
+
+		again := poll(t, "")
+		if len(again.Events) != 1 || again.Events[0].Seq != got.p.Events[0].Seq {
+			t.Fatalf("before the ack a poll without cursor gave %+v, want the message again", again)
+		}
+		ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": got.p.NextCursor}).want(t, http.StatusNoContent)
+		if after := poll(t, ""); len(after.Events) != 0 {
+			t.Fatalf("after the ack a poll gave %+v, want nothing", after)
+		}
+		if code := ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": got.p.HeadSeq + 1000}).want(t, http.StatusBadRequest).code(); code != "validation_failed" {
+			t.Fatalf("an ack beyond the head answered %s", code)
+		}
+		if code := w.alice.do(t, http.MethodGet, api("agents", "me", "events"), nil).want(t, http.StatusForbidden).code(); code != "forbidden" {
+			t.Fatalf("a person's poll answered %s", code)
+		}
+		if code := ac.do(t, http.MethodGet, api("agents", "me", "events")+"?wait=2m", nil).want(t, http.StatusBadRequest).code(); code != "validation_failed" {
+			t.Fatalf("a wait of 2 minutes answered %s", code)
 		}
 	})
 }

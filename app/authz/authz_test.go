@@ -326,6 +326,10 @@ func decisions() []decision {
 		decision{"an owner may read the agents", owner, kernel.ActAgentRead, instance, ok},
 		decision{"an agent may not read the agents", agent, kernel.ActAgentRead, instance, forbidden},
 		decision{"the anonymous actor may not read the agents", anonymous, kernel.ActAgentRead, instance, unauthorized},
+		decision{"an agent consumes its own events", agent, kernel.ActAgentConsume, instance, ok},
+		decision{"a person has no consumer", stranger, kernel.ActAgentConsume, instance, forbidden},
+		decision{"an owner has no consumer", owner, kernel.ActAgentConsume, instance, forbidden},
+		decision{"the anonymous actor has no consumer", anonymous, kernel.ActAgentConsume, instance, unauthorized},
 
 		decision{"a channel manager may set its channel's operator", manager, kernel.ActChannelOperatorSet, onChannel(C), ok},
 		decision{"a space manager may set the operator of the space's channels", spaceMgr, kernel.ActChannelOperatorSet, onChannel(C2), ok},
@@ -436,7 +440,7 @@ var allActions = []kernel.Action{
 	kernel.ActChannelUpdate, kernel.ActGrantRead, kernel.ActGrantCreate, kernel.ActGrantRevoke, kernel.ActThreadRead,
 	kernel.ActThreadCreate, kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageUpdate,
 	kernel.ActMessageDelete, kernel.ActRevisionsRead, kernel.ActReactionAdd, kernel.ActReactionRemove,
-	kernel.ActEventsCatchUp, kernel.ActAgentCreate, kernel.ActAgentRead, kernel.ActAgentDisable, kernel.ActAgentEnable,
+	kernel.ActEventsCatchUp, kernel.ActAgentCreate, kernel.ActAgentRead, kernel.ActAgentDisable, kernel.ActAgentEnable, kernel.ActAgentConsume,
 	kernel.ActChannelOperatorSet,
 }
 

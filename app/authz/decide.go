@@ -20,6 +20,7 @@ const (
 	ruleAnyone             ruleKind = iota + 1 // anonymous included
 	ruleAuthenticated                          // any principal
 	rulePerson                                 // any person (not an agent or an app)
+	ruleAgent                                  // any agent
 	ruleSelf                                   // a principal on what it holds itself (Resource.OwnerID)
 	ruleOwner                                  // owners only
 	ruleSpaceRead                              // owner, or any grant on the space or one of its channels
@@ -42,6 +43,8 @@ var rules = map[kernel.Action]rule{
 	kernel.ActEventsCatchUp: {kind: ruleAuthenticated},
 
 	kernel.ActAgentRead: {kind: rulePerson},
+
+	kernel.ActAgentConsume: {kind: ruleAgent},
 
 	kernel.ActTokenList:   {kind: ruleSelf},
 	kernel.ActTokenCreate: {kind: ruleSelf},
@@ -158,6 +161,11 @@ func decide(ctx context.Context, src grantSource, actor kernel.Actor, action ker
 		return nil
 	case rulePerson:
 		if actor.Kind != kernel.KindPerson {
+			return errForbidden
+		}
+		return nil
+	case ruleAgent:
+		if actor.Kind != kernel.KindAgent {
 			return errForbidden
 		}
 		return nil

@@ -51,6 +51,9 @@ const (
 	ActChannelOperatorSet Action = "channel.operator.set"
 )
 
+// ActAgentConsume is an agent reading and acknowledging its own consumer (the REST poll).
+const ActAgentConsume Action = "agent.consume"
+
 // ResourceKind names what an action is performed on.
 type ResourceKind string
 

@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"bothy.dev/bothy/app/kernel"
@@ -10,6 +11,7 @@ import (
 
 // fakeLog is a log held in a slice, seq = index + 1; it counts the rows it hands out.
 type fakeLog struct {
+	mu      sync.Mutex
 	events  []kernel.LoggedEvent
 	scanned int
 }
@@ -17,6 +19,8 @@ type fakeLog struct {
 var _ appsync.Log = (*fakeLog)(nil)
 
 func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []kernel.LoggedEvent
 	for _, e := range l.events {
 		if e.Seq > after && len(out) < limit {
@@ -27,11 +31,17 @@ func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]ke
 	return out, nil
 }
 
-func (l *fakeLog) Head() int64 { return int64(len(l.events)) }
+func (l *fakeLog) Head() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.events))
+}
 
 func (l *fakeLog) ReadHead(ctx context.Context) (int64, error) { return l.Head(), nil }
 
 func (l *fakeLog) add(typ string, sc kernel.Scope) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.events = append(l.events, kernel.LoggedEvent{Seq: int64(len(l.events) + 1), Type: typ, Scope: sc, Payload: []byte(`{}`)})
 }
 

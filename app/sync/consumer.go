@@ -1,0 +1,118 @@
+package sync
+
+import (
+	"context"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Cursors keeps the durable cursors of the agents' consumers (agent_consumers); the gateway uses
+// the same table, so an agent may acknowledge over REST what the gateway sent and the other way
+// round. *storage.ConsumerStore implements it.
+type Cursors interface {
+	// AckedSeq returns the seq the agent acknowledged last; ok is false when it never did.
+	AckedSeq(ctx context.Context, agent kernel.ID) (seq int64, ok bool, err error)
+	// SaveAcks raises the agents' cursors to the seqs given; a lower seq changes nothing.
+	SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error
+}
+
+// Waker tells when the log's head next advances; *storage.DB implements it.
+type Waker interface {
+	Changed() <-chan struct{}
+}
+
+// MaxWait bounds a long poll: below the HTTP request timeout (30 s by default), so that a
+// poll ends with an answer rather than a timeout.
+const MaxWait = 25 * time.Second
+
+// Consumer is an agent's consumer over REST (issue 5, item 3): a long poll of the events after
+// its cursor and an acknowledgement that moves the durable cursor. It delivers what CatchUp
+// would (the events the agent may see), at least once: a poll without a cursor starts after
+// what the agent acknowledged.
+type Consumer struct {
+	sync    *Service
+	authz   kernel.Authorizer
+	cursors Cursors
+	wake    Waker
+	clock   kernel.Clock
+}
+
+// NewConsumer returns the REST consumer on s.
+func NewConsumer(s *Service, az kernel.Authorizer, cursors Cursors, wake Waker, clock kernel.Clock) *Consumer {
+	if s == nil || az == nil || cursors == nil || wake == nil || clock == nil {
+		panic("sync: missing dependency")
+	}
+	return &Consumer{sync: s, authz: az, cursors: cursors, wake: wake, clock: clock}
+}
+
+func (c *Consumer) authorize(ctx context.Context, actor kernel.Actor) error {
+	return c.authz.Authorize(ctx, actor, kernel.ActAgentConsume,
+		kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID})
+}
+
+// Poll returns up to limit events after cursor (nil: after the acknowledged seq; for an agent
+// that never acknowledged, the head, which becomes its cursor) that the agent may see. When
+// there are none yet it waits up to wait (at most MaxWait) for more. The page's NextAfter is the
+// cursor to poll with next and to acknowledge once the events are handled. Errors:
+// unauthenticated, forbidden (not an agent), cursor_invalid, validation_failed.
+func (c *Consumer) Poll(ctx context.Context, actor kernel.Actor, cursor *int64, wait time.Duration, limit int) (Page, error) {
+	if err := c.authorize(ctx, actor); err != nil {
+		return Page{}, err
+	}
+	if wait < 0 || wait > MaxWait {
+		return Page{}, kernel.Invalid("wait", "wait must be a duration from 0 to %s", MaxWait)
+	}
+	var after int64
+	if cursor != nil {
+		after = *cursor
+	} else {
+		seq, ok, err := c.cursors.AckedSeq(ctx, actor.ID)
+		if err != nil {
+			return Page{}, err
+		}
+		if !ok {
+			if seq, err = c.sync.log.ReadHead(ctx); err != nil {
+				return Page{}, err
+			}
+			if err := c.cursors.SaveAcks(ctx, map[kernel.ID]int64{actor.ID: seq}, c.clock.Now()); err != nil {
+				return Page{}, err
+			}
+		}
+		after = seq
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		changed := c.wake.Changed() // before the read: a commit meanwhile is not missed
+		p, err := c.sync.CatchUp(ctx, actor, after, limit)
+		if err != nil || len(p.Events) > 0 || wait == 0 {
+			return p, err
+		}
+		after = p.NextAfter
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return p, nil
+		case <-ctx.Done():
+			return p, nil
+		}
+	}
+}
+
+// Ack moves the agent's durable cursor to seq (a lower seq than before changes nothing).
+// Errors: unauthenticated, forbidden (not an agent), validation_failed (seq below 0 or beyond
+// the head of the log).
+func (c *Consumer) Ack(ctx context.Context, actor kernel.Actor, seq int64) error {
+	if err := c.authorize(ctx, actor); err != nil {
+		return err
+	}
+	head, err := c.sync.log.ReadHead(ctx)
+	if err != nil {
+		return err
+	}
+	if seq < 0 || seq > head {
+		return kernel.Invalid("seq", "seq must be from 0 to the head of the log, %d", head)
+	}
+	return c.cursors.SaveAcks(ctx, map[kernel.ID]int64{actor.ID: seq}, c.clock.Now())
+}

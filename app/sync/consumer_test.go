@@ -1,0 +1,128 @@
+package sync_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
+	appsync "bothy.dev/bothy/app/sync"
+)
+
+type fakeCursors struct {
+	mu    sync.Mutex
+	acked map[kernel.ID]int64
+}
+
+func (f *fakeCursors) AckedSeq(_ context.Context, a kernel.ID) (int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.acked[a]
+	return s, ok, nil
+}
+
+func (f *fakeCursors) SaveAcks(_ context.Context, acks map[kernel.ID]int64, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for a, s := range acks {
+		f.acked[a] = max(f.acked[a], s)
+	}
+	return nil
+}
+
+// fakeWaker closes its channel when the test says the head moved.
+type fakeWaker struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *fakeWaker) Changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ch
+}
+
+func (w *fakeWaker) advance() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.ch)
+	w.ch = make(chan struct{})
+}
+
+func TestConsumer(t *testing.T) {
+	ctx := context.Background()
+	log := &fakeLog{}
+	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
+	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut})
+	cursors := &fakeCursors{acked: map[kernel.ID]int64{}}
+	wake := &fakeWaker{ch: make(chan struct{})}
+	az := &kerneltest.Authz{Fn: func(a kernel.Actor, act kernel.Action, _ kernel.Resource) error {
+		if act != kernel.ActAgentConsume || a.Kind != kernel.KindAgent {
+			return kernel.Errorf(kernel.CodeForbidden, "agents only")
+		}
+		return nil
+	}}
+	c := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
+		wake, kernel.NewManualClock(time.Now()))
+
+	t.Run("a first poll without a cursor starts at the head, which becomes the cursor", func(t *testing.T) {
+		p, err := c.Poll(ctx, agent, nil, 0, 0)
+		if err != nil || len(p.Events) != 0 || p.NextAfter != 2 {
+			t.Fatalf("%+v %v", p, err)
+		}
+		if s, _, _ := cursors.AckedSeq(ctx, agent.ID); s != 2 {
+			t.Fatalf("cursor %d, want 2", s)
+		}
+	})
+	t.Run("a long poll returns when an event it may see comes", func(t *testing.T) {
+		got := make(chan appsync.Page, 1)
+		go func() {
+			p, _ := c.Poll(ctx, agent, nil, 10*time.Second, 0)
+			got <- p
+		}()
+		time.Sleep(20 * time.Millisecond)
+		log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut}) // not for it: it waits on
+		wake.advance()
+		time.Sleep(20 * time.Millisecond)
+		log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
+		wake.advance()
+		select {
+		case p := <-got:
+			if len(p.Events) != 1 || p.Events[0].Seq != 4 || p.NextAfter != 4 {
+				t.Fatalf("%+v", p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the long poll did not return")
+		}
+	})
+	t.Run("ack moves the cursor, not back, not beyond the head", func(t *testing.T) {
+		if err := c.Ack(ctx, agent, 4); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ack(ctx, agent, 3); err != nil {
+			t.Fatal(err)
+		}
+		if s, _, _ := cursors.AckedSeq(ctx, agent.ID); s != 4 {
+			t.Fatalf("cursor %d, want 4", s)
+		}
+		if err := c.Ack(ctx, agent, 5); kernel.CodeOf(err) != kernel.CodeValidation {
+			t.Fatalf("an ack beyond the head: %v", err)
+		}
+		if p, _ := c.Poll(ctx, agent, nil, 0, 0); len(p.Events) != 0 {
+			t.Fatalf("after the ack: %+v", p)
+		}
+	})
+	t.Run("only agents consume, and a wait is bounded", func(t *testing.T) {
+		if _, err := c.Poll(ctx, alice, nil, 0, 0); kernel.CodeOf(err) != kernel.CodeForbidden {
+			t.Fatalf("a person's poll: %v", err)
+		}
+		if err := c.Ack(ctx, alice, 1); kernel.CodeOf(err) != kernel.CodeForbidden {
+			t.Fatalf("a person's ack: %v", err)
+		}
+		if _, err := c.Poll(ctx, agent, nil, time.Minute, 0); kernel.CodeOf(err) != kernel.CodeValidation {
+			t.Fatalf("a wait of a minute: %v", err)
+		}
+	})
+}
