@@ -282,7 +282,8 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 	defer stopConn()
 
 	hctx, cancel := context.WithTimeout(connCtx, c.helloTimeout)
-	hello, err := readFrame(hctx, ws)
+	var buf bytes.Buffer
+	hello, err := readFrame(hctx, ws, &buf)
 	cancel()
 	if err != nil {
 		return c.ended(ctx, err, "", false, time.Time{})
@@ -332,7 +333,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 		for {
 			// No context on the read: coder/websocket arms a timer per read for a context
 			// that can end, a cost on every frame; the deferred CloseNow ends the read.
-			f, err := readFrame(context.Background(), ws)
+			f, err := readFrame(context.Background(), ws, &buf)
 			if err != nil {
 				readErr = err
 				return
@@ -553,11 +554,19 @@ func (c *Client) stop(ws *websocket.Conn) {
 var eventPrefix = []byte(`{"op":"event","d":`)
 
 // readFrame reads one text frame and decodes its envelope.
-func readFrame(ctx context.Context, ws *websocket.Conn) (frame, error) {
-	typ, b, err := ws.Read(ctx)
+//
+// buf is the reader's own buffer, used again for every frame (ws.Read would allocate a new,
+// growing slice per frame): nothing returned refers to it.
+func readFrame(ctx context.Context, ws *websocket.Conn, buf *bytes.Buffer) (frame, error) {
+	typ, r, err := ws.Reader(ctx)
 	if err != nil {
 		return frame{}, err
 	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return frame{}, err
+	}
+	b := buf.Bytes()
 	var f frame
 	if typ != websocket.MessageText {
 		return frame{}, errors.New("the server sent a binary frame")
@@ -569,7 +578,7 @@ func readFrame(ctx context.Context, ws *websocket.Conn) (frame, error) {
 	if rest, ok := bytes.CutPrefix(b, eventPrefix); ok && len(rest) > 1 && rest[len(rest)-1] == '}' {
 		ev := new(Event)
 		if d := rest[:len(rest)-1]; json.Unmarshal(d, ev) == nil {
-			return frame{Op: opEvent, D: d, ev: ev}, nil
+			return frame{Op: opEvent, ev: ev}, nil
 		}
 	}
 	if err := json.Unmarshal(b, &f); err != nil || f.Op == "" {
