@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
 	appsync "bothy.dev/bothy/app/sync"
 	wsgateway "bothy.dev/bothy/appliance/gateway"
 	"bothy.dev/bothy/appliance/httpapi"
@@ -49,7 +50,8 @@ func wire(ctx context.Context, a *App) error {
 	chatStore := storage.NewChatStore(db)
 	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
 	// An agent's principal and token are identity's, made in the agents module's Unit of Work.
-	agentSvc := agents.New(agents.Deps{Store: storage.NewAgentStore(db), Principals: ident, UoW: db, Events: db, Authz: az, Bus: bus})
+	agentStore := storage.NewAgentStore(db)
+	agentSvc := agents.New(agents.Deps{Store: agentStore, Principals: ident, UoW: db, Events: db, Authz: az, Bus: bus})
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{
 		Store:     msgStore,
@@ -63,9 +65,14 @@ func wire(ctx context.Context, a *App) error {
 		Clock:     clock,
 	})
 	catchUp := appsync.New(db, az)
+	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
+		Authz: az, Clock: clock})
 
 	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
-	// order. None yet: runs will subscribe to messaging.MessagePosted and agents.AgentDisabled.
+	// order: runs decides the trigger of each posted message (its runs and the message's trigger
+	// state) and fails the runs of a disabled agent.
+	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessagePosted)
+	kernel.Subscribe(bus, "runs.agent_disabled", runSvc.OnAgentDisabled)
 	bus.Seal()
 
 	router := httpapi.NewRouter(ident, httpapi.NewIdempotency(db, db), httpapi.Options{
@@ -81,6 +88,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs)...)
+	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock))...)
 

@@ -11,12 +11,14 @@ import (
 )
 
 // CopyTables is every table of the schema that an instance's data lives in, in an order in
-// which each table comes after the tables its foreign keys point to. schema_migrations is not
-// in it: each database keeps its own. A migration that adds a table adds it here too; Copy
-// refuses a source with a table it does not know, so a forgotten one cannot be left behind.
+// which each table comes after the tables its foreign keys point to (runs after messages, for
+// its trigger message; messages.run_id has no foreign key, so the two make no cycle).
+// schema_migrations is not in it: each database keeps its own. A migration that adds a table
+// adds it here too; Copy refuses a source with a table it does not know, so a forgotten one
+// cannot be left behind.
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
-	"spaces", "channels", "threads", "grants", "messages", "message_revisions", "mentions", "reactions",
+	"spaces", "channels", "threads", "grants", "messages", "runs", "message_revisions", "mentions", "reactions",
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers",
 }
 

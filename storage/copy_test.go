@@ -91,8 +91,11 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO threads VALUES ('t1', 'c1', 'sp1', '', 1, 'p1', '` + t0 + `', '` + t0 + `', '` + t0 + `', 2)`,
 		`INSERT INTO grants VALUES ('g1', 'channel', 'c1', 'p2', 'post', 2, 'p1', '` + t0 + `')`,
 		`INSERT INTO messages VALUES
-			('m1', 't1', 'c1', 'sp1', 'p1', 'hello @bot — ünïcode, "quotes", ? and $1', 'cm1', 2, '` + t0 + `', '` + t0 + `', NULL),
-			('m2', 't1', 'c1', 'sp1', 'p2', '', NULL, 1, '` + t0 + `', NULL, '` + t0 + `')`,
+			('m1', 't1', 'c1', 'sp1', 'p1', 'hello @bot — ünïcode, "quotes", ? and $1', 'cm1', 2, '` + t0 + `', '` + t0 + `', NULL, NULL, 'triggered'),
+			('m2', 't1', 'c1', 'sp1', 'p2', '', NULL, 1, '` + t0 + `', NULL, '` + t0 + `', 'r1', NULL)`,
+		`INSERT INTO runs VALUES ('r1', 'p2', 't1', 'c1', 'sp1', 'm1', 'p1', 'failed', 'agent_disabled', 2,
+			'{"version":2,"status":"Reading — ü","steps":[{"id":"s1","kind":"tool_call","title":"t","status":"done","detail":"?"}],"output":"$1"}',
+			'` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO message_revisions VALUES ('m1', 1, 'hello', '` + t0 + `')`,
 		`INSERT INTO mentions VALUES ('m1', 'p2')`,
 		`INSERT INTO reactions VALUES ('m1', 'p2', '👍', '` + t0 + `')`,

@@ -34,10 +34,14 @@ func emptyAsNull(s string) any {
 
 func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (bool, error) {
 	q := s.db.q(ctx)
-	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
+	var trigger any
+	if m.TriggerState != nil {
+		trigger = *m.TriggerState
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at,
+		run_id, trigger_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
 		string(m.ID), string(m.ThreadID), string(m.ChannelID), string(m.SpaceID), string(m.AuthorID), m.Content,
-		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt))
+		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger)
 	if err != nil {
 		return false, s.db.mapErr(err, "message")
 	}
@@ -70,15 +74,22 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, id kernel.
 }
 
 const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-	m.created_at, m.edited_at, m.deleted_at, c.kind FROM messages m JOIN channels c ON c.id = m.channel_id`
+	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, c.kind FROM messages m JOIN channels c ON c.id = m.channel_id`
 
 func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
 	var m messaging.Message
-	var cmid, edited, deleted sql.NullString
+	var cmid, edited, deleted, runID, trigger sql.NullString
 	var created string
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
-		&created, &edited, &deleted, &m.ChannelKind)
+		&created, &edited, &deleted, &runID, &trigger, &m.ChannelKind)
 	m.ClientMsgID, m.CreatedAt, m.EditedAt, m.Deleted = messaging.ClientMsgID(cmid.String), parseTime(created), parseNullTime(edited), deleted.Valid
+	if runID.Valid {
+		id := kernel.ID(runID.String)
+		m.RunID = &id
+	}
+	if trigger.Valid {
+		m.TriggerState = &trigger.String
+	}
 	m.Mentions = []kernel.ID{}
 	return m, err
 }
@@ -179,6 +190,11 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 		return s.db.mapErr(err, "mentions")
 	}
 	return s.insertMentions(ctx, q, m.ID, m.Mentions)
+}
+
+func (s *MessageStore) SetTriggerState(ctx context.Context, id kernel.ID, state string) error {
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE messages SET trigger_state = ? WHERE id = ?`, state, string(id))
+	return s.db.oneRowOrNotFound(res, err, "message")
 }
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {

@@ -44,9 +44,13 @@ func (a Agent) Resource() kernel.Resource {
 }
 
 // AgentDisabled is the in-transaction event published when an agent is disabled; subscribers run
-// inside the same Unit of Work (kernel.TxBus). The runs module will fail the agent's queued runs
-// on it.
-type AgentDisabled struct{ AgentID kernel.ID }
+// inside the same Unit of Work (kernel.TxBus). The runs module fails the agent's runs that have
+// not ended on it.
+type AgentDisabled struct {
+	AgentID kernel.ID
+	// ActorID is the owner who disabled the agent, in whose name the subscribers log.
+	ActorID kernel.ID
+}
 
 // Store is the agents repository port (implemented in storage/agents.go). Writes run inside a
 // Unit of Work; reads outside one use the read pool.

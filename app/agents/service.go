@@ -129,7 +129,7 @@ func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kern
 		}
 		a = a.fromPrincipal(u)
 		if status == StatusDisabled {
-			if err := kernel.Publish(ctx, s.bus, AgentDisabled{AgentID: id}); err != nil {
+			if err := kernel.Publish(ctx, s.bus, AgentDisabled{AgentID: id, ActorID: actor.ID}); err != nil {
 				return err
 			}
 		}

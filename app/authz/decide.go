@@ -28,6 +28,7 @@ const (
 	ruleChannelLevel                           // need on the channel or its space (owners: manage on non-DM)
 	ruleAuthorPost                             // the author with post
 	ruleAuthorPostOrManage                     // the author with post, or manage (owners: manage on non-DM)
+	ruleAuthorOrManage                         // the author while it sees the channel, or manage (owners: manage on non-DM)
 )
 
 // rules maps every action authz knows to its rule. An action missing here is a programming error
@@ -81,6 +82,12 @@ var rules = map[kernel.Action]rule{
 
 	kernel.ActMessageUpdate: {kind: ruleAuthorPost},
 	kernel.ActMessageDelete: {kind: ruleAuthorPostOrManage},
+
+	// Runs: the invoke level triggers agents; a run is read like its thread, and cancelled by the
+	// one who invoked it (Resource.OwnerID) or a manager of its channel.
+	kernel.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
+	kernel.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
+	kernel.ActRunCancel:   {kind: ruleAuthorOrManage},
 }
 
 // Known reports whether authz has a rule for action; the HTTP router can refuse to start with a
@@ -199,6 +206,8 @@ func decide(ctx context.Context, src grantSource, actor kernel.Actor, action ker
 		allowed = author && level >= LevelPost
 	case ruleAuthorPostOrManage:
 		allowed = author && level >= LevelPost || level >= LevelManage
+	case ruleAuthorOrManage:
+		allowed = author || level >= LevelManage
 	default:
 		return fmt.Errorf("authz: action %q has no decision", action)
 	}

@@ -54,6 +54,16 @@ const (
 // ActAgentConsume is an agent reading and acknowledging its own consumer (the REST poll).
 const ActAgentConsume Action = "agent.consume"
 
+// Actions on runs (DESIGN §7): invoking an agent, and reading and cancelling what it does.
+const (
+	// ActAgentInvoke is a principal invoking an agent by an @mention in a channel: level invoke.
+	ActAgentInvoke Action = "agent.invoke"
+	// ActRunRead is reading a run and its document: whoever may read its thread.
+	ActRunRead Action = "run.read"
+	// ActRunCancel is asking a run to stop: the one who invoked it, or a manager of its channel.
+	ActRunCancel Action = "run.cancel"
+)
+
 // ResourceKind names what an action is performed on.
 type ResourceKind string
 
@@ -66,6 +76,9 @@ const (
 	ResMessage   ResourceKind = "message"
 	ResToken     ResourceKind = "token"
 )
+
+// ResRun is a run of an agent; its OwnerID is the principal who invoked it.
+const ResRun ResourceKind = "run"
 
 // Resource describes the target of an action with the ids of its ancestors, which the use case
 // has already loaded; authorize never loads structure itself.

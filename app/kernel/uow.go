@@ -73,6 +73,14 @@ const (
 	EvAgentUpdated    = "agent.updated"
 )
 
+// Event types of runs (DESIGN §7). agent.invocation and run.cancel_requested are personal
+// events of the agent (Scope.PrincipalID); run.state_changed is scoped to the run's thread.
+const (
+	EvAgentInvocation    = "agent.invocation"
+	EvRunStateChanged    = "run.state_changed"
+	EvRunCancelRequested = "run.cancel_requested"
+)
+
 // Redacts returns the types of the earlier events whose payload an event of type typ replaces
 // in the log with its own: a message.deleted redacts its message's message.created and
 // message.updated (same subject), so that deleted content is not readable in the log. The module

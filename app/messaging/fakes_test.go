@@ -166,6 +166,18 @@ func (f *fakeStore) UpdateMessage(ctx context.Context, m messaging.Message, prev
 	return nil
 }
 
+func (f *fakeStore) SetTriggerState(ctx context.Context, id kernel.ID, state string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.messages[id]
+	if !ok {
+		return kernel.ErrNotFound
+	}
+	m.TriggerState = &state
+	f.messages[id] = m
+	return nil
+}
+
 func (f *fakeStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -250,6 +262,7 @@ type msgFixture struct {
 	posted   []messaging.MessagePosted
 	deleted  []messaging.MessageDeleted
 	veto     error
+	trigger  string // what the subscriber records as the trigger state
 	channel  chat.Channel
 	main     chat.Thread
 }
@@ -274,6 +287,9 @@ func mustMessaging(tb testing.TB) *msgFixture {
 	kernel.Subscribe(f.bus, "test", func(ctx context.Context, ev messaging.MessagePosted) error {
 		if f.veto != nil {
 			return f.veto
+		}
+		if f.trigger != "" {
+			*ev.Trigger = f.trigger
 		}
 		f.posted = append(f.posted, ev)
 		return nil

@@ -33,6 +33,13 @@ type Message struct {
 	CreatedAt   time.Time   `json:"created_at"`
 	EditedAt    *time.Time  `json:"edited_at"`
 	Deleted     bool        `json:"deleted"`
+	// RunID links an agent's answer to the run it answers; nil for any other message.
+	RunID *kernel.ID `json:"run_id"`
+	// TriggerState says what the message triggered when it mentions an agent or opens a thread in
+	// a channel with an operator: "triggered" (a run was made), or why not (no_invoke_right,
+	// agent_cannot_read, agent_disabled); nil when it concerned no agent. The runs module decides
+	// it through MessagePosted.Trigger; messaging only stores and shows it.
+	TriggerState *string `json:"trigger_state"`
 	// ChannelKind is loaded with the message so that it can be authorized without a second read.
 	ChannelKind string `json:"-"`
 }
@@ -89,12 +96,19 @@ type Reaction struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// MessagePosted is published inside the Unit of Work that created a message (seed 8.3); runs
-// subscribes to decide on a trigger. It is not published for an idempotent repeat.
+// MessagePosted is published inside the Unit of Work that created a message (seed 8.3), after
+// message.created is appended; runs subscribes to decide on a trigger. It is not published for
+// an idempotent repeat.
 type MessagePosted struct {
 	Message Message
 	// NewThread is set when the message is the first of a thread created with it.
 	NewThread bool
+	// Author is the actor who posted, as the request authenticated it (owner flag included), for
+	// a subscriber that decides in the author's name.
+	Author kernel.Actor
+	// Trigger is where a subscriber (runs) puts the message's trigger state; messaging stores it
+	// with the message in the same Unit of Work and shows it in the answer and in message.created.
+	Trigger *string
 }
 
 // MessageDeleted is published inside the Unit of Work that deleted a message; Message is the
@@ -119,6 +133,8 @@ type Store interface {
 	// UpdateMessage stores prev as a revision and writes m's content, version, edited_at and
 	// mentions. Errors: not_found, conflict (the revision exists).
 	UpdateMessage(ctx context.Context, m Message, prev Revision) error
+	// SetTriggerState writes the trigger_state of a message. Errors: not_found.
+	SetTriggerState(ctx context.Context, id kernel.ID, state string) error
 	// DeleteMessage turns the message into the tombstone m (content emptied, deleted_at, version)
 	// and drops its revisions and mentions. Errors: not_found.
 	DeleteMessage(ctx context.Context, m Message, at time.Time) error

@@ -2,6 +2,7 @@ package messaging_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestCreateMessage(t *testing.T) {
 		evs := f.tx.Events()
 		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
 			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
-			!reflect.DeepEqual(evs[0].Payload, m) {
+			!reflect.DeepEqual(evs[0].Payload, &m) {
 			t.Fatalf("events = %+v", evs)
 		}
 	})
@@ -133,6 +134,29 @@ func TestCreateMessage(t *testing.T) {
 		}
 		if len(f.tx.Events()) != 0 {
 			t.Fatal("a vetoed message appended an event")
+		}
+	})
+	t.Run("stores the trigger state a subscriber records and shows it in the answer and in message.created", func(t *testing.T) {
+		f := mustMessaging(t)
+		f.trigger = "no_invoke_right"
+		m := mustPost(t, f, alice, "hey @carol")
+		if m.TriggerState == nil || *m.TriggerState != "no_invoke_right" || m.RunID != nil {
+			t.Fatalf("answer %+v", m)
+		}
+		if got := f.store.messages[m.ID]; got.TriggerState == nil || *got.TriggerState != "no_invoke_right" {
+			t.Fatalf("stored %+v", got)
+		}
+		if p := f.posted[0]; p.Author.ID != alice.ID || p.Message.ID != m.ID {
+			t.Fatalf("posted %+v", p)
+		}
+		evs := f.tx.Events()
+		b, _ := json.Marshal(evs[0].Payload)
+		if !strings.Contains(string(b), `"trigger_state":"no_invoke_right"`) {
+			t.Fatalf("message.created encodes as %s", b)
+		}
+		f.trigger = ""
+		if m := mustPost(t, f, alice, "plain"); m.TriggerState != nil {
+			t.Fatalf("a message without a trigger has state %q", *m.TriggerState)
 		}
 	})
 }

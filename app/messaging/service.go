@@ -106,11 +106,9 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err := s.threads.AppendToThread(ctx, th.ID, now); err != nil {
 			return err
 		}
-		if err := kernel.Publish(ctx, s.bus, MessagePosted{Message: m}); err != nil {
+		if err := s.posted(ctx, actor, &m, false); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: actor.ID, Payload: m})
 		created = true
 		return nil
 	})
@@ -186,15 +184,35 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 			return err
 		}
 		th.MessageCount, th.LastMessageAt = th.MessageCount+1, &now
-		if err := kernel.Publish(ctx, s.bus, MessagePosted{Message: m, NewThread: true}); err != nil {
+		if err := s.posted(ctx, actor, &m, true); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: actor.ID, Payload: m})
 		created = true
 		return nil
 	})
 	return th, m, created, err
+}
+
+// posted appends message.created for the new message m and then publishes MessagePosted, in
+// that order, so that the log holds a message before what it causes (the runs of the agents it
+// invokes). The event's payload is m itself: a payload is encoded at commit (kernel.Event), so
+// message.created carries the trigger state that a subscriber records after the append, as the
+// answer does.
+func (s *Service) posted(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) error {
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
+		ActorID: actor.ID, Payload: m})
+	var trigger string
+	if err := kernel.Publish(ctx, s.bus, MessagePosted{Message: *m, NewThread: newThread, Author: actor, Trigger: &trigger}); err != nil {
+		return err
+	}
+	if trigger == "" {
+		return nil
+	}
+	if err := s.store.SetTriggerState(ctx, m.ID, trigger); err != nil {
+		return err
+	}
+	m.TriggerState = &trigger
+	return nil
 }
 
 // resolveMentions finds the @handles of content and resolves them in one read; unknown handles

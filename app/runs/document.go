@@ -122,12 +122,12 @@ func (p Patch) BaseVersion() int { return p.Version - p.versions() }
 
 func (p Patch) versions() int { return max(p.span, 1) }
 
-// Apply returns doc with p applied; doc itself is not changed. Errors: version_conflict when p
+// Apply returns doc with p applied; doc itself is not changed. Errors: run_version_conflict when p
 // does not apply to doc's version (the message says which version to send); validation_failed
 // with the field's name when p or the resulting document breaks a bound.
 func Apply(doc Document, p Patch) (Document, error) {
 	if p.BaseVersion() != doc.Version {
-		return doc, kernel.Errorf(kernel.CodeVersionConflict, "the run document is at version %d: the next patch has version %d", doc.Version, doc.Version+1)
+		return doc, kernel.Errorf(CodeRunVersionConflict, "the run document is at version %d: the next patch has version %d", doc.Version, doc.Version+1)
 	}
 	if err := checkPatch(p); err != nil {
 		return doc, err

@@ -126,7 +126,7 @@ func TestApply(t *testing.T) {
 		if err := json.Unmarshal([]byte(`{"version":3,"span":3}`), &p); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Apply(Document{}, p); kernel.CodeOf(err) != kernel.CodeVersionConflict {
+		if _, err := Apply(Document{}, p); kernel.CodeOf(err) != CodeRunVersionConflict {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -150,11 +150,11 @@ func TestApplyRefuses(t *testing.T) {
 		code  kernel.Code
 		field string
 	}{
-		{"a first patch with version 0", Document{}, Patch{Version: 0}, kernel.CodeVersionConflict, ""},
-		{"a first patch with version 2", Document{}, Patch{Version: 2}, kernel.CodeVersionConflict, ""},
-		{"a patch with the current version, as a retry sends it", started(t), Patch{Version: 2, OutputAppend: "again"}, kernel.CodeVersionConflict, ""},
-		{"a patch that skips a version", started(t), Patch{Version: 4}, kernel.CodeVersionConflict, ""},
-		{"a negative version", Document{}, Patch{Version: -1}, kernel.CodeVersionConflict, ""},
+		{"a first patch with version 0", Document{}, Patch{Version: 0}, CodeRunVersionConflict, ""},
+		{"a first patch with version 2", Document{}, Patch{Version: 2}, CodeRunVersionConflict, ""},
+		{"a patch with the current version, as a retry sends it", started(t), Patch{Version: 2, OutputAppend: "again"}, CodeRunVersionConflict, ""},
+		{"a patch that skips a version", started(t), Patch{Version: 4}, CodeRunVersionConflict, ""},
+		{"a negative version", Document{}, Patch{Version: -1}, CodeRunVersionConflict, ""},
 
 		{"a status line of 201 characters", started(t), Patch{Version: 3, Status: str(strings.Repeat("ü", MaxStatusLineRunes+1))}, kernel.CodeValidation, "status"},
 		{"a status line with a newline", started(t), Patch{Version: 3, Status: str("a\nb")}, kernel.CodeValidation, "status"},
@@ -263,7 +263,7 @@ func TestMerge(t *testing.T) {
 	t.Run("a merged patch applies only to its base version", func(t *testing.T) {
 		ab, _ := Merge(Patch{Version: 3}, Patch{Version: 4})
 		doc := mustApply(t, started(t), Patch{Version: 3})
-		if _, err := Apply(doc, ab); kernel.CodeOf(err) != kernel.CodeVersionConflict {
+		if _, err := Apply(doc, ab); kernel.CodeOf(err) != CodeRunVersionConflict {
 			t.Fatalf("err = %v", err)
 		}
 	})

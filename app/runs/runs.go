@@ -1,8 +1,8 @@
 // Package runs is what an agent does with an invocation: the run with its lifecycle, the run
 // document it streams, and the invocation token that lets it act for the run (DESIGN §7).
 //
-// So far it holds the pure rules only; the service, its ports and the storage come later and call
-// these, so that every path (the agent's REST calls, the gateway, the jobs) decides the same way:
+// The pure rules below are what every path (the agent's REST calls, the gateway, the jobs)
+// decides with, so that they all decide the same way:
 //
 //   - Next is the transition function of the run states,
 //     queued → running ⇄ waiting_input → succeeded | failed | cancelled.
@@ -10,12 +10,18 @@
 //     one for the fan-out of run.updated.
 //   - Issue and Check sign and verify the invocation token (app/kernel/jose, EdDSA).
 //
+// The Service (service.go, trigger.go) holds the use cases on the runs table, through its Store
+// port: the trigger that makes a queued run when a message invokes an agent (OnMessagePosted,
+// an in-transaction subscriber of messaging), reading runs, a person's cancel request, and
+// failing the runs of a disabled agent (OnAgentDisabled). It owns the durable events
+// agent.invocation, run.state_changed and run.cancel_requested.
+//
 // # Patches, as an agent author sees them
 //
 // A patch is a JSON merge: what it carries changes, what it leaves out stays.
 //
 //   - version is the document's new version: the first patch after start sends 1, each next one
-//     the current plus one. Anything else is version_conflict, so a retried or reordered patch
+//     the current plus one. Anything else is run_version_conflict, so a retried or reordered patch
 //     never applies twice.
 //   - status replaces the status line (one short line, "Searching the docs…"); "" clears it.
 //   - steps are upserted by id, in order: a step with a new id is appended, a step with a known
@@ -31,8 +37,8 @@
 // the field's name (status, steps[2].title, output_append, …); the document is then left as it
 // was. An empty patch is valid and only moves the version on.
 //
-// It must not import storage, HTTP or the gateway, and must not read the clock or keys itself:
-// the caller passes the time and the key lookup in.
+// It must not import storage, HTTP or the gateway. The pure functions must not read the clock or
+// keys themselves: the caller passes the time and the key lookup in (the Service reads its Clock).
 package runs
 
 import "bothy.dev/bothy/app/kernel"
@@ -46,6 +52,10 @@ const (
 	CodeAlreadyStarted kernel.Code = "already_started"
 	// CodeRunEnded: any change to a run that has succeeded, failed or been cancelled (HTTP 409).
 	CodeRunEnded kernel.Code = "run_ended"
+	// CodeRunVersionConflict: a patch whose version is not the document's next one (HTTP 409).
+	// It is not the kernel's version_conflict, which answers 412 for a stale message edit: an
+	// agent's patch is no HTTP precondition, and issue 5 wants 409 for it.
+	CodeRunVersionConflict kernel.Code = "run_version_conflict"
 	// CodeInvocationTokenInvalid: an invocation token that is malformed, not signed by a key of
 	// this instance, not yet valid, or for another run (HTTP 401).
 	CodeInvocationTokenInvalid kernel.Code = "invocation_token_invalid"

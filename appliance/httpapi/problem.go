@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
 )
 
 // statusOf maps a public error code to its HTTP status: the one place that does (STYLE rule 10).
@@ -38,6 +39,12 @@ func statusOf(code kernel.Code) int {
 		return http.StatusTooManyRequests
 	case kernel.CodeUnavailable, kernel.CodeSetupRequired:
 		return http.StatusServiceUnavailable
+	// The codes of runs: a run that has started or ended, or a patch out of turn, conflicts with
+	// the run's state; an invocation token that fails is a failed authentication.
+	case runs.CodeAlreadyStarted, runs.CodeRunEnded, runs.CodeRunVersionConflict:
+		return http.StatusConflict
+	case runs.CodeInvocationTokenInvalid, runs.CodeInvocationTokenExpired:
+		return http.StatusUnauthorized
 	}
 	return http.StatusInternalServerError
 }

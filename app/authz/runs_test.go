@@ -1,0 +1,68 @@
+package authz_test
+
+import (
+	"context"
+	"testing"
+
+	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// runOf is a run in channel ch invoked by who.
+func runOf(ch kernel.ID, who kernel.Actor) kernel.Resource {
+	r := onChannel(ch)
+	r.Kind, r.ID, r.OwnerID = kernel.ResRun, kernel.NewID(), who.ID
+	return r
+}
+
+// The rules of runs: invoke needs the invoke level; a run is read like its thread; it is
+// cancelled by the one who invoked it, while that one still sees the channel, or by a manager.
+func TestRunRules(t *testing.T) {
+	ds := []decision{
+		{"a principal with invoke may invoke an agent", agent, kernel.ActAgentInvoke, onChannel(C), ok},
+		{"a manager may invoke an agent", manager, kernel.ActAgentInvoke, onChannel(C), ok},
+		{"a space manager may invoke in the space's channels", spaceMgr, kernel.ActAgentInvoke, onChannel(C2), ok},
+		{"an owner may invoke anywhere but a DM it is not in", owner, kernel.ActAgentInvoke, onChannel(E), ok},
+		{"an owner does not see a DM it is not in to invoke there", owner, kernel.ActAgentInvoke, onChannel(D), notFound},
+		{"a poster may not invoke", poster, kernel.ActAgentInvoke, onChannel(C), forbidden},
+		{"a viewer may not invoke", viewer, kernel.ActAgentInvoke, onChannel(C), forbidden},
+		{"a stranger does not see the channel to invoke", stranger, kernel.ActAgentInvoke, onChannel(C), notFound},
+		{"the anonymous actor may not invoke", anonymous, kernel.ActAgentInvoke, onChannel(C), unauthorized},
+
+		{"a viewer reads a run of the channel", viewer, kernel.ActRunRead, runOf(C, poster), ok},
+		{"a space viewer reads a run of the space's channels", spaceViewer, kernel.ActRunRead, runOf(C2, poster), ok},
+		{"the agent that reads the channel reads its runs", agent, kernel.ActRunRead, runOf(C, poster), ok},
+		{"an owner reads any run outside the DMs it is not in", owner, kernel.ActRunRead, runOf(E, owner), ok},
+		{"a stranger does not see a run", stranger, kernel.ActRunRead, runOf(C, poster), notFound},
+		{"an owner does not see a run in a DM it is not in", owner, kernel.ActRunRead, runOf(D, dmMember), notFound},
+
+		{"the one who invoked may cancel", viewer, kernel.ActRunCancel, runOf(C, viewer), ok},
+		{"another reader may not cancel", viewer, kernel.ActRunCancel, runOf(C, poster), forbidden},
+		{"a poster may not cancel another's run", poster, kernel.ActRunCancel, runOf(C, viewer), forbidden},
+		{"a manager may cancel any run of the channel", manager, kernel.ActRunCancel, runOf(C, viewer), ok},
+		{"a space manager may cancel the runs of the space's channels", spaceMgr, kernel.ActRunCancel, runOf(C2, viewer), ok},
+		{"an owner may cancel any run outside the DMs it is not in", owner, kernel.ActRunCancel, runOf(E, viewer), ok},
+		{"an owner may not cancel a run in a DM it is not in", owner, kernel.ActRunCancel, runOf(D, dmMember), notFound},
+		{"one who invoked and lost the channel does not see the run", stranger, kernel.ActRunCancel, runOf(C, stranger), notFound},
+		{"the anonymous actor may not cancel", anonymous, kernel.ActRunCancel, runOf(C, viewer), unauthorized},
+	}
+	svc := newService(fixture())
+	for _, d := range ds {
+		t.Run(d.name, func(t *testing.T) {
+			ctx, log := kernel.WithCheckLog(context.Background())
+			if got := kernel.CodeOf(svc.Authorize(ctx, d.actor, d.action, d.res)); got != d.want {
+				t.Fatalf("%s: got %q, want %q", d.action, got, d.want)
+			}
+			if !log.Checked(d.action) {
+				t.Fatal("the decision was not recorded in the check log")
+			}
+		})
+	}
+	t.Run("every action of runs has a rule", func(t *testing.T) {
+		for _, a := range []kernel.Action{kernel.ActAgentInvoke, kernel.ActRunRead, kernel.ActRunCancel} {
+			if !authz.Known(a) {
+				t.Errorf("%s has no rule", a)
+			}
+		}
+	})
+}

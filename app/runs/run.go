@@ -1,0 +1,180 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Summary is a run without its document: what run.state_changed carries, and the head of what
+// GET /api/v1/runs/{id} answers.
+type Summary struct {
+	ID        kernel.ID `json:"id"`
+	AgentID   kernel.ID `json:"agent_id"`
+	ThreadID  kernel.ID `json:"thread_id"`
+	ChannelID kernel.ID `json:"channel_id"`
+	SpaceID   kernel.ID `json:"space_id"`
+	// TriggerMessageID is the message that invoked the agent: the mention, or the first message
+	// of the new thread in a channel the agent operates. Nil is kept for runs made otherwise.
+	TriggerMessageID *kernel.ID `json:"trigger_message_id"`
+	// InvokedBy is the author of the triggering message.
+	InvokedBy kernel.ID `json:"invoked_by"`
+	Status    Status    `json:"status"`
+	// Reason says why a run failed or was cancelled (a code), null otherwise.
+	Reason Reason `json:"reason"`
+	// Version is the version of the run document: 0 until the agent's first patch.
+	Version int `json:"version"`
+	// CancelRequestedAt is when a person asked the run to stop; the agent confirms with Cancel.
+	CancelRequestedAt *time.Time `json:"cancel_requested_at"`
+	CreatedAt         time.Time  `json:"created_at"`
+	StartedAt         *time.Time `json:"started_at"`
+	EndedAt           *time.Time `json:"ended_at"`
+	// LastActivityAt is the last sign of life of the run (made, started, patched); the stall
+	// check of a later item reads it.
+	LastActivityAt time.Time `json:"last_activity_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// Run is a run as the API shows it: its summary and its latest document, whose Version is the
+// summary's.
+type Run struct {
+	Summary
+	Document Document `json:"document"`
+	// ChannelKind is loaded with the run so that it can be authorized without a second read.
+	ChannelKind string `json:"-"`
+}
+
+// Resource describes the run for Authorize: in its channel, owned by the one who invoked it.
+func (r Run) Resource() kernel.Resource {
+	return kernel.Resource{Kind: kernel.ResRun, ID: r.ID, SpaceID: r.SpaceID, ChannelID: r.ChannelID,
+		ChannelKind: r.ChannelKind, OwnerID: r.InvokedBy}
+}
+
+// Scope is the event scope of the run: its thread, so that whoever reads the thread sees it.
+func (r Run) Scope() kernel.Scope {
+	return kernel.Scope{SpaceID: r.SpaceID, ChannelID: r.ChannelID, ThreadID: r.ThreadID}
+}
+
+// MarshalJSON writes the empty reason as null: a run that has not failed has no reason.
+func (r Reason) MarshalJSON() ([]byte, error) {
+	if r == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(r))
+}
+
+// UnmarshalJSON reads null as the empty reason.
+func (r *Reason) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*r = ""
+	if s != nil {
+		*r = Reason(*s)
+	}
+	return nil
+}
+
+// Invocation is the payload of agent.invocation, the agent's personal event that a run waits
+// for it. The consumer adds the invocation token when it delivers it.
+type Invocation struct {
+	RunID     kernel.ID `json:"run_id"`
+	AgentID   kernel.ID `json:"agent_id"`
+	ThreadID  kernel.ID `json:"thread_id"`
+	ChannelID kernel.ID `json:"channel_id"`
+	SpaceID   kernel.ID `json:"space_id"`
+	MessageID kernel.ID `json:"message_id"`
+	InvokedBy kernel.ID `json:"invoked_by"`
+}
+
+// StateChange is the payload of run.state_changed: the run's summary after the change and the
+// state it left, null for a run that was just made (queued).
+type StateChange struct {
+	Summary
+	PreviousStatus *Status `json:"previous_status"`
+}
+
+// CancelRequest is the payload of run.cancel_requested, the agent's personal event that a person
+// asked one of its runs to stop.
+type CancelRequest struct {
+	RunID       kernel.ID `json:"run_id"`
+	AgentID     kernel.ID `json:"agent_id"`
+	ThreadID    kernel.ID `json:"thread_id"`
+	ChannelID   kernel.ID `json:"channel_id"`
+	SpaceID     kernel.ID `json:"space_id"`
+	RequestedBy kernel.ID `json:"requested_by"`
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+// TriggerState is what a message that concerned an agent triggered, kept on the message
+// (messaging.Message.TriggerState): a stable code that clients show their own text for.
+type TriggerState string
+
+const (
+	// TriggerTriggered: at least one run was made.
+	TriggerTriggered TriggerState = "triggered"
+	// TriggerNoInvokeRight: the author does not hold invoke on the channel (level invoke or
+	// manage, or owner), so the mentions invoked no agent.
+	TriggerNoInvokeRight TriggerState = "no_invoke_right"
+	// TriggerAgentDisabled: the agent is disabled (a channel's operator may be; a disabled
+	// agent's @handle does not resolve as a mention at all).
+	TriggerAgentDisabled TriggerState = "agent_disabled"
+	// TriggerAgentCannotRead: the agent holds no grant that lets it read the channel.
+	TriggerAgentCannotRead TriggerState = "agent_cannot_read"
+)
+
+// refusalRank orders the refusals: when no run was made, the message shows the one the author
+// can do most about, whatever the order of the agents.
+var refusalRank = map[TriggerState]int{TriggerAgentCannotRead: 1, TriggerAgentDisabled: 2, TriggerNoInvokeRight: 3}
+
+// worse returns the refusal of the two that the message shows.
+func worse(a, b TriggerState) TriggerState {
+	if refusalRank[b] > refusalRank[a] {
+		return b
+	}
+	return a
+}
+
+// Store is the runs repository (implemented in storage/runs.go). Methods join the Unit of Work of
+// ctx when there is one; reads outside one use the read pool.
+type Store interface {
+	// CreateRun inserts r with its document. Errors: conflict (the agent has a run for the same
+	// trigger message already).
+	CreateRun(ctx context.Context, r Run) error
+	// Run loads a run with its document and channel kind. Errors: not_found.
+	Run(ctx context.Context, id kernel.ID) (Run, error)
+	// ThreadRuns lists one page of a thread's runs in id order (chat.Page: the newest page by
+	// default) and whether more lie beyond it in the direction of the page. Errors: internal.
+	ThreadRuns(ctx context.Context, threadID kernel.ID, p chat.Page) ([]Run, bool, error)
+	// UnendedRuns lists the runs of agent that are queued, running or waiting for input, oldest
+	// first. Errors: internal.
+	UnendedRuns(ctx context.Context, agentID kernel.ID) ([]Run, error)
+	// UpdateRun writes what may change of r: status, reason, version, document,
+	// cancel_requested_at, started_at, ended_at, last_activity_at and updated_at.
+	// Errors: not_found.
+	UpdateRun(ctx context.Context, r Run) error
+}
+
+// Agents is what runs reads of agents: which of some principals are agents, and their status.
+// storage implements it on the agents and principals tables.
+type Agents interface {
+	// AgentStatuses returns the status (agents.StatusActive or agents.StatusDisabled) of each of
+	// ids that is an agent, in one read; other principals and unknown ids are absent.
+	// Errors: internal.
+	AgentStatuses(ctx context.Context, ids []kernel.ID) (map[kernel.ID]string, error)
+}
+
+// Structure is the part of chat that runs reads: a channel for its operator, a thread to
+// authorize its list of runs. *chat.Service implements it without authorizing.
+type Structure interface {
+	// Channel loads a channel. Errors: not_found.
+	Channel(ctx context.Context, id kernel.ID) (chat.Channel, error)
+	// Thread loads a thread with the kind of its channel. Errors: not_found.
+	Thread(ctx context.Context, id kernel.ID) (chat.Thread, error)
+}
+
+var _ Structure = (*chat.Service)(nil)

@@ -1,0 +1,166 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+// Deps are the ports the service uses; all but Clock are required. runs publishes no
+// in-transaction event: it subscribes to messaging.MessagePosted (OnMessagePosted) and
+// agents.AgentDisabled (OnAgentDisabled), which the appliance registers on its bus.
+type Deps struct {
+	Store     Store
+	Agents    Agents
+	Structure Structure
+	UoW       kernel.UnitOfWork
+	Events    kernel.EventLog
+	Authz     kernel.Authorizer
+	Clock     kernel.Clock
+}
+
+// Service holds the use cases of runs.
+type Service struct {
+	store     Store
+	agents    Agents
+	structure Structure
+	uow       kernel.UnitOfWork
+	events    kernel.EventLog
+	authz     kernel.Authorizer
+	clock     kernel.Clock
+}
+
+// New returns the runs service.
+func New(d Deps) *Service {
+	if d.Store == nil || d.Agents == nil || d.Structure == nil || d.UoW == nil || d.Events == nil || d.Authz == nil {
+		panic("runs: New needs Store, Agents, Structure, UoW, Events and Authz")
+	}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
+	}
+	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
+		authz: d.Authz, clock: d.Clock}
+}
+
+// now is the clock's time at the precision the store keeps.
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// Get returns a run with its latest document (run.read: whoever may read its thread).
+// Errors: unauthenticated, not_found (also for a run the actor may not see).
+func (s *Service) Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (Run, error) {
+	r, err := s.store.Run(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, r.Resource()); err != nil {
+		return Run{}, err
+	}
+	return r, nil
+}
+
+// ListThread returns one page of a thread's runs in id order, each with its latest document
+// (run.read on the thread), and whether more lie beyond it.
+// Errors: unauthenticated, not_found, validation_failed (page).
+func (s *Service) ListThread(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]Run, bool, error) {
+	th, err := s.structure.Thread(ctx, threadID)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, th.Resource()); err != nil {
+		return nil, false, err
+	}
+	if p, err = p.Normalize(); err != nil {
+		return nil, false, err
+	}
+	return s.store.ThreadRuns(ctx, th.ID, p)
+}
+
+// Cancel asks a run to stop (run.cancel: the one who invoked it, or a manager of its channel).
+// It marks cancel_requested_at and appends run.cancel_requested to the agent, in one Unit of Work;
+// a run that is still queued, which no agent holds yet, ends cancelled at once (run.state_changed).
+// A running run goes on until the agent confirms (or, in a later item, agent.cancel_grace
+// passes). Asking again while the first request stands answers the run as it is and appends
+// nothing. Errors: unauthenticated, not_found, forbidden, run_ended.
+func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) (Run, error) {
+	var out Run
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		r, err := s.store.Run(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActRunCancel, r.Resource()); err != nil {
+			return err
+		}
+		if r.Status.Terminal() {
+			return kernel.Errorf(CodeRunEnded, "the run has ended: it is %s", r.Status)
+		}
+		if r.CancelRequestedAt != nil {
+			out = r
+			return nil
+		}
+		now := s.now()
+		r.CancelRequestedAt, r.UpdatedAt = &now, now
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvRunCancelRequested, Scope: kernel.Scope{PrincipalID: r.AgentID},
+			SubjectID: r.ID, ActorID: actor.ID, Payload: CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
+				ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: actor.ID, RequestedAt: now}})
+		if r.Status == StatusQueued {
+			if err := s.move(ctx, &r, Cancel, actor.ID, now); err != nil {
+				return err
+			}
+		}
+		if err := s.store.UpdateRun(ctx, r); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// OnAgentDisabled fails the runs of a disabled agent that have not ended, with agent_disabled,
+// inside the Unit of Work that disabled it (subscribed to agents.AgentDisabled). Each change is
+// logged as run.state_changed, in the name of the owner who disabled the agent.
+func (s *Service) OnAgentDisabled(ctx context.Context, ev agents.AgentDisabled) error {
+	rs, err := s.store.UnendedRuns(ctx, ev.AgentID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for _, r := range rs {
+		if err := s.move(ctx, &r, Abort(ReasonAgentDisabled), ev.ActorID, now); err != nil {
+			return err
+		}
+		if err := s.store.UpdateRun(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// move changes r's state on t as Next decides, stamps its times and appends run.state_changed;
+// the caller stores r. Errors: those of Next.
+func (s *Service) move(ctx context.Context, r *Run, t Trigger, actorID kernel.ID, now time.Time) error {
+	to, reason, err := Next(r.Status, t)
+	if err != nil {
+		return err
+	}
+	from := r.Status
+	r.Status, r.Reason, r.UpdatedAt = to, reason, now
+	if to == StatusRunning && r.StartedAt == nil {
+		r.StartedAt = &now
+	}
+	if to.Terminal() {
+		r.EndedAt = &now
+	}
+	s.logState(ctx, *r, &from, actorID)
+	return nil
+}
+
+// logState appends run.state_changed for r, which left state from (nil for a new run).
+func (s *Service) logState(ctx context.Context, r Run, from *Status, actorID kernel.ID) {
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvRunStateChanged, Scope: r.Scope(), SubjectID: r.ID, ActorID: actorID,
+		Payload: StateChange{Summary: r.Summary, PreviousStatus: from}})
+}

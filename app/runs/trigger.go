@@ -1,0 +1,140 @@
+package runs
+
+import (
+	"context"
+
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+)
+
+// OnMessagePosted is the trigger, subscribed to messaging.MessagePosted: inside the Unit of Work
+// that posted the message it decides which agents the message invokes and makes a queued run for
+// each, with the agent's personal agent.invocation and run.state_changed to the thread. It
+// records the outcome as the message's trigger state (MessagePosted.Trigger).
+//
+// The agents it considers are those it mentions and, for the first message of a new thread, the
+// operator of the channel; never the author itself (an agent does not invoke itself by naming
+// itself or by opening a thread where it operates), and each agent once. An agent is invoked when
+//
+//   - for a mention: the author holds invoke on the channel (agent.invoke: level invoke or
+//     manage, or owner); for the operator of a new thread this is not asked: a manager who
+//     names an operator has decided that every new thread there is for it, like a help desk
+//     in Slack whose bot answers every question, so whoever may open a thread invokes it;
+//   - the agent is active;
+//   - the agent may read the channel (channel.read in its own name).
+//
+// The trigger state is "triggered" when a run was made, else the refusal the author can do most
+// about: no_invoke_right before agent_disabled before agent_cannot_read. A message that
+// concerns no agent (it mentions only people, or nobody) keeps none. Messages that mention no
+// one and open no thread cost nothing here; others one read for the agents among the mentions.
+// Errors: whatever a read fails with; a refusal is not an error.
+func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePosted) error {
+	m := ev.Message
+	var operator kernel.ID
+	if ev.NewThread {
+		ch, err := s.structure.Channel(ctx, m.ChannelID)
+		if err != nil {
+			return err
+		}
+		if ch.OperatorID != nil && *ch.OperatorID != m.AuthorID {
+			operator = *ch.OperatorID
+		}
+	}
+	candidates := make([]kernel.ID, 0, len(m.Mentions)+1)
+	if !operator.IsZero() {
+		candidates = append(candidates, operator)
+	}
+	for _, id := range m.Mentions {
+		if id != m.AuthorID && id != operator {
+			candidates = append(candidates, id)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	statuses, err := s.agents.AgentStatuses(ctx, candidates)
+	if err != nil || len(statuses) == 0 {
+		return err
+	}
+	channel := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID,
+		ChannelKind: m.ChannelKind}
+	var (
+		refused                TriggerState
+		made                   bool
+		askedInvoke, mayInvoke bool
+	)
+	for _, id := range candidates {
+		status, isAgent := statuses[id]
+		if !isAgent {
+			continue
+		}
+		if id != operator {
+			if !askedInvoke {
+				if mayInvoke, err = s.allowed(ctx, ev.Author, kernel.ActAgentInvoke, channel); err != nil {
+					return err
+				}
+				askedInvoke = true
+			}
+			if !mayInvoke {
+				refused = worse(refused, TriggerNoInvokeRight)
+				continue
+			}
+		}
+		if status != agents.StatusActive {
+			refused = worse(refused, TriggerAgentDisabled)
+			continue
+		}
+		reads, err := s.allowed(ctx, kernel.Actor{ID: id, Kind: kernel.KindAgent}, kernel.ActChannelRead, channel)
+		if err != nil {
+			return err
+		}
+		if !reads {
+			refused = worse(refused, TriggerAgentCannotRead)
+			continue
+		}
+		if err := s.invoke(ctx, m, id); err != nil {
+			return err
+		}
+		made = true
+	}
+	state := refused
+	if made {
+		state = TriggerTriggered
+	}
+	if state != "" && ev.Trigger != nil {
+		*ev.Trigger = string(state)
+	}
+	return nil
+}
+
+// allowed asks Authorize and reads a refusal (not_found, forbidden, unauthenticated) as false;
+// any other error is returned.
+func (s *Service) allowed(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) (bool, error) {
+	err := s.authz.Authorize(ctx, actor, action, r)
+	switch kernel.CodeOf(err) {
+	case "":
+		return true, nil
+	case kernel.CodeNotFound, kernel.CodeForbidden, kernel.CodeUnauthenticated:
+		return false, nil
+	}
+	return false, err
+}
+
+// invoke makes the queued run of agent for message m and appends agent.invocation to the agent
+// and run.state_changed (from nothing to queued) to the thread, in the author's name.
+func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.ID) error {
+	now := s.now()
+	trigger := m.ID
+	r := Run{Summary: Summary{ID: kernel.NewID(), AgentID: agent, ThreadID: m.ThreadID, ChannelID: m.ChannelID,
+		SpaceID: m.SpaceID, TriggerMessageID: &trigger, InvokedBy: m.AuthorID, Status: StatusQueued,
+		CreatedAt: now, LastActivityAt: now, UpdatedAt: now}, ChannelKind: m.ChannelKind}
+	if err := s.store.CreateRun(ctx, r); err != nil {
+		return err
+	}
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvAgentInvocation, Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
+		ActorID: m.AuthorID, Payload: Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
+			SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}})
+	s.logState(ctx, r, nil, m.AuthorID)
+	return nil
+}

@@ -1,0 +1,200 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/appliance/httpapi"
+	"bothy.dev/bothy/appliance/passwords"
+	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/storetest"
+)
+
+// newRunAPI is a router with the chat, grant, agent, message and run routes on a real store, the
+// real rules and runs subscribed to the bus as the appliance wires it; the owner olga and the
+// people pia, paul and vic are logged in.
+func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
+	t.Helper()
+	ctx := context.Background()
+	db := storetest.Open(t, storage.Options{})
+	clock := kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	azStore := storage.NewAuthzStore(db)
+	az := authz.New(azStore, azStore, db, db, clock)
+	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
+	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap, Clock: clock},
+		identity.Config{})
+	names := &namedTokens{id: id, tokens: map[string]string{}}
+	api := &chatAPI{db: db, vars: map[string]map[string]any{}}
+
+	olga, err := id.BootstrapOwner(ctx, "olga", "Olga", "owner-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]identity.User{"olga": olga}
+	owner := kernel.Actor{ID: olga.ID, Kind: kernel.KindPerson, IsOwner: true}
+	for _, h := range []string{"pia", "paul", "vic"} {
+		if users[h], err = id.CreateUser(ctx, owner, h, h, h+"-password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for h, u := range users {
+		pw := h + "-password"
+		if h == "olga" {
+			pw = "owner-password"
+		}
+		res, err := id.Login(ctx, u.Handle, pw, "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names.tokens[h] = res.Token
+		api.vars[h] = map[string]any{"id": string(u.ID)}
+	}
+
+	bus := kernel.NewTxBus()
+	chatStore := storage.NewChatStore(db)
+	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
+	agentStore := storage.NewAgentStore(db)
+	ags := agents.New(agents.Deps{Store: agentStore, Principals: id, UoW: db, Events: db, Authz: az, Bus: bus})
+	msgStore := storage.NewMessageStore(db)
+	msgs := messaging.New(messaging.Deps{Store: msgStore, Threads: chats, Directory: msgStore, Redactor: db, UoW: db, Events: db,
+		Authz: az, Bus: bus, Clock: clock})
+	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock})
+	kernel.Subscribe(bus, "runs.trigger", svc.OnMessagePosted)
+	kernel.Subscribe(bus, "runs.agent_disabled", svc.OnAgentDisabled)
+	bus.Seal()
+
+	rt := httpapi.NewRouter(names, httpapi.NewIdempotency(db, db), httpapi.Options{})
+	rt.Handle(httpapi.ChatRoutes(chats)...)
+	rt.Handle(httpapi.GrantRoutes(az)...)
+	rt.Handle(httpapi.AgentRoutes(ags)...)
+	rt.Handle(httpapi.MessageRoutes(msgs)...)
+	rt.Handle(httpapi.RunRoutes(svc)...)
+	api.router = rt
+	return api, names
+}
+
+// saveThread keeps the thread of a POST /channels/{id}/threads answer as name.
+func saveThread(name string) func(t *testing.T, api *chatAPI, body []byte) {
+	return func(t *testing.T, api *chatAPI, body []byte) {
+		var a struct{ Thread map[string]any }
+		if err := json.Unmarshal(body, &a); err != nil || a.Thread == nil {
+			t.Fatalf("no thread in %s", body)
+		}
+		api.vars[name] = a.Thread
+	}
+}
+
+// saveOnlyRun keeps the one item of a page of runs as name.
+func saveOnlyRun(name string) func(t *testing.T, api *chatAPI, body []byte) {
+	return func(t *testing.T, api *chatAPI, body []byte) {
+		var p struct{ Items []map[string]any }
+		if err := json.Unmarshal(body, &p); err != nil || len(p.Items) != 1 {
+			t.Fatalf("want one run in %s", body)
+		}
+		api.vars[name] = p.Items[0]
+	}
+}
+
+func TestRunRoutes(t *testing.T) {
+	api, names := newRunAPI(t)
+	grant := func(who, level string) string { return `{"principal_id":"{` + who + `.id}","level":"` + level + `"}` }
+	api.play(t, []chatScenario{
+		{name: "the owner makes a space", as: "olga", method: "POST", path: "/api/v1/spaces", body: `{"name":"Home"}`,
+			status: http.StatusCreated, save: "sp", events: []string{"space.created"}},
+		{name: "and a channel", as: "olga", method: "POST", path: "/api/v1/spaces/{sp.id}/channels", body: `{"name":"help"}`,
+			status: http.StatusCreated, save: "ch", events: []string{"channel.created", "thread.created"}},
+		{name: "and an agent", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"echo","display_name":"Echo"}`,
+			status: http.StatusCreated, save: "echo", events: []string{"agent.created"}, check: keepToken(names, "echo")},
+		{name: "the agent may read the channel", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("echo", "view"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "pia may invoke in it", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("pia", "invoke"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "paul may post", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("paul", "post"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "the owner opens a thread", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/threads",
+			body: `{"title":"Q","content":"questions here"}`, status: http.StatusCreated, events: []string{"thread.created", "message.created"},
+			check: saveThread("th")},
+		{name: "a message without a mention concerns no agent", as: "paul", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			body: `{"content":"hello"}`, status: http.StatusCreated, events: []string{"message.created"},
+			fields: map[string]any{"trigger_state": nil, "run_id": nil}},
+		{name: "a mention by one without invoke makes no run and says why", as: "paul", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			body: `{"content":"@echo help"}`, status: http.StatusCreated, events: []string{"message.created"},
+			fields: map[string]any{"trigger_state": "no_invoke_right", "run_id": nil}},
+		{name: "a mention by one with invoke makes a queued run", as: "pia", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			body: `{"content":"@echo help"}`, status: http.StatusCreated, save: "m",
+			events: []string{"message.created", "agent.invocation", "run.state_changed"}, fields: map[string]any{"trigger_state": "triggered"}},
+		{name: "a reader lists the thread's runs", as: "paul", method: "GET", path: "/api/v1/threads/{th.id}/runs", status: http.StatusOK,
+			fields: map[string]any{"has_more": false}, check: saveOnlyRun("run")},
+		{name: "a reader reads the run and its document", as: "paul", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusOK,
+			fields: map[string]any{"id": "{run.id}", "agent_id": "{echo.id}", "thread_id": "{th.id}", "channel_id": "{ch.id}",
+				"space_id": "{sp.id}", "trigger_message_id": "{m.id}", "invoked_by": "{pia.id}", "status": "queued", "reason": nil,
+				"version": 0, "cancel_requested_at": nil, "started_at": nil, "ended_at": nil, "created_at": "2026-03-01T12:00:00Z",
+				"document": map[string]any{"version": 0, "status": "", "steps": []any{}, "output": ""}}},
+		{name: "the agent reads its run", as: "echo", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusOK},
+		{name: "one who cannot read the thread does not find the run", as: "vic", method: "GET", path: "/api/v1/runs/{run.id}",
+			status: http.StatusNotFound, fields: map[string]any{"code": "not_found"}},
+		{name: "nor the thread's runs", as: "vic", method: "GET", path: "/api/v1/threads/{th.id}/runs", status: http.StatusNotFound},
+		{name: "a malformed run id is not found", as: "paul", method: "GET", path: "/api/v1/runs/nope", status: http.StatusNotFound},
+		{name: "an unknown thread has no runs", as: "paul", method: "GET", path: "/api/v1/threads/{run.id}/runs", status: http.StatusNotFound},
+		{name: "a bad page is refused", as: "paul", method: "GET", path: "/api/v1/threads/{th.id}/runs?limit=201", status: http.StatusBadRequest,
+			fields: map[string]any{"code": "validation_failed", "field": "limit"}},
+		{name: "nobody reads a run anonymously", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusUnauthorized},
+		{name: "a reader who did not invoke it may not cancel it", as: "paul", method: "POST", path: "/api/v1/runs/{run.id}/cancel",
+			status: http.StatusForbidden, fields: map[string]any{"code": "forbidden"}},
+		{name: "one who cannot read the thread does not find it to cancel", as: "vic", method: "POST", path: "/api/v1/runs/{run.id}/cancel",
+			status: http.StatusNotFound},
+		{name: "the one who invoked it cancels the queued run at once", as: "pia", method: "POST", path: "/api/v1/runs/{run.id}/cancel",
+			status: http.StatusOK, events: []string{"run.cancel_requested", "run.state_changed"},
+			fields: map[string]any{"status": "cancelled", "reason": nil, "cancel_requested_at": present, "ended_at": present}},
+		{name: "a run that has ended cannot be cancelled again", as: "pia", method: "POST", path: "/api/v1/runs/{run.id}/cancel",
+			status: http.StatusConflict, fields: map[string]any{"code": "run_ended"}},
+		{name: "the run reads as cancelled", as: "paul", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusOK,
+			fields: map[string]any{"status": "cancelled"}},
+		{name: "pia invokes again", as: "pia", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			body: `{"content":"@echo once more"}`, status: http.StatusCreated, events: []string{"message.created", "agent.invocation", "run.state_changed"}},
+		{name: "disabling the agent fails its queued run", as: "olga", method: "POST", path: "/api/v1/agents/{echo.id}/disable",
+			status: http.StatusOK, events: []string{"run.state_changed", "agent.updated"}},
+		{name: "the thread's runs show it", as: "paul", method: "GET", path: "/api/v1/threads/{th.id}/runs?after={run.id}", status: http.StatusOK,
+			check: func(t *testing.T, api *chatAPI, body []byte) {
+				var p struct{ Items []map[string]any }
+				_ = json.Unmarshal(body, &p)
+				if len(p.Items) != 1 || p.Items[0]["status"] != "failed" || p.Items[0]["reason"] != "agent_disabled" {
+					t.Fatalf("runs %s", body)
+				}
+			}},
+	})
+}
+
+// The codes of runs map to their statuses in the one place that maps codes.
+func TestRunProblemStatuses(t *testing.T) {
+	for code, want := range map[kernel.Code]int{
+		runs.CodeAlreadyStarted: http.StatusConflict, runs.CodeRunEnded: http.StatusConflict,
+		runs.CodeRunVersionConflict: http.StatusConflict, runs.CodeInvocationTokenInvalid: http.StatusUnauthorized,
+		runs.CodeInvocationTokenExpired: http.StatusUnauthorized, kernel.CodeVersionConflict: http.StatusPreconditionFailed,
+	} {
+		t.Run(string(code), func(t *testing.T) {
+			rt := httpapi.NewRouter(chatAuthn{"a": {ID: kernel.NewID(), Kind: kernel.KindPerson}}, nil, httpapi.Options{})
+			rt.Handle(httpapi.Route{Method: "GET", Pattern: "/x", Action: kernel.ActSelfRead, Handler: func(r *httpapi.Request) (int, any, error) {
+				return 0, nil, kernel.Errorf(code, "no")
+			}})
+			req, _ := http.NewRequest("GET", "/x", nil)
+			req.Header.Set("Authorization", "Bearer a")
+			w := httptest.NewRecorder()
+			rt.ServeHTTP(w, req)
+			if w.Code != want {
+				t.Fatalf("%s answers %d, want %d", code, w.Code, want)
+			}
+		})
+	}
+}
