@@ -71,6 +71,10 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		// The gateway's transport in the server; the Go client for bot developers is a program
 		// of its own and speaks WebSocket with the same library.
 		"github.com/coder/websocket": {module + "/appliance/gateway", module + "/client"},
+		// The job queue: its table, the enqueue in a Unit of Work and the runner. goqite's own
+		// jobs runner (maragu.dev/goqite/jobs) is not used: it panics on an unknown name and
+		// has no backoff.
+		"maragu.dev/goqite": {module + "/storage/jobs"},
 	}
 	for _, p := range listPackages(t) {
 		if strings.HasPrefix(p.ImportPath, module+"/bench") || strings.HasPrefix(p.ImportPath, module+"/tests") {

@@ -9,6 +9,7 @@ require (
 	github.com/ncruces/go-sqlite3 v0.37.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.59.0
+	maragu.dev/goqite v0.4.0
 	modernc.org/sqlite v1.62.0
 )
 

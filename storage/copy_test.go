@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
@@ -102,6 +103,10 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
 		`INSERT INTO gateway_presence VALUES ('n1', 'p1', 2, '` + t0 + `')`,
 		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `')`,
+		// A pending job, in goqite's text times (UTC, milliseconds), which PostgreSQL reads into
+		// timestamptz; received 1: a job between two attempts moves as it is.
+		`INSERT INTO goqite VALUES ('k:runs.queued_expiry:r1', '2025-01-02T03:04:05.000Z', '2025-01-02T03:04:06.000Z', 'bothy',
+			CAST('{"name":"runs.queued_expiry","args":{"run_id":"r1"}}' AS BLOB), '2025-01-02T03:04:05.123Z', 1, 0)`,
 	}
 	for _, s := range stmts {
 		if _, err := w.Exec(s); err != nil {
@@ -153,6 +158,9 @@ func dump(tb testing.TB, db *sql.DB) map[string][]string {
 			for i, v := range vals {
 				if b2, ok := v.([]byte); ok {
 					v = string(b2)
+				}
+				if tm, ok := v.(time.Time); ok { // goqite's timestamptz on PostgreSQL, in its SQLite text
+					v = tm.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 				}
 				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
 			}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/storage"
@@ -72,5 +73,45 @@ func TestIdempotencyStore(t *testing.T) {
 				t.Fatalf("%d saves won", won)
 			}
 		})
+	})
+}
+
+func TestDeleteIdempotencyBefore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, e storetest.Engine) {
+		ctx := context.Background()
+		clock := kernel.NewManualClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+		db := e.Open(t, storage.Options{Clock: clock})
+		alice := kernel.NewID()
+		save := func(key string) {
+			t.Helper()
+			if err := db.Do(ctx, func(ctx context.Context) error {
+				return db.SaveIdempotency(ctx, alice, key, kernel.IdempotencyRecord{Fingerprint: "f", Status: 201})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		save("old-1")
+		clock.Advance(time.Minute)
+		save("old-2")
+		clock.Advance(25 * time.Hour)
+		save("new")
+		cutoff := clock.Now().Add(-24 * time.Hour)
+
+		n, err := db.DeleteIdempotencyBefore(ctx, cutoff, 1)
+		if err != nil || n != 1 {
+			t.Fatalf("first batch deleted %d, %v", n, err)
+		}
+		if _, ok, _ := db.LookupIdempotency(ctx, alice, "old-1"); ok {
+			t.Fatal("the oldest key is not the first deleted")
+		}
+		if n, err = db.DeleteIdempotencyBefore(ctx, cutoff, 1000); err != nil || n != 1 {
+			t.Fatalf("second batch deleted %d, %v", n, err)
+		}
+		if n, err = db.DeleteIdempotencyBefore(ctx, cutoff, 1000); err != nil || n != 0 {
+			t.Fatalf("third batch deleted %d, %v", n, err)
+		}
+		if _, ok, _ := db.LookupIdempotency(ctx, alice, "new"); !ok {
+			t.Fatal("a key younger than the cutoff was deleted")
+		}
 	})
 }

@@ -33,7 +33,9 @@ type txState struct {
 	threadBumps map[kernel.ID]threadBump
 	// logged are the unit's events as stored, kept for Options.OnCommit.
 	logged []kernel.LoggedEvent
-	batch  *batchView
+	// afterCommit are the unit's AfterCommit functions, run once the batch has committed.
+	afterCommit []func()
+	batch       *batchView
 }
 
 // batchView is the kernel.TxView of one unit: the batch's base seq and the event types that
@@ -329,6 +331,7 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 	var bumps map[kernel.ID]threadBump
 	view := &batchView{base: committed, types: map[string]bool{}}
 	var logged []kernel.LoggedEvent
+	var after []func()
 	for i := 0; i < len(batch); i++ {
 		j := batch[i]
 		if err := j.ctx.Err(); err != nil {
@@ -373,6 +376,7 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 			view.types[e.Type] = true
 		}
 		logged = append(logged, st.logged...)
+		after = append(after, st.afterCommit...)
 		for id, b := range st.threadBumps {
 			if bumps == nil {
 				bumps = map[kernel.ID]threadBump{}
@@ -401,6 +405,9 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 		if fn := w.db.onCommit.Load(); fn != nil && len(logged) > 0 {
 			(*fn)(logged)
 		}
+	}
+	for _, fn := range after {
+		fn()
 	}
 	w.afterCommit(len(batch))
 	return nil

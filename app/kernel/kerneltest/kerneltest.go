@@ -1,10 +1,11 @@
 // Package kerneltest holds hand-written fakes of the kernel ports for the domain modules' unit
-// tests: a Unit of Work that runs inline and keeps the events of committed units, and an
-// Authorizer that records every decision. Only _test.go files import it.
+// tests: a Unit of Work that runs inline and keeps the events and jobs of committed units, and
+// an Authorizer that records every decision. Only _test.go files import it.
 package kerneltest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -16,15 +17,20 @@ import (
 type Tx struct {
 	mu     sync.Mutex
 	events []kernel.Event
+	jobs   []kernel.Job
 }
 
 type txKey struct{}
 
-type txBuf struct{ events []kernel.Event }
+type txBuf struct {
+	events []kernel.Event
+	jobs   []kernel.Job
+}
 
 var (
 	_ kernel.UnitOfWork = (*Tx)(nil)
 	_ kernel.EventLog   = (*Tx)(nil)
+	_ kernel.Jobs       = (*Tx)(nil)
 )
 
 // Do implements kernel.UnitOfWork.
@@ -38,6 +44,7 @@ func (f *Tx) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	}
 	f.mu.Lock()
 	f.events = append(f.events, b.events...)
+	f.jobs = append(f.jobs, b.jobs...)
 	f.mu.Unlock()
 	return nil
 }
@@ -49,6 +56,26 @@ func (f *Tx) Append(ctx context.Context, e kernel.Event) {
 		panic("event " + e.Type + " appended outside a unit of work")
 	}
 	b.events = append(b.events, e)
+}
+
+// Enqueue implements kernel.Jobs like the store: the job is kept when its unit succeeds (a unit
+// of its own when ctx carries none). It refuses a job without a name, as the queue does.
+func (f *Tx) Enqueue(ctx context.Context, j kernel.Job) error {
+	if j.Name == "" {
+		return errors.New("kerneltest: a job without a name")
+	}
+	return f.Do(ctx, func(ctx context.Context) error {
+		b := ctx.Value(txKey{}).(*txBuf)
+		b.jobs = append(b.jobs, j)
+		return nil
+	})
+}
+
+// Jobs returns the jobs of the units that succeeded, in order.
+func (f *Tx) Jobs() []kernel.Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.jobs)
 }
 
 // Events returns the events of the units that succeeded, in order.
