@@ -28,6 +28,7 @@ import (
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
 )
@@ -56,6 +57,12 @@ type App struct {
 
 	// Gateway is the realtime gateway (hub, sessions, log tail). wire sets it.
 	Gateway *gateway.Gateway
+
+	// Jobs is the job queue: the modules enqueue through it (kernel.Jobs) and wire registers
+	// the handlers on it. wire sets it; roles all and worker run its runner.
+	Jobs *jobs.Queue
+	// jobPool is the job runner's own writable pool (jobs.RunnerOptions.Pool), nil in role api.
+	jobPool *sql.DB
 
 	// Identity holds the identity use cases. wire sets it. serve uses it to print the setup
 	// link (IssueSetupCode) and `setup bootstrap-owner` to create the first owner; while it is
@@ -257,6 +264,9 @@ func (a *App) Close() error {
 		if a.DB != nil {
 			a.closeErr = a.DB.Close()
 		}
+		if a.jobPool != nil {
+			a.closeErr = errors.Join(a.closeErr, a.jobPool.Close())
+		}
 	})
 	return a.closeErr
 }
@@ -352,16 +362,21 @@ func openSQLite(ctx context.Context, cfg config.Config, logger *slog.Logger) (w,
 	if err := ensureDataDir(cfg.Server.DataDir, logger); err != nil {
 		return nil, nil, err
 	}
-	w, r, err = sqlite.Open(ctx, sqlite.Options{
-		Path:        filepath.Join(cfg.Server.DataDir, DatabaseFile),
-		Synchronous: cfg.Database.Synchronous,
-		BusyTimeout: cfg.Database.BusyTimeout,
-		Readers:     cfg.Database.ReadPoolSize,
-	})
+	w, r, err = sqlite.Open(ctx, sqliteOptions(cfg))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the database: %w", err)
 	}
 	return w, r, nil
+}
+
+// sqliteOptions are the database.* settings of <data_dir>/bothy.db.
+func sqliteOptions(cfg config.Config) sqlite.Options {
+	return sqlite.Options{
+		Path:        filepath.Join(cfg.Server.DataDir, DatabaseFile),
+		Synchronous: cfg.Database.Synchronous,
+		BusyTimeout: cfg.Database.BusyTimeout,
+		Readers:     cfg.Database.ReadPoolSize,
+	}
 }
 
 // ensureDataDir creates the data directory with mode 0700: it holds the database with every

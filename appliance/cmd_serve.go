@@ -15,8 +15,11 @@ one, and while no owner exists prints one line on stdout with the setup link. Lo
 stderr.
 
 Roles (server.role, --role): all, the default, runs everything in one process; api runs the
-HTTP API and the gateway next to other processes on one PostgreSQL database (the worker role
-comes with the job queue). Several api (or all) processes behind one proxy need
+HTTP API and the gateway, and worker the background jobs, next to other processes on one
+PostgreSQL database. A worker opens no public listener, only the internal one (/healthz,
+/readyz); api processes wake it over NOTIFY bothy_jobs when they enqueue a job due now, and it
+polls the queue every second. An all process runs jobs too. Several api (or all) processes
+behind one proxy need
 cluster.mode multi: each is a node with an id of its own, new at every start, and they share
 typing and presence over NOTIFY ephemeral and the table gateway_presence. A gateway session
 lives in the memory of its node: a resume that reaches another node is answered with 4006 and
@@ -35,7 +38,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
 	cf.named(f, "listen-addr", "server.listen_addr", "public listener `host:port`")
 	cf.named(f, "internal-listen-addr", "server.internal_listen_addr", "health listener `host:port`")
-	cf.named(f, "role", "server.role", "process `role`: all, or api on PostgreSQL (worker comes with the job queue)")
+	cf.named(f, "role", "server.role", "process `role`: all, or api or worker on PostgreSQL")
 	if code, done := f.parse(args); done {
 		return code
 	}

@@ -15,11 +15,12 @@ import (
 // shutdown.total_timeout.
 var ErrShutdownTimeout = errors.New("shutdown did not finish within shutdown.total_timeout")
 
-// Run opens the internal listener (health), then the public one, starts the background tasks,
-// reports ready and prints the setup link while no owner exists. It serves until ctx ends, then
-// shuts down in order (seed 15.3): not ready → HTTP servers finish their requests → stop hooks →
-// background tasks → store. It returns nil after an orderly shutdown, and an error when the
-// start failed, a server or background task failed, or the shutdown overran its deadline.
+// Run opens the internal listener (health), then the public one (not in role worker), starts
+// the background tasks, reports ready and prints the setup link while no owner exists. It
+// serves until ctx ends, then shuts down in order (seed 15.3): not ready → HTTP servers finish
+// their requests → stop hooks → background tasks → store. It returns nil after an orderly
+// shutdown, and an error when the start failed, a server or background task failed, or the
+// shutdown overran its deadline.
 func (a *App) Run(ctx context.Context) error {
 	// Run is called once per App; a second call panics on the closed ready channel.
 	defer a.Close()
@@ -57,20 +58,24 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	serve("internal", internal, iln)
 
-	pln, err := net.Listen("tcp", cfg.Server.ListenAddr)
-	if err != nil {
-		internal.Close()
-		serving.Wait()
-		return startFailed(fmt.Errorf("open the public listener (server.listen_addr): %w", err))
+	// Role worker serves no public listener: only the internal one, for its health.
+	var public *http.Server
+	if servesAPI(cfg.Server.Role) {
+		pln, err := net.Listen("tcp", cfg.Server.ListenAddr)
+		if err != nil {
+			internal.Close()
+			serving.Wait()
+			return startFailed(fmt.Errorf("open the public listener (server.listen_addr): %w", err))
+		}
+		a.publicAddr.Store(pln.Addr())
+		public = &http.Server{
+			Handler:           a.Public,
+			ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+			IdleTimeout:       cfg.HTTP.IdleTimeout,
+			ErrorLog:          errorLog,
+		}
+		serve("public", public, pln)
 	}
-	a.publicAddr.Store(pln.Addr())
-	public := &http.Server{
-		Handler:           a.Public,
-		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
-		IdleTimeout:       cfg.HTTP.IdleTimeout,
-		ErrorLog:          errorLog,
-	}
-	serve("public", public, pln)
 
 	// Background tasks keep ctx's values but not its cancellation: they stop at their turn
 	// in the shutdown, not when the signal arrives.
@@ -95,7 +100,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.Logger.Info("listening", "public", a.PublicAddr(), "internal", a.InternalAddr(), "role", cfg.Server.Role)
 
 	var runErr error
-	if err := a.announceSetup(ctx); err != nil && ctx.Err() == nil {
+	if err := a.announceSetup(ctx, public != nil); err != nil && ctx.Err() == nil {
 		runErr = err
 	} else {
 		close(a.ready)
@@ -114,8 +119,10 @@ func (a *App) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Shutdown.TotalTimeout)
 	defer cancel()
 	var errs []error
-	if err := public.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("public listener: %w", err))
+	if public != nil {
+		if err := public.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("public listener: %w", err))
+		}
 	}
 	for i := len(a.stops) - 1; i >= 0; i-- {
 		if err := a.stops[i].fn(sctx); err != nil {
@@ -145,9 +152,10 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // announceSetup prints the one line that leads the operator to the first owner's setup, while
-// setup is not complete. It is the only line serve writes to stdout.
-func (a *App) announceSetup(ctx context.Context) error {
-	if a.Identity == nil {
+// setup is not complete and this process serves the public listener (a worker does not). It is
+// the only line serve writes to stdout.
+func (a *App) announceSetup(ctx context.Context, public bool) error {
+	if a.Identity == nil || !public {
 		return nil
 	}
 	code, ok, err := a.Identity.IssueSetupCode(ctx)

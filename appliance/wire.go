@@ -18,6 +18,7 @@ import (
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/jobs"
 )
 
 // wire builds the modules on a.DB, registers the in-transaction subscribers in one place, seals
@@ -25,6 +26,11 @@ import (
 func wire(ctx context.Context, a *App) error {
 	db, clock := a.DB, a.Clock
 	bus := kernel.NewTxBus()
+	// The job queue (storage/jobs): the modules enqueue through it (kernel.Jobs) in the Unit of
+	// Work that causes a job; their handlers are registered on it here, and wireJobs, at the
+	// end, adds the appliance's own and runs the runner in roles all and worker. A process that
+	// runs no jobs (api) wakes the runners of the others when it enqueues one due now.
+	jobQueue := jobs.NewQueue(db, jobs.QueueOptions{NotifyOthers: !runsJobs(a.Config.Server.Role)})
 
 	authzStore := storage.NewAuthzStore(db)
 	az := authz.New(authzStore, authzStore, db, db, clock)
@@ -145,10 +151,12 @@ func wire(ctx context.Context, a *App) error {
 		MaxFrameBytes: a.Config.Gateway.MaxFrameBytes,
 		Logger:        a.Logger,
 	}))
-	a.Background("gateway log tail", gw.Tail)
-	a.Background("gateway heartbeats", gw.Heartbeats)
-	if gwDeps.Signals != nil {
-		a.Background("gateway cluster", gw.Cluster)
+	if servesAPI(a.Config.Server.Role) { // a worker has no public listener, hence no gateway to feed
+		a.Background("gateway log tail", gw.Tail)
+		a.Background("gateway heartbeats", gw.Heartbeats)
+		if gwDeps.Signals != nil {
+			a.Background("gateway cluster", gw.Cluster)
+		}
 	}
 	a.OnStop("gateway", gw.Shutdown)
 	a.Gateway = gw
@@ -158,6 +166,10 @@ func wire(ctx context.Context, a *App) error {
 		if !authz.Known(r.Action) {
 			return fmt.Errorf("route %s %s: authz has no rule for action %q", r.Method, r.Pattern, r.Action)
 		}
+	}
+
+	if err := wireJobs(ctx, a, jobQueue); err != nil {
+		return err
 	}
 
 	a.Identity = ident

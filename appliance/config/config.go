@@ -47,9 +47,9 @@ type ServerConfig struct {
 	// PublicURL is the origin users reach the instance at; empty means derived from the
 	// public listener's address (App.PublicURL).
 	PublicURL string
-	// Role is all (the default: everything in one process) or api (the HTTP API and the
-	// gateway, next to other processes on one PostgreSQL database); worker is refused until
-	// the job queue comes.
+	// Role is all (the default: everything in one process), api (the HTTP API and the
+	// gateway) or worker (the job runner, with no public listener); api and worker run next to
+	// other processes on one PostgreSQL database.
 	Role string
 }
 
@@ -117,6 +117,13 @@ type SyncConfig struct {
 	// OutboundQueueMax bounds each gateway connection's queue of frames; a connection whose
 	// queue overflows is closed with 4014 (slow consumer).
 	OutboundQueueMax int
+	// IdempotencyKeyTTL is how long the answer to a request with an Idempotency-Key is kept for
+	// the client's retries; the job sync.idempotency_cleanup deletes older ones.
+	IdempotencyKeyTTL time.Duration
+	// IdempotencyCleanupInterval is how often sync.idempotency_cleanup runs (seed 12).
+	IdempotencyCleanupInterval time.Duration
+	// IdempotencyCleanupBatchSize is how many keys one transaction of the job deletes.
+	IdempotencyCleanupBatchSize int
 }
 
 // GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.

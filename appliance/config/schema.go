@@ -109,6 +109,12 @@ var schema = []key{
 
 	{name: "sync.outbound_queue_max", def: "1024", kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
+	{name: "sync.idempotency_key_ttl", def: "24h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Sync.IdempotencyKeyTTL }, check: durationBetween(time.Minute, 8760*time.Hour)},
+	{name: "sync.idempotency_cleanup_interval", def: "1h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupInterval }, check: durationBetween(time.Second, 168*time.Hour)},
+	{name: "sync.idempotency_cleanup_batch_size", def: "1000", kind: kindInt,
+		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupBatchSize }, check: between(1, 100000)},
 
 	{name: "gateway.heartbeat_interval", def: "30s", kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.HeartbeatInterval }, check: durationBetween(100*time.Millisecond, time.Hour)},
@@ -332,12 +338,10 @@ func origin(v any) string {
 
 func role(v any) string {
 	switch v.(string) {
-	case "all", "api":
+	case "all", "api", "worker":
 		return ""
-	case "worker":
-		return "the worker role comes with the job queue, which this version does not have yet: use all or api"
 	}
-	return "must be all or api"
+	return "must be all, api or worker"
 }
 
 func driver(v any) string {
@@ -404,9 +408,9 @@ func crossCheck(c *Config) []*Problem {
 		out = append(out, &Problem{Key: "cluster.mode", Source: c.SourceOf("cluster.mode"), Where: c.where["cluster.mode"],
 			Detail: "multi needs database.driver postgres: several nodes share one PostgreSQL database, and SQLite belongs to one process"})
 	}
-	if c.Server.Role == "api" && c.Database.Driver != "postgres" {
+	if (c.Server.Role == "api" || c.Server.Role == "worker") && c.Database.Driver != "postgres" {
 		out = append(out, &Problem{Key: "server.role", Source: c.SourceOf("server.role"), Where: c.where["server.role"],
-			Detail: "api needs database.driver postgres: it runs next to other processes on one database, and SQLite belongs to one process (use all)"})
+			Detail: c.Server.Role + " needs database.driver postgres: it runs next to other processes on one database, and SQLite belongs to one process (use all)"})
 	}
 	if c.Cluster.PresenceTTL <= 2*c.Cluster.PresenceFlushInterval {
 		out = append(out, &Problem{Key: "cluster.presence_ttl", Source: c.SourceOf("cluster.presence_ttl"), Where: c.where["cluster.presence_ttl"],

@@ -1,0 +1,112 @@
+package appliance
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/jobs"
+	"bothy.dev/bothy/storage/postgres"
+	"bothy.dev/bothy/storage/sqlite"
+)
+
+// The roles of server.role (DESIGN §8): all runs everything in one process; api serves the
+// public listener (REST, gateway) and only enqueues jobs; worker runs the jobs and serves no
+// public listener, only the internal one (/healthz, /readyz). api and worker need PostgreSQL
+// (config.crossCheck): an SQLite file belongs to one process, which is role all.
+
+// servesAPI reports whether role opens the public listener and runs the gateway.
+func servesAPI(role string) bool { return role != "worker" }
+
+// runsJobs reports whether role runs the job runner.
+func runsJobs(role string) bool { return role != "api" }
+
+// JobIdempotencyCleanup is the periodic job that deletes the Idempotency-Key answers older than
+// sync.idempotency_key_ttl (seed 12: sync.idempotency_cleanup).
+const JobIdempotencyCleanup = "sync.idempotency_cleanup"
+
+// wireJobs registers the appliance's own jobs on q and sets a.Jobs; in roles all and worker it
+// opens the runner's pool and runs the runner as a background task, stopped in the shutdown
+// within its budget. wire calls it after the modules have registered their handlers.
+//
+// The runner's stop is registered after the gateway's, so it runs before it (stops run in
+// reverse): the jobs in hand finish while the WebSockets are still open, and the events they
+// commit still reach the clients through the log tail, which stops after every stop hook.
+func wireJobs(ctx context.Context, a *App, q *jobs.Queue) error {
+	cfg := a.Config
+	q.RegisterPeriodic(JobIdempotencyCleanup, cfg.Sync.IdempotencyCleanupInterval,
+		idempotencyCleanup(a.DB, a.Clock, cfg.Sync.IdempotencyKeyTTL, cfg.Sync.IdempotencyCleanupBatchSize, a.Logger))
+	a.Jobs = q
+	if !runsJobs(cfg.Server.Role) {
+		return nil
+	}
+	pool, url, err := openJobPool(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open the job runner's connection: %w", err)
+	}
+	a.jobPool = pool
+	r := jobs.NewRunner(q, jobs.RunnerOptions{Pool: pool, Logger: a.Logger})
+	a.Background("job runner", r.Run)
+	a.OnStop("job runner", r.Stop)
+	if cfg.Database.Driver == "postgres" {
+		// api processes wake the runners when they enqueue a job due now (jobs.QueueOptions.
+		// NotifyOthers); one LISTEN connection of its own, bothy-jobs, beside the poll.
+		logger := a.Logger
+		a.Background("job listener", func(ctx context.Context) error {
+			return postgres.ListenWake(ctx, url, "bothy-jobs", jobs.NotifyChannel, r.Wake, logger)
+		})
+	}
+	return nil
+}
+
+// openJobPool opens the job runner's own writable connection to the store's database (see
+// jobs.RunnerOptions.Pool): one connection, with the store's settings, to the database the
+// store has opened (and on SQLite created and migrated) already. On PostgreSQL it also returns
+// the URL, for the runner's listener; it is never logged.
+func openJobPool(ctx context.Context, cfg config.Config) (pool *sql.DB, url string, err error) {
+	var r *sql.DB
+	switch cfg.Database.Driver {
+	case "postgres":
+		url, pool, r, err = openPostgres(ctx, cfg, cfg.Database.URLRef)
+	default:
+		pool, r, err = sqlite.Open(ctx, sqliteOptions(cfg))
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	r.Close() // its read pool is the store's
+	return pool, url, nil
+}
+
+// idempotencyCleanup is the handler of JobIdempotencyCleanup: it deletes the answers stored
+// before now - ttl, batch by batch, each batch a short Unit of Work of its own, until a batch
+// finds fewer than batch to delete.
+func idempotencyCleanup(db *storage.DB, clock kernel.Clock, ttl time.Duration, batch int, logger *slog.Logger) jobs.Handler {
+	return func(ctx context.Context, _ json.RawMessage) error {
+		cutoff := clock.Now().Add(-ttl)
+		var total int64
+		for {
+			n, err := db.DeleteIdempotencyBefore(ctx, cutoff, batch)
+			total += n
+			if err != nil {
+				return err
+			}
+			if n < int64(batch) {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if total > 0 {
+			logger.Info("idempotency keys expired", "deleted", total, "older_than", ttl)
+		}
+		return nil
+	}
+}
