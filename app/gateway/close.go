@@ -59,7 +59,7 @@ var CloseCodes = []CloseInfo{
 	{CloseUnknownOp, "unknown_op", "a frame with an op the server does not know", true, ThenResume, true},
 	{CloseDecodeError, "decode_error", "a frame that is not a JSON object {op, d}, a binary frame, or a payload member of the wrong type", true, ThenResume, true},
 	{CloseNotAuthenticated, "not_authenticated", "an op other than identify, resume or heartbeat before identify, or no identify within gateway.identify_timeout", true, ThenIdentify, false},
-	{CloseAuthFailed, "authentication_failed", "a token that is unknown, expired or revoked; the person was disabled; the login session was logged out; the API token was revoked", false, ThenStop, false},
+	{CloseAuthFailed, "authentication_failed", "a token that is unknown, expired or revoked; the person or agent was disabled; the login session was logged out; the API token was revoked", false, ThenStop, false},
 	{CloseAlreadyAuth, "already_authenticated", "identify or resume on a connection that already did", true, ThenResume, true},
 	{CloseSessionInvalid, "session_invalid", "resume of a session this node does not hold (unknown, expired, another node's, from before a restart), or the session was resumed by a newer connection", true, ThenIdentify, false},
 	{CloseRateLimited, "rate_limited", "more than 120 frames in 60 seconds, heartbeats aside", true, ThenResume, true},
