@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"bothy.dev/bothy/bench/internal/measure"
+
+	httpbench "bothy.dev/bothy/bench/http"
 )
 
 // poster creates messages over REST: message i goes into Threads[i] as Tokens[i] (both modulo
@@ -61,7 +63,7 @@ func (p *poster) post(ctx context.Context, i int, due time.Time, buf *[]byte) er
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("message create: %d %s", resp.StatusCode, snippet(body))
+		return fmt.Errorf("message create: %d %s", resp.StatusCode, httpbench.Snippet(body))
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err

@@ -1,14 +1,13 @@
 package gatewaybench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
+
+	httpbench "bothy.dev/bothy/bench/http"
 )
 
 // Password is the password of every account Prepare creates.
@@ -50,19 +49,19 @@ func Prepare(ctx context.Context, c *http.Client, base, setupCode string, l Layo
 		MainThreadID string `json:"main_thread_id"`
 		Token        string `json:"token"`
 	}
-	if err := call(ctx, c, base, "", "/api/v1/setup", map[string]string{"code": setupCode, "handle": "owner", "display_name": "Owner", "password": Password}, nil); err != nil {
+	if err := httpbench.Call(ctx, c, base, "", "/api/v1/setup", map[string]string{"code": setupCode, "handle": "owner", "display_name": "Owner", "password": Password}, nil); err != nil {
 		return in, err
 	}
-	if err := call(ctx, c, base, "", "/api/v1/auth/login", map[string]string{"handle": "owner", "password": Password}, &ids); err != nil {
+	if err := httpbench.Call(ctx, c, base, "", "/api/v1/auth/login", map[string]string{"handle": "owner", "password": Password}, &ids); err != nil {
 		return in, err
 	}
 	in.Owner = ids.Token
-	if err := call(ctx, c, base, in.Owner, "/api/v1/spaces", map[string]string{"name": "Bench"}, &ids); err != nil {
+	if err := httpbench.Call(ctx, c, base, in.Owner, "/api/v1/spaces", map[string]string{"name": "Bench"}, &ids); err != nil {
 		return in, err
 	}
 	space := ids.ID
 	for i := range max(1, l.Channels) {
-		if err := call(ctx, c, base, in.Owner, "/api/v1/spaces/"+space+"/channels", map[string]string{"name": fmt.Sprintf("bench-%d", i)}, &ids); err != nil {
+		if err := httpbench.Call(ctx, c, base, in.Owner, "/api/v1/spaces/"+space+"/channels", map[string]string{"name": fmt.Sprintf("bench-%d", i)}, &ids); err != nil {
 			return in, err
 		}
 		in.ChannelIDs = append(in.ChannelIDs, ids.ID)
@@ -103,60 +102,19 @@ func preparePerson(ctx context.Context, c *http.Client, base, owner string, p in
 		Token string `json:"token"`
 	}
 	handle := fmt.Sprintf("person%d", p)
-	if err := call(ctx, c, base, owner, "/api/v1/users", map[string]string{"handle": handle, "display_name": "Person " + strconv.Itoa(p), "password": Password}, &ids); err != nil {
+	if err := httpbench.Call(ctx, c, base, owner, "/api/v1/users", map[string]string{"handle": handle, "display_name": "Person " + strconv.Itoa(p), "password": Password}, &ids); err != nil {
 		return "", err
 	}
 	person := ids.ID
 	for ci, ch := range channels {
 		if level := grant(p, ci); level != "" {
-			if err := call(ctx, c, base, owner, "/api/v1/channels/"+ch+"/grants", map[string]string{"principal_id": person, "level": level}, nil); err != nil {
+			if err := httpbench.Call(ctx, c, base, owner, "/api/v1/channels/"+ch+"/grants", map[string]string{"principal_id": person, "level": level}, nil); err != nil {
 				return "", err
 			}
 		}
 	}
-	if err := call(ctx, c, base, "", "/api/v1/auth/login", map[string]string{"handle": handle, "password": Password}, &ids); err != nil {
+	if err := httpbench.Call(ctx, c, base, "", "/api/v1/auth/login", map[string]string{"handle": handle, "password": Password}, &ids); err != nil {
 		return "", err
 	}
 	return ids.Token, nil
-}
-
-// call POSTs in as JSON and decodes a 2xx answer into out (when not nil).
-func call(ctx context.Context, c *http.Client, base, token, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, snippet(body))
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("POST %s: %w", path, err)
-		}
-	}
-	return nil
-}
-
-func snippet(b []byte) string {
-	if len(b) > 300 {
-		return string(b[:300]) + "…"
-	}
-	return string(b)
 }

@@ -58,7 +58,7 @@ const Password = "bench horse battery staple"
 // people = 0 the owner posts.
 func Prepare(ctx context.Context, c *http.Client, base, setupCode string, people, channels int) (Target, error) {
 	t := Target{Base: base}
-	call := func(token, path string, in, out any) error { return call(ctx, c, base, token, path, in, out) }
+	call := func(token, path string, in, out any) error { return Call(ctx, c, base, token, path, in, out) }
 	var ids struct {
 		ID           string `json:"id"`
 		MainThreadID string `json:"main_thread_id"`
@@ -112,8 +112,9 @@ func Prepare(ctx context.Context, c *http.Client, base, setupCode string, people
 	return t, nil
 }
 
-// call POSTs in as JSON and decodes a 2xx answer into out (when not nil).
-func call(ctx context.Context, c *http.Client, base, token, path string, in, out any) error {
+// Call POSTs in as JSON to base+path as token's bearer (none when empty) and decodes a 2xx
+// answer into out (when not nil); any other answer is an error quoting the start of its body.
+func Call(ctx context.Context, c *http.Client, base, token, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -136,7 +137,7 @@ func call(ctx context.Context, c *http.Client, base, token, path string, in, out
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, snippet(body))
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, Snippet(body))
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
@@ -146,7 +147,8 @@ func call(ctx context.Context, c *http.Client, base, token, path string, in, out
 	return nil
 }
 
-func snippet(b []byte) string {
+// Snippet is the start of an answer's body for an error message.
+func Snippet(b []byte) string {
 	if len(b) > 300 {
 		return string(b[:300]) + "…"
 	}
@@ -215,7 +217,7 @@ func (p *poster) post(ctx context.Context, w, k int, buf *[]byte) error {
 	// 201 only: a 200 would be the stored answer to a repeated client_msg_id, no new message.
 	if resp.StatusCode != http.StatusCreated {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("message create: %d %s", resp.StatusCode, snippet(body))
+		return fmt.Errorf("message create: %d %s", resp.StatusCode, Snippet(body))
 	}
 	// Read the body to its end so that the connection goes back to the pool.
 	_, err = io.Copy(io.Discard, resp.Body)
