@@ -71,8 +71,11 @@ func wire(ctx context.Context, a *App) error {
 		Clock:     clock,
 	})
 	catchUp := appsync.New(db, az)
+	// The invocation tokens are signed with the instance's key, made by the first node that
+	// needs it and shared through the database (migrate 0007_signing_keys).
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
-		Authz: az, Clock: clock})
+		Authz: az, Clock: clock, Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock),
+		Issuer: a.Config.Server.PublicURL, TokenTTL: a.Config.Agent.InvocationTokenTTL})
 
 	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger
@@ -93,10 +96,10 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
-	router.Handle(httpapi.MessageRoutes(msgs)...)
+	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
-	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock))...)
+	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock, runSvc))...)
 
 	// The realtime gateway (DESIGN §5, §6): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone
@@ -112,6 +115,7 @@ func wire(ctx context.Context, a *App) error {
 		Structure: chats,
 		Observer:  az,
 		Consumers: storage.NewConsumerStore(db),
+		Preparer:  runSvc,
 		Clock:     clock,
 		Logger:    a.Logger,
 	}

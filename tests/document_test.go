@@ -27,6 +27,7 @@ var contractRoutes = []string{
 	"PUT /api/v1/messages/{id}/reactions/{emoji}", "DELETE /api/v1/messages/{id}/reactions/{emoji}",
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
+	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
 }
 
 var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true}

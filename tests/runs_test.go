@@ -96,6 +96,9 @@ func TestRuns(t *testing.T) {
 			}
 			inv := b.waitEvent(t, "agent.invocation", func(d map[string]any) bool { return d["message_id"] == mid })
 			queued, _ = inv["run_id"].(string)
+			if tok, _ := inv["invocation_token"].(string); tok == "" || inv["expires_at"] == nil {
+				t.Fatalf("agent.invocation over the gateway without its token: %v", inv)
+			}
 			if inv["agent_id"] != a.ID || inv["thread_id"] != th || inv["channel_id"] != w.shared.ID || inv["space_id"] != w.sp.ID ||
 				inv["invoked_by"] != w.aliceU.ID || queued == "" {
 				t.Fatalf("agent.invocation %v", inv)

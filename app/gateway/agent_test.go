@@ -1,6 +1,11 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"bothy.dev/bothy/app/kernel"
@@ -35,4 +40,60 @@ func TestAgentDisabledAndEnabled(t *testing.T) {
 			t.Fatalf("got %+v, want the message at %d", e, m)
 		}
 	})
+}
+
+// fakePreparer adds "token" to an invocation and holds back one that says "drop".
+type fakePreparer struct{ calls atomic.Int64 }
+
+var _ Preparer = (*fakePreparer)(nil)
+
+func (f *fakePreparer) Prepare(_ context.Context, agent kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
+	f.calls.Add(1)
+	var d map[string]any
+	if err := json.Unmarshal(e.Payload, &d); err != nil {
+		return nil, false, err
+	}
+	if d["drop"] == true {
+		return nil, false, nil
+	}
+	d["token"] = "for-" + string(agent.ID)
+	b, err := json.Marshal(d)
+	return b, true, err
+}
+
+// The agent's own agent.invocation goes through the Preparer, live and in a catch-up (from
+// memory or from the log); what it holds back is not delivered.
+func TestAgentInvocationIsPrepared(t *testing.T) {
+	for _, replay := range []int{0, -1} {
+		t.Run(fmt.Sprintf("replay buffer %d", replay), func(t *testing.T) {
+			w := newWorld(t, Config{ReplayBufferEvents: replay})
+			prep := &fakePreparer{}
+			w.g.deps.Preparer, w.g.hub.prepare = prep, prep
+			w.az.grant(w.bot.ID, w.open, true)
+			w.runTail()
+			bot := w.connect()
+			bot.identify("bot", -1)
+			bot.catchUp()
+			want := `"token":"for-` + string(w.bot.ID) + `"`
+
+			inv := w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
+			if e := bot.expectEvent(); e.Seq != inv || !strings.Contains(string(e.Data), want) {
+				t.Fatalf("live: %+v %s", e, e.Data)
+			}
+			w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"drop": true})
+			m := w.post(w.open, w.openTh, "after the held back one")
+			if e := bot.expectEvent(); e.Seq != m {
+				t.Fatalf("got %+v, want the message at %d", e, m)
+			}
+
+			again := w.connect()
+			again.identify("bot", inv-1)
+			if e := again.expectEvent(); e.Seq != inv || !strings.Contains(string(e.Data), want) {
+				t.Fatalf("replayed: %+v %s", e, e.Data)
+			}
+			if e := again.expectEvent(); e.Seq != m {
+				t.Fatalf("replayed %+v, want the message at %d", e, m)
+			}
+		})
+	}
 }

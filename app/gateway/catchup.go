@@ -135,7 +135,26 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 			}
 			for _, ev := range held {
 				if appsync.Visible(vis, actor, ev.scope) {
-					if !c.enqueueWait(ev.frame) {
+					f := ev.frame
+					if needsPrepare(c.g.deps.Preparer, actor, ev.typ, ev.scope) {
+						// The memory holds the shared frame only: read the event for its payload.
+						evs, err := c.g.deps.Log.EventsAfter(ctx, ev.seq-1, 1)
+						if err == nil && (len(evs) != 1 || evs[0].Seq != ev.seq) {
+							err = fmt.Errorf("event %d is not in the log", ev.seq)
+						}
+						var deliver bool
+						if err == nil {
+							f, deliver, err = preparedFrame(ctx, c.g.deps.Preparer, actor, evs[0])
+						}
+						if err != nil {
+							c.closeWith(c.g.failed("catch-up", err), "")
+							return after, false
+						}
+						if !deliver {
+							continue
+						}
+					}
+					if !c.enqueueWait(f) {
 						return after, false
 					}
 					c.replayed.Store(ev.seq)
@@ -154,7 +173,18 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 			if e.Seq > upTo {
 				break
 			}
-			if !c.enqueueWait(EventFrame(e)) {
+			f := EventFrame(e)
+			if needsPrepare(c.g.deps.Preparer, actor, e.Type, e.Scope) {
+				var deliver bool
+				if f, deliver, err = preparedFrame(ctx, c.g.deps.Preparer, actor, e); err != nil {
+					c.closeWith(c.g.failed("catch-up", err), "")
+					return after, false
+				}
+				if !deliver {
+					continue
+				}
+			}
+			if !c.enqueueWait(f) {
 				return after, false
 			}
 			c.replayed.Store(e.Seq)

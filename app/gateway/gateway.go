@@ -63,6 +63,30 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (kernel.Actor, error)
 }
 
+// Preparer is the last step before a personal agent.invocation reaches its agent's connection;
+// every other frame is shared as it is. *runs.Service implements it.
+type Preparer interface {
+	// Prepare returns the payload to deliver e with to agent, or deliver false (the run ended,
+	// or the agent may no longer read its thread). Errors: internal.
+	Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error)
+}
+
+// needsPrepare reports whether an event of type typ in scope sc goes through the Preparer on its
+// way to actor.
+func needsPrepare(p Preparer, actor kernel.Actor, typ string, sc kernel.Scope) bool {
+	return p != nil && actor.Kind == kernel.KindAgent && typ == kernel.EvAgentInvocation && sc.PrincipalID == actor.ID
+}
+
+// preparedFrame is the frame of e for actor after the Preparer, or deliver false.
+func preparedFrame(ctx context.Context, p Preparer, actor kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
+	payload, deliver, err := p.Prepare(ctx, actor, e)
+	if err != nil || !deliver {
+		return nil, false, err
+	}
+	e.Payload = payload
+	return EventFrame(e), true, nil
+}
+
 // Log is the read side of the event log; *storage.DB implements it.
 type Log interface {
 	// EventsAfter reads up to limit committed events with seq > after, in seq order.
@@ -117,10 +141,13 @@ type Deps struct {
 	// Consumers keeps the agents' durable cursors; nil: an agent's connection is like a
 	// person's (no durable cursor, no ack, no takeover).
 	Consumers Consumers
-	Signals   Signals
-	Presence  PresenceStore
-	Clock     kernel.Clock
-	Logger    *slog.Logger
+	// Preparer sees each agent.invocation before it reaches its agent (live and in a
+	// catch-up): runs adds the invocation token, or holds the event back. nil: none.
+	Preparer Preparer
+	Signals  Signals
+	Presence PresenceStore
+	Clock    kernel.Clock
+	Logger   *slog.Logger
 }
 
 // Config tunes the gateway; zero values take the defaults named.
@@ -260,6 +287,7 @@ func New(d Deps, cfg Config) *Gateway {
 	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
 		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher()}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
+	g.hub.prepare = d.Preparer
 	g.hub.recent = newRecent(g.cfg.ReplayBufferEvents, replayBufferBytes)
 	g.presence = newPresence(g.cfg.PresenceGrace)
 	if d.Signals != nil || d.Presence != nil {

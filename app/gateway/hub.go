@@ -42,6 +42,8 @@ type hub struct {
 	targets []target
 
 	recent *recent // the frames of the last events handed out, for catch-ups; nil: none
+	// prepare rewrites an agent's own agent.invocation before it is offered (Deps.Preparer).
+	prepare Preparer
 }
 
 // member is a principal with identified connections.
@@ -305,8 +307,23 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 				continue
 			}
 		}
+		f := frame
+		if needsPrepare(h.prepare, t.actor, e.Type, e.Scope) {
+			var deliver bool
+			var err error
+			if f, deliver, err = preparedFrame(ctx, h.prepare, t.actor, e); err != nil || !deliver {
+				if err != nil {
+					h.log.Error("gateway: prepare a delivery", "seq", e.Seq, "principal", t.actor.ID, "err", err)
+					for _, c := range t.conns {
+						c.closeWith(CloseUnknownError, "")
+					}
+				}
+				h.targets[i] = target{}
+				continue
+			}
+		}
 		for _, c := range t.conns {
-			c.offer(e.Seq, frame)
+			c.offer(e.Seq, f)
 		}
 		h.targets[i] = target{}
 	}

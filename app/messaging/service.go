@@ -57,6 +57,10 @@ type NewMessage struct {
 	Content string
 	// ClientMsgID makes the create idempotent per author (seed 8.4); empty means none.
 	ClientMsgID string
+	// RunID links the message to the run it answers (messages.run_id), in the message's own Unit
+	// of Work. The caller sets it only after checking the agent's invocation token for this
+	// thread (runs.Service.CheckToken); NilID means none.
+	RunID kernel.ID
 }
 
 // CreateMessage posts a message into a thread (message.create on the thread). It is the hot
@@ -88,6 +92,10 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		m = Message{ID: kernel.NewID(), ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID,
 			AuthorID: actor.ID, Content: in.Content, ClientMsgID: ClientMsgID(in.ClientMsgID), Mentions: mentions,
 			Version: 1, CreatedAt: now, ChannelKind: th.ChannelKind}
+		if in.RunID != kernel.NilID {
+			run := in.RunID
+			m.RunID = &run
+		}
 		inserted, err := s.store.InsertMessage(ctx, m)
 		if err != nil {
 			return err

@@ -197,8 +197,29 @@ func mustRuns(tb testing.TB) *fixture {
 	f.structure = &fakeStructure{channel: f.channel, threads: map[kernel.ID]chat.Thread{f.main.ID: f.main}}
 	f.authz = &kerneltest.Authz{Fn: f.decide}
 	f.svc = runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.tx, Events: f.tx,
-		Authz: f.authz, Clock: f.clock})
+		Authz: f.authz, Clock: f.clock, Keys: runs.NewKeyring(&fakeKeys{}, f.clock), TokenTTL: time.Minute})
 	return f
+}
+
+// fakeKeys keeps the first signing key of each purpose.
+type fakeKeys struct {
+	mu   sync.Mutex
+	keys map[string]runs.SigningKey
+}
+
+var _ runs.SigningKeys = (*fakeKeys)(nil)
+
+func (f *fakeKeys) EnsureSigningKey(ctx context.Context, c runs.SigningKey) (runs.SigningKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys == nil {
+		f.keys = map[string]runs.SigningKey{}
+	}
+	if k, ok := f.keys[c.Purpose]; ok {
+		return k, nil
+	}
+	f.keys[c.Purpose] = c
+	return c, nil
 }
 
 // decide is the fake of authz's rules on the fixture's one channel.

@@ -13,8 +13,11 @@
 // The Service (service.go, trigger.go) holds the use cases on the runs table, through its Store
 // port: the trigger that makes a queued run when a message invokes an agent (OnMessagePosted,
 // an in-transaction subscriber of messaging), reading runs, a person's cancel request, and
-// failing the runs of a disabled agent (OnAgentDisabled). It owns the durable events
-// agent.invocation, run.state_changed and run.cancel_requested.
+// failing the runs of a disabled agent (OnAgentDisabled); and the agent's own calls (agent.go:
+// Start, Patch, Finish with the invocation token, RenewToken, and Prepare, which signs the token
+// into agent.invocation at delivery). The Keyring (keyring.go) holds the instance's Ed25519 key,
+// made on first use and kept in the database. It owns the durable events agent.invocation,
+// run.state_changed and run.cancel_requested.
 //
 // # Patches, as an agent author sees them
 //

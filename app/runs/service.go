@@ -20,6 +20,13 @@ type Deps struct {
 	Events    kernel.EventLog
 	Authz     kernel.Authorizer
 	Clock     kernel.Clock
+	// Keys signs and checks the invocation tokens; the agent's calls need it (nil: they fail
+	// with internal).
+	Keys *Keyring
+	// Issuer is the iss claim of the tokens (the instance's public URL; "bothy" when empty).
+	Issuer string
+	// TokenTTL is how long an invocation token is valid (agent.invocation_token_ttl; 0: 15m).
+	TokenTTL time.Duration
 }
 
 // Service holds the use cases of runs.
@@ -31,6 +38,9 @@ type Service struct {
 	events    kernel.EventLog
 	authz     kernel.Authorizer
 	clock     kernel.Clock
+	keys      *Keyring
+	issuer    string
+	tokenTTL  time.Duration
 }
 
 // New returns the runs service.
@@ -41,8 +51,14 @@ func New(d Deps) *Service {
 	if d.Clock == nil {
 		d.Clock = kernel.SystemClock{}
 	}
+	if d.Issuer == "" {
+		d.Issuer = "bothy"
+	}
+	if d.TokenTTL <= 0 {
+		d.TokenTTL = DefaultTokenTTL
+	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
-		authz: d.Authz, clock: d.Clock}
+		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: d.Issuer, tokenTTL: d.TokenTTL}
 }
 
 // now is the clock's time at the precision the store keeps.

@@ -22,6 +22,15 @@ type Waker interface {
 	Changed() <-chan struct{}
 }
 
+// Preparer is the last step before an event reaches an agent's consumer: it may rewrite the
+// payload (runs adds the invocation token to agent.invocation) or hold the event back (deliver
+// false: the run ended, or the agent may no longer read its thread). *runs.Service implements
+// it.
+type Preparer interface {
+	// Prepare returns the payload to deliver e with to agent, or deliver false. Errors: internal.
+	Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error)
+}
+
 // MaxWait bounds a long poll: below the HTTP request timeout (30 s by default), so that a
 // poll ends with an answer rather than a timeout.
 const MaxWait = 25 * time.Second
@@ -36,14 +45,36 @@ type Consumer struct {
 	cursors Cursors
 	wake    Waker
 	clock   kernel.Clock
+	prepare Preparer
 }
 
-// NewConsumer returns the REST consumer on s.
-func NewConsumer(s *Service, az kernel.Authorizer, cursors Cursors, wake Waker, clock kernel.Clock) *Consumer {
+// NewConsumer returns the REST consumer on s; prepare (nil: none) sees each event before the
+// agent does.
+func NewConsumer(s *Service, az kernel.Authorizer, cursors Cursors, wake Waker, clock kernel.Clock, prepare Preparer) *Consumer {
 	if s == nil || az == nil || cursors == nil || wake == nil || clock == nil {
 		panic("sync: missing dependency")
 	}
-	return &Consumer{sync: s, authz: az, cursors: cursors, wake: wake, clock: clock}
+	return &Consumer{sync: s, authz: az, cursors: cursors, wake: wake, clock: clock, prepare: prepare}
+}
+
+// prepared is p with each event passed through the Preparer: rewritten, or left out.
+func (c *Consumer) prepared(ctx context.Context, actor kernel.Actor, p Page) (Page, error) {
+	if c.prepare == nil {
+		return p, nil
+	}
+	kept := p.Events[:0]
+	for _, e := range p.Events {
+		payload, deliver, err := c.prepare.Prepare(ctx, actor, e)
+		if err != nil {
+			return Page{}, err
+		}
+		if deliver {
+			e.Payload = payload
+			kept = append(kept, e)
+		}
+	}
+	p.Events = kept
+	return p, nil
 }
 
 func (c *Consumer) authorize(ctx context.Context, actor kernel.Actor) error {
@@ -86,6 +117,9 @@ func (c *Consumer) Poll(ctx context.Context, actor kernel.Actor, cursor *int64, 
 	for {
 		changed := c.wake.Changed() // before the read: a commit meanwhile is not missed
 		p, err := c.sync.CatchUp(ctx, actor, after, limit)
+		if err == nil {
+			p, err = c.prepared(ctx, actor, p)
+		}
 		if err != nil || len(p.Events) > 0 || wait == 0 {
 			return p, err
 		}

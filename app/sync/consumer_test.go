@@ -65,7 +65,7 @@ func TestConsumer(t *testing.T) {
 		return nil
 	}}
 	c := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
-		wake, kernel.NewManualClock(time.Now()))
+		wake, kernel.NewManualClock(time.Now()), nil)
 
 	t.Run("a first poll without a cursor starts at the head, which becomes the cursor", func(t *testing.T) {
 		p, err := c.Poll(ctx, agent, nil, 0, 0)
@@ -125,4 +125,30 @@ func TestConsumer(t *testing.T) {
 			t.Fatalf("a wait of a minute: %v", err)
 		}
 	})
+	t.Run("the preparer rewrites what the agent gets, or holds it back", func(t *testing.T) {
+		prep := &fakePreparer{fn: func(a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
+			if a.ID != agent.ID {
+				t.Errorf("prepared for %s", a.ID)
+			}
+			return []byte(`{"prepared":true}`), e.Seq != 1, nil
+		}}
+		pc := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
+			wake, kernel.NewManualClock(time.Now()), prep)
+		zero := int64(0)
+		p, err := pc.Poll(ctx, agent, &zero, 0, 0)
+		if err != nil || len(p.Events) != 1 || p.Events[0].Seq != 4 || string(p.Events[0].Payload) != `{"prepared":true}` || p.NextAfter != 4 {
+			t.Fatalf("%+v %v", p, err)
+		}
+	})
+}
+
+// fakePreparer answers with fn.
+type fakePreparer struct {
+	fn func(a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error)
+}
+
+var _ appsync.Preparer = (*fakePreparer)(nil)
+
+func (f *fakePreparer) Prepare(_ context.Context, a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
+	return f.fn(a, e)
 }

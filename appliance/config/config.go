@@ -27,6 +27,7 @@ type Config struct {
 	Auth     AuthConfig
 	Sync     SyncConfig
 	Gateway  GatewayConfig
+	Agent    AgentConfig
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -124,6 +125,13 @@ type SyncConfig struct {
 	IdempotencyCleanupInterval time.Duration
 	// IdempotencyCleanupBatchSize is how many keys one transaction of the job deletes.
 	IdempotencyCleanupBatchSize int
+}
+
+// AgentConfig is the agent.* group: what the server grants an agent for its runs.
+type AgentConfig struct {
+	// InvocationTokenTTL is how long an invocation token is valid; the agent renews it with
+	// POST /api/v1/runs/{id}/token.
+	InvocationTokenTTL time.Duration
 }
 
 // GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.

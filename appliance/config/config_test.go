@@ -45,6 +45,7 @@ func TestDefaults(t *testing.T) {
 			IdempotencyCleanupBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
 			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000},
+		Agent:    AgentConfig{InvocationTokenTTL: 15 * time.Minute},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
 	}

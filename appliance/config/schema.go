@@ -127,6 +127,9 @@ var schema = []key{
 	{name: "gateway.replay_buffer_events", def: "10000", kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.ReplayBufferEvents }, check: between(0, 1000000)},
 
+	{name: "agent.invocation_token_ttl", def: "15m", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},
+
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
 	{name: "log.format", def: "text", kind: kindString, normalize: strings.ToLower,

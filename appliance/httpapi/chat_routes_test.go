@@ -83,6 +83,7 @@ type chatAPI struct {
 	az     *chatAuthz
 	actors map[string]kernel.Actor
 	vars   map[string]map[string]any
+	clock  *kernel.ManualClock // set by the APIs that use one
 }
 
 func newChatAPI(tb testing.TB) *chatAPI {
@@ -111,7 +112,7 @@ func newChatAPI(tb testing.TB) *chatAPI {
 		Events: db, Authz: api.az, Bus: kernel.NewTxBus(), Clock: clock})
 	rt := httpapi.NewRouter(chatAuthn(api.actors), nil, httpapi.Options{})
 	rt.Handle(httpapi.ChatRoutes(chats)...)
-	rt.Handle(httpapi.MessageRoutes(msgs)...)
+	rt.Handle(httpapi.MessageRoutes(msgs, nil)...)
 	rt.Handle(httpapi.EventRoutes(appsync.New(db, api.az))...)
 	api.router = rt
 	return api
@@ -123,8 +124,9 @@ type chatScenario struct {
 	setup  func(api *chatAPI)
 	as     string // a handle; "" is anonymous
 	method string
-	path   string // {name.field} refers to saved answers
-	body   string // raw JSON; {name.field} works here too
+	path   string            // {name.field} refers to saved answers
+	body   string            // raw JSON; {name.field} works here too
+	header map[string]string // request headers; {name.field} works in their values
 	status int
 	fields map[string]any // top-level fields of the answer; present only asks that it is there
 	events []string       // the types of the events the request appends, in order
@@ -189,6 +191,9 @@ func (api *chatAPI) runOne(t *testing.T, sc chatScenario) {
 	}
 	if sc.as != "" {
 		req.Header.Set("Authorization", "Bearer "+sc.as)
+	}
+	for k, v := range sc.header {
+		req.Header.Set(k, api.expand(t, v))
 	}
 	w := httptest.NewRecorder()
 	api.router.ServeHTTP(w, req)

@@ -7,6 +7,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
 )
 
 // MessageUseCases is what the message routes call; *messaging.Service implements it.
@@ -23,6 +24,33 @@ type MessageUseCases interface {
 }
 
 var _ MessageUseCases = (*messaging.Service)(nil)
+
+// InvocationChecker checks an agent's invocation token; *runs.Service implements it.
+type InvocationChecker interface {
+	CheckToken(ctx context.Context, actor kernel.Actor, token string, wantRun kernel.ID) (runs.InvocationClaims, error)
+}
+
+var _ InvocationChecker = (*runs.Service)(nil)
+
+// answerRun reads the Invocation-Token of a message post into thread: none is no run; a token
+// must be valid, the actor's, and for this thread (another thread's token: 403 forbidden).
+func answerRun(r *Request, tokens InvocationChecker, thread kernel.ID) (kernel.ID, error) {
+	tok := r.Header.Get(InvocationTokenHeader)
+	if tok == "" {
+		return kernel.NilID, nil
+	}
+	if tokens == nil {
+		return kernel.NilID, kernel.Errorf(runs.CodeInvocationTokenInvalid, "this server takes no invocation token here")
+	}
+	c, err := tokens.CheckToken(r.Context(), r.Actor, tok, kernel.NilID)
+	if err != nil {
+		return kernel.NilID, err
+	}
+	if c.ThreadID != thread {
+		return kernel.NilID, kernel.Errorf(kernel.CodeForbidden, "the invocation token is for another thread")
+	}
+	return c.RunID, nil
+}
 
 // clientMsgID reads the optional client_msg_id of a create: absent or null is none; present it
 // must not be empty (the contract's minLength 1).
@@ -46,8 +74,10 @@ func createdStatus(created bool) int {
 	return http.StatusOK
 }
 
-// MessageRoutes serves threads with their first message, messages, revisions and reactions.
-func MessageRoutes(m MessageUseCases) []Route {
+// MessageRoutes serves threads with their first message, messages, revisions and reactions. An
+// agent posts its answer to a run with the run's Invocation-Token, checked by tokens (nil: no
+// token is taken), which links the message to the run.
+func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 	return []Route{
 		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")
@@ -91,7 +121,11 @@ func MessageRoutes(m MessageUseCases) []Route {
 			if err != nil {
 				return 0, nil, err
 			}
-			msg, created, err := m.CreateMessage(r.Context(), r.Actor, id, messaging.NewMessage{Content: in.Content, ClientMsgID: cmid})
+			run, err := answerRun(r, tokens, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			msg, created, err := m.CreateMessage(r.Context(), r.Actor, id, messaging.NewMessage{Content: in.Content, ClientMsgID: cmid, RunID: run})
 			if err != nil {
 				return 0, nil, err
 			}

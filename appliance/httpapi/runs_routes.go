@@ -14,12 +14,22 @@ type RunUseCases interface {
 	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.Run, error)
 	ListThread(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]runs.Run, bool, error)
 	Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.Run, error)
+	Start(ctx context.Context, actor kernel.Actor, id kernel.ID, token string) (runs.Run, error)
+	Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, p runs.Patch) (runs.Run, error)
+	Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, f runs.Finish) (runs.Run, error)
+	RenewToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.InvocationToken, error)
 }
+
+// InvocationTokenHeader carries the invocation token of the agent's run calls.
+const InvocationTokenHeader = "Invocation-Token"
 
 var _ RunUseCases = (*runs.Service)(nil)
 
-// RunRoutes serves what people see of runs: one run with its document, a thread's runs, and the
-// cancel request. The agent's own calls (start, patch, finish) come with the invocation token.
+// RunRoutes serves what people see of runs (one run with its document, a thread's runs, the
+// cancel request) and the agent's own calls: start, patch and finish come with the invocation
+// token in Invocation-Token next to the agent's API token; the token's renewal needs the API
+// token alone. The agent's calls are decided as run.read on the run (the agent must still read
+// its thread), and the run must be the agent's own.
 func RunRoutes(svc RunUseCases) []Route {
 	return []Route{
 		{Method: http.MethodGet, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
@@ -60,6 +70,58 @@ func RunRoutes(svc RunUseCases) []Route {
 				return 0, nil, err
 			}
 			return http.StatusOK, run, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/start", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			run, err := svc.Start(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader))
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, run, nil
+		}},
+		{Method: http.MethodPatch, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var p runs.Patch
+			if err := r.Decode(&p); err != nil {
+				return 0, nil, err
+			}
+			run, err := svc.Patch(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), p)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, run, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/finish", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var f runs.Finish
+			if err := r.Decode(&f); err != nil {
+				return 0, nil, err
+			}
+			run, err := svc.Finish(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), f)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, run, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/token", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			tok, err := svc.RenewToken(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, tok, nil
 		}},
 	}
 }

@@ -69,7 +69,8 @@ func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{Store: msgStore, Threads: chats, Directory: msgStore, Redactor: db, UoW: db, Events: db,
 		Authz: az, Bus: bus, Clock: clock})
-	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock})
+	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock,
+		Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), TokenTTL: time.Minute})
 	kernel.Subscribe(bus, "runs.trigger", svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", svc.OnAgentDisabled)
 	bus.Seal()
@@ -78,9 +79,10 @@ func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	rt.Handle(httpapi.ChatRoutes(chats)...)
 	rt.Handle(httpapi.GrantRoutes(az)...)
 	rt.Handle(httpapi.AgentRoutes(ags)...)
-	rt.Handle(httpapi.MessageRoutes(msgs)...)
+	rt.Handle(httpapi.MessageRoutes(msgs, svc)...)
 	rt.Handle(httpapi.RunRoutes(svc)...)
 	api.router = rt
+	api.clock = clock
 	return api, names
 }
 
@@ -173,6 +175,87 @@ func TestRunRoutes(t *testing.T) {
 					t.Fatalf("runs %s", body)
 				}
 			}},
+	})
+}
+
+func TestAgentRunRoutes(t *testing.T) {
+	api, names := newRunAPI(t)
+	grant := func(who, level string) string { return `{"principal_id":"{` + who + `.id}","level":"` + level + `"}` }
+	tok := map[string]string{"Invocation-Token": "{tok.invocation_token}"}
+	api.play(t, []chatScenario{
+		{name: "the owner makes a space", as: "olga", method: "POST", path: "/api/v1/spaces", body: `{"name":"Home"}`,
+			status: http.StatusCreated, save: "sp", events: []string{"space.created"}},
+		{name: "and a channel", as: "olga", method: "POST", path: "/api/v1/spaces/{sp.id}/channels", body: `{"name":"help"}`,
+			status: http.StatusCreated, save: "ch", events: []string{"channel.created", "thread.created"}},
+		{name: "and two agents", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"echo","display_name":"Echo"}`,
+			status: http.StatusCreated, save: "echo", events: []string{"agent.created"}, check: keepToken(names, "echo")},
+		{name: "the second", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"parrot","display_name":"Parrot"}`,
+			status: http.StatusCreated, save: "parrot", events: []string{"agent.created"}, check: keepToken(names, "parrot")},
+		{name: "echo may post in the channel", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("echo", "post"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "the parrot may read it", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("parrot", "view"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "pia may invoke", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("pia", "invoke"),
+			status: http.StatusCreated, events: []string{"grant.changed"}},
+		{name: "the owner opens a thread", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/threads",
+			body: `{"title":"Q","content":"questions here"}`, status: http.StatusCreated, events: []string{"thread.created", "message.created"}, check: saveThread("th")},
+		{name: "pia invokes echo", as: "pia", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			body: `{"content":"@echo help"}`, status: http.StatusCreated,
+			events: []string{"message.created", "agent.invocation", "run.state_changed"}},
+		{name: "the run is listed", as: "pia", method: "GET", path: "/api/v1/threads/{th.id}/runs", status: http.StatusOK, check: saveOnlyRun("run")},
+		{name: "the agent gets a token for its run", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/token", status: http.StatusOK,
+			save: "tok", fields: map[string]any{"invocation_token": present, "expires_at": "2026-03-01T12:01:00Z"}},
+		{name: "another agent gets no token for it", as: "parrot", method: "POST", path: "/api/v1/runs/{run.id}/token",
+			status: http.StatusNotFound},
+		{name: "nor may it use echo's token", as: "parrot", method: "POST", path: "/api/v1/runs/{run.id}/start", header: tok,
+			status: http.StatusUnauthorized, fields: map[string]any{"code": "invocation_token_invalid"}},
+		{name: "a start without the token is refused", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/start",
+			status: http.StatusUnauthorized, fields: map[string]any{"code": "invocation_token_invalid"}},
+		{name: "a patch before the start is a conflict", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":1}`, status: http.StatusConflict, fields: map[string]any{"code": "conflict"}},
+		{name: "the agent starts its run", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/start", header: tok,
+			status: http.StatusOK, events: []string{"run.state_changed"}, fields: map[string]any{"status": "running", "started_at": present}},
+		{name: "a second start is refused", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/start", header: tok,
+			status: http.StatusConflict, fields: map[string]any{"code": "already_started"}},
+		{name: "the first patch has version 1 and logs nothing", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":1,"status":"Thinking","output_append":"hel"}`, status: http.StatusOK, fields: map[string]any{"version": 1.0}},
+		{name: "a patch out of order is a conflict", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":3}`, status: http.StatusConflict, fields: map[string]any{"code": "run_version_conflict"}},
+		{name: "the next patch", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":2,"output_append":"lo"}`, status: http.StatusOK, fields: map[string]any{"version": 2.0}},
+		{name: "a reader sees the document so far", as: "pia", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusOK,
+			check: func(t *testing.T, api *chatAPI, body []byte) {
+				var r struct{ Document map[string]any }
+				_ = json.Unmarshal(body, &r)
+				if r.Document["output"] != "hello" || r.Document["status"] != "Thinking" || r.Document["version"] != 2.0 {
+					t.Fatalf("run %s", body)
+				}
+			}},
+		{name: "the agent posts its answer with the token, linked to the run", as: "echo", method: "POST",
+			path: "/api/v1/threads/{th.id}/messages", header: tok, body: `{"content":"hello"}`, status: http.StatusCreated,
+			events: []string{"message.created"}, fields: map[string]any{"run_id": "{run.id}"}},
+		{name: "a message without the token is linked to nothing", as: "echo", method: "POST",
+			path: "/api/v1/threads/{th.id}/messages", body: `{"content":"aside"}`, status: http.StatusCreated,
+			events: []string{"message.created"}, fields: map[string]any{"run_id": nil}},
+		{name: "the owner opens another thread", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/threads",
+			body: `{"title":"R","content":"elsewhere"}`, status: http.StatusCreated, events: []string{"thread.created", "message.created"},
+			check: saveThread("th2")},
+		{name: "the token cannot post into another thread", as: "echo", method: "POST", path: "/api/v1/threads/{th2.id}/messages",
+			header: tok, body: `{"content":"hello"}`, status: http.StatusForbidden, fields: map[string]any{"code": "forbidden"}},
+		{name: "nor can another agent post with it", as: "parrot", method: "POST", path: "/api/v1/threads/{th.id}/messages",
+			header: tok, body: `{"content":"hello"}`, status: http.StatusUnauthorized, fields: map[string]any{"code": "invocation_token_invalid"}},
+		{name: "a bad outcome is refused", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/finish", header: tok,
+			body: `{"outcome":"done"}`, status: http.StatusBadRequest, fields: map[string]any{"field": "outcome"}},
+		{name: "the token expires", setup: func(api *chatAPI) { api.clock.Advance(time.Minute) }, as: "echo", method: "POST",
+			path: "/api/v1/runs/{run.id}/finish", header: tok, body: `{"outcome":"succeeded"}`,
+			status: http.StatusUnauthorized, fields: map[string]any{"code": "invocation_token_expired"}},
+		{name: "the agent renews it", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/token", status: http.StatusOK, save: "tok"},
+		{name: "and finishes", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/finish", header: tok, body: `{"outcome":"succeeded"}`,
+			status: http.StatusOK, events: []string{"run.state_changed"}, fields: map[string]any{"status": "succeeded", "ended_at": present}},
+		{name: "a run that has ended takes no patch", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":3}`, status: http.StatusConflict, fields: map[string]any{"code": "run_ended"}},
+		{name: "nor a new token", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/token",
+			status: http.StatusConflict, fields: map[string]any{"code": "run_ended"}},
 	})
 }
 

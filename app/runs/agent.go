@@ -1,0 +1,277 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// DefaultTokenTTL is how long an invocation token is valid when agent.invocation_token_ttl is
+// not set.
+const DefaultTokenTTL = 15 * time.Minute
+
+// Outcome is how the agent ends its run with Finish.
+type Outcome string
+
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	// OutcomeCancelled confirms a person's cancel request (run.cancel_requested); it is refused
+	// while no cancel was asked for, so an agent cannot pass off giving up as someone's cancel.
+	OutcomeCancelled Outcome = "cancelled"
+)
+
+// RunError is the error an agent gives with outcome failed: Code becomes the run's reason (see
+// Fail), Message is for the log only.
+type RunError struct {
+	Code    Reason `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+// Finish is the body of the agent's finish call.
+type Finish struct {
+	Outcome Outcome   `json:"outcome"`
+	Error   *RunError `json:"error,omitempty"`
+}
+
+// InvocationToken is a signed invocation token with its expiry.
+type InvocationToken struct {
+	Token     string    `json:"invocation_token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Start is the agent taking its run: queued → running, logged as run.state_changed.
+// Errors: unauthenticated, not_found, invocation_token_invalid, invocation_token_expired,
+// already_started (a second start), run_ended.
+func (s *Service) Start(ctx context.Context, actor kernel.Actor, id kernel.ID, token string) (Run, error) {
+	return s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
+		if err := s.move(ctx, r, Start, actor.ID, now); err != nil {
+			return err
+		}
+		r.LastActivityAt = now
+		return nil
+	})
+}
+
+// Patch applies the agent's patch to the run document (Apply) and stores the document with its
+// new version; a patch is not logged. Errors: unauthenticated, not_found,
+// invocation_token_invalid, invocation_token_expired, run_ended, conflict (the run is still
+// queued: start it first), run_version_conflict, validation_failed.
+func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, p Patch) (Run, error) {
+	return s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
+		if r.Status.Terminal() {
+			return kernel.Errorf(CodeRunEnded, "the run has ended: it is %s", r.Status)
+		}
+		if r.Status == StatusQueued {
+			return kernel.Errorf(kernel.CodeConflict, "the run is queued: start it before patching it")
+		}
+		doc, err := Apply(r.Document, p)
+		if err != nil {
+			return err
+		}
+		r.Document, r.Version, r.LastActivityAt, r.UpdatedAt = doc, doc.Version, now, now
+		return nil
+	})
+}
+
+// Finish ends the run as the agent says: succeeded, failed (with its error code as the reason,
+// agent_error without one) or cancelled (only after a cancel request), logged as
+// run.state_changed. Errors: unauthenticated, not_found, invocation_token_invalid,
+// invocation_token_expired, run_ended, validation_failed (outcome, reason), conflict
+// (finishing a queued run, or cancelled without a cancel request).
+func (s *Service) Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, f Finish) (Run, error) {
+	var t Trigger
+	switch f.Outcome {
+	case OutcomeSucceeded:
+		t = Succeed
+	case OutcomeFailed:
+		var reason Reason
+		if f.Error != nil {
+			reason = f.Error.Code
+		}
+		t = Fail(reason)
+	case OutcomeCancelled:
+		t = Cancel
+	default:
+		return Run{}, kernel.Invalid("outcome", "outcome must be succeeded, failed or cancelled")
+	}
+	return s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
+		if f.Outcome == OutcomeCancelled && r.CancelRequestedAt == nil && !r.Status.Terminal() {
+			return kernel.Errorf(kernel.CodeConflict, "nobody asked to cancel the run: finish it as succeeded or failed")
+		}
+		if err := s.move(ctx, r, t, actor.ID, now); err != nil {
+			return err
+		}
+		r.LastActivityAt = now
+		return nil
+	})
+}
+
+// RenewToken signs a new invocation token for the agent's own run that has not ended. The agent's
+// API token is enough: the run must be its own, and it must still be allowed to read the thread.
+// Errors: unauthenticated, not_found, run_ended, internal (no key).
+func (s *Service) RenewToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (InvocationToken, error) {
+	r, err := s.ownRun(ctx, actor, id)
+	if err != nil {
+		return InvocationToken{}, err
+	}
+	if r.Status.Terminal() {
+		return InvocationToken{}, kernel.Errorf(CodeRunEnded, "the run has ended: it is %s", r.Status)
+	}
+	return s.IssueToken(ctx, r)
+}
+
+// IssueToken signs an invocation token for r's agent (the delivery of agent.invocation and
+// RenewToken). It does not check permissions. Errors: internal.
+func (s *Service) IssueToken(ctx context.Context, r Run) (InvocationToken, error) {
+	if s.keys == nil {
+		return InvocationToken{}, errors.New("runs: no keyring to sign invocation tokens")
+	}
+	key, kid, err := s.keys.Signer(ctx)
+	if err != nil {
+		return InvocationToken{}, err
+	}
+	c := NewInvocationClaims(s.issuer, r.AgentID, r.ID, r.ThreadID, r.ChannelID, s.clock.Now(), s.tokenTTL)
+	tok, err := Issue(key, kid, c)
+	if err != nil {
+		return InvocationToken{}, err
+	}
+	return InvocationToken{Token: tok, ExpiresAt: time.Unix(c.ExpiresAt, 0).UTC()}, nil
+}
+
+// CheckToken verifies an invocation token sent by actor and returns its claims: the token must
+// be valid now, for run wantRun (NilID: any run) and issued to actor. Errors:
+// invocation_token_invalid, invocation_token_expired, internal (no key).
+func (s *Service) CheckToken(ctx context.Context, actor kernel.Actor, token string, wantRun kernel.ID) (InvocationClaims, error) {
+	if token == "" {
+		return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenInvalid, "send the invocation token as Invocation-Token")
+	}
+	if s.keys == nil {
+		return InvocationClaims{}, errors.New("runs: no keyring to check invocation tokens")
+	}
+	keyFor, err := s.keys.keyFor(ctx)
+	if err != nil {
+		return InvocationClaims{}, err
+	}
+	c, err := Check(token, keyFor, s.clock.Now(), wantRun)
+	if err != nil {
+		return InvocationClaims{}, err
+	}
+	if c.Subject != actor.ID {
+		return InvocationClaims{}, invalidToken("the invocation token is for another agent", nil)
+	}
+	return c, nil
+}
+
+// ownRun reads run id for its agent: another principal's run is not_found, and the agent must
+// still be allowed to read the run's thread (run.read).
+func (s *Service) ownRun(ctx context.Context, actor kernel.Actor, id kernel.ID) (Run, error) {
+	if !actor.Authenticated() {
+		return Run{}, kernel.Errorf(kernel.CodeUnauthenticated, "no principal")
+	}
+	r, err := s.store.Run(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, r.Resource()); err != nil {
+		return Run{}, err
+	}
+	if r.AgentID != actor.ID {
+		return Run{}, kernel.ErrNotFound
+	}
+	return r, nil
+}
+
+// agentChange checks the token, reads the agent's own run and applies change to it in one Unit
+// of Work, then stores it.
+func (s *Service) agentChange(ctx context.Context, actor kernel.Actor, id kernel.ID, token string,
+	change func(ctx context.Context, r *Run, now time.Time) error) (Run, error) {
+	if _, err := s.CheckToken(ctx, actor, token, id); err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		r, err := s.ownRun(ctx, actor, id)
+		if err != nil {
+			return err
+		}
+		if err := change(ctx, &r, s.now()); err != nil {
+			return err
+		}
+		if err := s.store.UpdateRun(ctx, r); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// Prepare is the last step before agent.invocation reaches its agent (the REST poll and the
+// gateway): it re-checks that the run has not ended and that the agent may still read its
+// thread, and adds data.invocation_token and data.expires_at to the payload. Other events pass
+// unchanged. An invocation that must not be delivered answers deliver false; when the agent lost
+// the right to read the thread of a queued run, that run fails with permission_revoked in its
+// own Unit of Work (run.state_changed), so that nobody waits for it. Errors: internal.
+func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error) {
+	if e.Type != kernel.EvAgentInvocation || e.Scope.PrincipalID != agent.ID {
+		return e.Payload, true, nil
+	}
+	var inv map[string]any
+	if err := json.Unmarshal(e.Payload, &inv); err != nil {
+		return nil, false, fmt.Errorf("runs: agent.invocation %d: %w", e.Seq, err)
+	}
+	runID, _ := inv["run_id"].(string)
+	r, err := s.store.Run(ctx, kernel.ID(runID))
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if r.AgentID != agent.ID || r.Status.Terminal() {
+		return nil, false, nil
+	}
+	if err := s.authz.Authorize(ctx, agent, kernel.ActRunRead, r.Resource()); err != nil {
+		if c := kernel.CodeOf(err); c != kernel.CodeNotFound && c != kernel.CodeForbidden {
+			return nil, false, err
+		}
+		if r.Status == StatusQueued {
+			if err := s.revoke(ctx, r.ID); err != nil {
+				return nil, false, err
+			}
+		}
+		return nil, false, nil
+	}
+	tok, err := s.IssueToken(ctx, r)
+	if err != nil {
+		return nil, false, err
+	}
+	inv["invocation_token"], inv["expires_at"] = tok.Token, tok.ExpiresAt
+	if payload, err = json.Marshal(inv); err != nil {
+		return nil, false, fmt.Errorf("runs: agent.invocation %d: %w", e.Seq, err)
+	}
+	return payload, true, nil
+}
+
+// revoke fails queued run id with permission_revoked, in its own Unit of Work; a run that moved
+// on meanwhile is left as it is.
+func (s *Service) revoke(ctx context.Context, id kernel.ID) error {
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		r, err := s.store.Run(ctx, id)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusQueued {
+			return nil
+		}
+		if err := s.move(ctx, &r, Abort(ReasonPermissionRevoked), kernel.NilID, s.now()); err != nil {
+			return err
+		}
+		return s.store.UpdateRun(ctx, r)
+	})
+}

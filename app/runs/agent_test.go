@@ -1,0 +1,218 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
+)
+
+var echoActor = kernel.Actor{ID: echo, Kind: kernel.KindAgent}
+
+// invoked is the fixture with one queued run of echo and a token for it.
+func invoked(t *testing.T) (*fixture, runs.Run, string) {
+	t.Helper()
+	f := mustRuns(t)
+	f.post(t, invoker, f.message(invoker, echo), false)
+	r := f.onlyRun(t)
+	tok, err := f.svc.IssueToken(bg, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.ExpiresAt.Equal(f.clock.Now().Truncate(time.Second).Add(time.Minute)) {
+		t.Fatalf("expires at %v", tok.ExpiresAt)
+	}
+	return f, r, tok.Token
+}
+
+func TestAgentCalls(t *testing.T) {
+	t.Run("the agent starts, patches in version order and succeeds, and each state change is logged", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		n := len(f.tx.Events())
+		got, err := f.svc.Start(bg, echoActor, r.ID, tok)
+		if err != nil || got.Status != runs.StatusRunning || got.StartedAt == nil {
+			t.Fatalf("start: %+v, %v", got, err)
+		}
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); !kernel.IsCode(err, runs.CodeAlreadyStarted) {
+			t.Fatalf("second start: %v", err)
+		}
+		out := "hel"
+		if got, err = f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 1, Output: &out}); err != nil || got.Version != 1 {
+			t.Fatalf("patch 1: %+v, %v", got, err)
+		}
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 1, OutputAppend: "x"}); !kernel.IsCode(err, runs.CodeRunVersionConflict) {
+			t.Fatalf("a replayed patch: %v", err)
+		}
+		if got, err = f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 2, OutputAppend: "lo"}); err != nil ||
+			got.Version != 2 || got.Document.Output != "hello" {
+			t.Fatalf("patch 2: %+v, %v", got, err)
+		}
+		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.Document.Output != "hello" {
+			t.Fatalf("stored %+v", stored)
+		}
+		if got, err = f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeSucceeded}); err != nil ||
+			got.Status != runs.StatusSucceeded || got.EndedAt == nil {
+			t.Fatalf("finish: %+v, %v", got, err)
+		}
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged, kernel.EvRunStateChanged}) {
+			t.Fatalf("events %v: patches must not be logged", got)
+		}
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 3}); !kernel.IsCode(err, runs.CodeRunEnded) {
+			t.Fatalf("patch after the end: %v", err)
+		}
+		if _, err := f.svc.RenewToken(bg, echoActor, r.ID); !kernel.IsCode(err, runs.CodeRunEnded) {
+			t.Fatalf("renew after the end: %v", err)
+		}
+	})
+
+	t.Run("a failure takes the agent's code as the reason, never a server's", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeFailed,
+			Error: &runs.RunError{Code: runs.ReasonStale}}); !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Fatalf("a server's reason: %v", err)
+		}
+		got, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeFailed, Error: &runs.RunError{Code: "quota"}})
+		if err != nil || got.Status != runs.StatusFailed || got.Reason != "quota" {
+			t.Fatalf("finish: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("the agent confirms a cancel only after one was asked for", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeCancelled}); !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("cancelled without a request: %v", err)
+		}
+		if _, err := f.svc.Cancel(bg, invoker, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeCancelled})
+		if err != nil || got.Status != runs.StatusCancelled || got.Reason != "" {
+			t.Fatalf("finish: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("refuses a missing, foreign, expired or other run's token", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, ""); !kernel.IsCode(err, runs.CodeInvocationTokenInvalid) {
+			t.Fatalf("no token: %v", err)
+		}
+		if _, err := f.svc.Start(bg, kernel.Actor{ID: helper, Kind: kernel.KindAgent}, r.ID, tok); !kernel.IsCode(err, runs.CodeInvocationTokenInvalid) {
+			t.Fatalf("another agent: %v", err)
+		}
+		if _, err := f.svc.Start(bg, echoActor, kernel.NewID(), tok); !kernel.IsCode(err, runs.CodeInvocationTokenInvalid) {
+			t.Fatalf("another run: %v", err)
+		}
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 1}); !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("a patch before start: %v", err)
+		}
+		f.clock.Advance(time.Minute + time.Second)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); !kernel.IsCode(err, runs.CodeInvocationTokenExpired) {
+			t.Fatalf("expired: %v", err)
+		}
+		renewed, err := f.svc.RenewToken(bg, echoActor, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.svc.Start(bg, echoActor, r.ID, renewed.Token); err != nil || got.Status != runs.StatusRunning {
+			t.Fatalf("start with the renewed token: %+v, %v", got, err)
+		}
+		if _, err := f.svc.RenewToken(bg, kernel.Actor{ID: helper, Kind: kernel.KindAgent}, r.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("renew by another agent: %v", err)
+		}
+	})
+
+	t.Run("an agent that may no longer read the thread cannot act for its run", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		f.levels[echo] = none
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("start: %v", err)
+		}
+		if _, err := f.svc.RenewToken(bg, echoActor, r.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("renew: %v", err)
+		}
+	})
+}
+
+// loggedInvocation is the agent.invocation of r as the log hands it out.
+func loggedInvocation(t *testing.T, f *fixture, r runs.Run) kernel.LoggedEvent {
+	t.Helper()
+	for _, e := range f.tx.Events() {
+		if e.Type == kernel.EvAgentInvocation && e.SubjectID == r.ID {
+			b, err := json.Marshal(e.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kernel.LoggedEvent{Seq: 7, Type: e.Type, Scope: e.Scope, SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: b}
+		}
+	}
+	t.Fatal("no agent.invocation")
+	return kernel.LoggedEvent{}
+}
+
+func TestPrepare(t *testing.T) {
+	t.Run("adds a token the agent's calls accept to its invocation", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		payload, deliver, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r))
+		if err != nil || !deliver {
+			t.Fatalf("deliver %v, %v", deliver, err)
+		}
+		var d struct {
+			RunID     kernel.ID `json:"run_id"`
+			MessageID kernel.ID `json:"message_id"`
+			Token     string    `json:"invocation_token"`
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		if err := json.Unmarshal(payload, &d); err != nil || d.RunID != r.ID || d.MessageID == "" || d.Token == "" || d.ExpiresAt.IsZero() {
+			t.Fatalf("payload %s, %v", payload, err)
+		}
+		if got, err := f.svc.Start(bg, echoActor, r.ID, d.Token); err != nil || got.Status != runs.StatusRunning {
+			t.Fatalf("start with the delivered token: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("passes other events and other principals' events unchanged", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		e := kernel.LoggedEvent{Type: kernel.EvMessageCreated, Payload: []byte(`{"x":1}`)}
+		if p, ok, err := f.svc.Prepare(bg, echoActor, e); err != nil || !ok || string(p) != `{"x":1}` {
+			t.Fatalf("%s %v %v", p, ok, err)
+		}
+		inv := loggedInvocation(t, f, r)
+		if p, ok, err := f.svc.Prepare(bg, kernel.Actor{ID: helper, Kind: kernel.KindAgent}, inv); err != nil || !ok || string(p) != string(inv.Payload) {
+			t.Fatalf("%s %v %v", p, ok, err)
+		}
+	})
+
+	t.Run("holds back the invocation of a run that has ended", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		if _, err := f.svc.Cancel(bg, invoker, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+	})
+
+	t.Run("an agent that may no longer read the thread gets nothing, and its queued run fails", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		f.levels[echo] = none
+		n := len(f.tx.Events())
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
+			t.Fatalf("run %+v", got)
+		}
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged}) {
+			t.Fatalf("events %v", got)
+		}
+	})
+}
