@@ -470,6 +470,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 			if ev.Seq == 0 {
 				if c.onEphemeral != nil {
 					if err := c.onEphemeral(ev); err != nil {
+						ack()
 						c.stop(ws)
 						return outcome{fatal: fmt.Errorf("client: ephemeral handler: %w", err)}
 					}
@@ -482,6 +483,7 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 				continue
 			}
 			if err := handle(ev); err != nil {
+				ack() // what came before is handled; this event is not, and comes again
 				c.stop(ws)
 				return outcome{fatal: fmt.Errorf("client: handler at seq %d: %w", ev.Seq, err)}
 			}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -123,19 +124,25 @@ func (g *Gateway) saveAcks(ctx context.Context) {
 	if g.deps.Consumers == nil {
 		return
 	}
+	// The acks stay noted until they are saved: a consumer that reconnects meanwhile reads the
+	// table and the noted ones, and must find them in one of the two.
 	g.consumers.mu.Lock()
-	acks := g.consumers.acked
-	g.consumers.acked = nil
+	acks := maps.Clone(g.consumers.acked)
 	g.consumers.mu.Unlock()
 	if len(acks) == 0 {
 		return
 	}
 	if err := g.deps.Consumers.SaveAcks(ctx, acks, g.clock.Now()); err != nil {
 		g.log.Warn("gateway: could not save the agents' acks; they are kept for the next try", "agents", len(acks), "err", err)
-		for agent, seq := range acks {
-			g.noteAck(agent, seq)
+		return
+	}
+	g.consumers.mu.Lock()
+	for agent, seq := range acks {
+		if g.consumers.acked[agent] <= seq {
+			delete(g.consumers.acked, agent)
 		}
 	}
+	g.consumers.mu.Unlock()
 }
 
 // ack is the op ack {seq} of an agent's consumer: it acknowledges every event up to seq. A seq
