@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -60,12 +59,7 @@ func ConsumerRoutes(s ConsumerUseCases) []Route {
 			if err != nil {
 				return 0, nil, err
 			}
-			out := consumerPageJSON{Events: make([]eventJSON, len(p.Events)), NextCursor: p.NextAfter, HeadSeq: p.HeadSeq}
-			for i, e := range p.Events {
-				out.Events[i] = eventJSON{Seq: e.Seq, Type: e.Type, Data: json.RawMessage(e.Payload), CreatedAt: e.CreatedAt,
-					SpaceID: e.Scope.SpaceID, ChannelID: e.Scope.ChannelID, ThreadID: e.Scope.ThreadID}
-			}
-			return http.StatusOK, out, nil
+			return http.StatusOK, consumerPageJSON{Events: eventsJSON(p.Events), NextCursor: p.NextAfter, HeadSeq: p.HeadSeq}, nil
 		}},
 		{Method: http.MethodPost, Pattern: "/api/v1/agents/me/ack", Action: kernel.ActAgentConsume, Handler: func(r *Request) (int, any, error) {
 			var in struct {

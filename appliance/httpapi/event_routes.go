@@ -29,6 +29,16 @@ type eventJSON struct {
 	ThreadID  kernel.ID       `json:"thread_id,omitempty"`
 }
 
+// eventsJSON is evs as catch-up answers them.
+func eventsJSON(evs []kernel.LoggedEvent) []eventJSON {
+	out := make([]eventJSON, len(evs))
+	for i, e := range evs {
+		out[i] = eventJSON{Seq: e.Seq, Type: e.Type, Data: json.RawMessage(e.Payload), CreatedAt: e.CreatedAt,
+			SpaceID: e.Scope.SpaceID, ChannelID: e.Scope.ChannelID, ThreadID: e.Scope.ThreadID}
+	}
+	return out
+}
+
 type eventPageJSON struct {
 	Events    []eventJSON `json:"events"`
 	HeadSeq   int64       `json:"head_seq"`
@@ -60,12 +70,7 @@ func EventRoutes(s CatchUpUseCase) []Route {
 			if err != nil {
 				return 0, nil, err
 			}
-			out := eventPageJSON{Events: make([]eventJSON, len(p.Events)), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}
-			for i, e := range p.Events {
-				out.Events[i] = eventJSON{Seq: e.Seq, Type: e.Type, Data: json.RawMessage(e.Payload), CreatedAt: e.CreatedAt,
-					SpaceID: e.Scope.SpaceID, ChannelID: e.Scope.ChannelID, ThreadID: e.Scope.ThreadID}
-			}
-			return http.StatusOK, out, nil
+			return http.StatusOK, eventPageJSON{Events: eventsJSON(p.Events), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}, nil
 		}},
 	}
 }
