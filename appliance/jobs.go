@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/jobs"
@@ -30,6 +31,36 @@ func runsJobs(role string) bool { return role != "api" }
 // JobIdempotencyCleanup is the periodic job that deletes the Idempotency-Key answers older than
 // sync.idempotency_key_ttl (seed 12: sync.idempotency_cleanup).
 const JobIdempotencyCleanup = "sync.idempotency_cleanup"
+
+// registerRunJobs registers the handlers of the jobs of runs (DESIGN §7) on q: the two a run's
+// Unit of Work enqueues, and the periodic stall check every interval (agent.stall_check_interval).
+func registerRunJobs(q *jobs.Queue, svc *runs.Service, interval time.Duration, logger *slog.Logger) {
+	q.Register(runs.JobQueuedExpiry, runJob(svc.ExpireQueued))
+	q.Register(runs.JobCancelTimeout, runJob(svc.TimeoutCancel))
+	q.RegisterPeriodic(runs.JobStallCheck, interval, func(ctx context.Context, _ json.RawMessage) error {
+		n, err := svc.FailStalled(ctx)
+		if n > 0 {
+			logger.Info("stalled runs failed", "runs", n)
+		}
+		return err
+	})
+}
+
+// runJob adapts a use case on one run to a job handler whose args are runs.JobArgs. Args that do
+// not decode, or name no run, are a bug of the enqueuer: the job fails and is dropped after its
+// attempts, with the error in the log.
+func runJob(fn func(context.Context, kernel.ID) error) jobs.Handler {
+	return func(ctx context.Context, raw json.RawMessage) error {
+		var args runs.JobArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		if args.RunID.IsZero() {
+			return fmt.Errorf("the job names no run")
+		}
+		return fn(ctx, args.RunID)
+	}
+}
 
 // wireJobs registers the appliance's own jobs on q and sets a.Jobs; in roles all and worker it
 // opens the runner's pool and runs the runner as a background task, stopped in the shutdown

@@ -75,7 +75,9 @@ func wire(ctx context.Context, a *App) error {
 	// needs it and shared through the database (migrate 0007_signing_keys).
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
 		Authz: az, Clock: clock, Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock),
-		Issuer: a.Config.Server.PublicURL, TokenTTL: a.Config.Agent.InvocationTokenTTL})
+		Issuer: a.Config.Server.PublicURL, TokenTTL: a.Config.Agent.InvocationTokenTTL, Jobs: jobQueue,
+		QueuedTimeout: a.Config.Agent.QueuedTimeout, StallTimeout: a.Config.Agent.StallTimeout, CancelGrace: a.Config.Agent.CancelGrace})
+	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
 
 	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
@@ -102,6 +103,12 @@ func (s *RunStore) ThreadRuns(ctx context.Context, threadID kernel.ID, p chat.Pa
 func (s *RunStore) UnendedRuns(ctx context.Context, agentID kernel.ID) ([]runs.Run, error) {
 	return s.list(ctx, runSelect+` WHERE r.agent_id = ? AND r.status IN (?, ?, ?) ORDER BY r.id`, string(agentID),
 		string(runs.StatusQueued), string(runs.StatusRunning), string(runs.StatusWaitingInput))
+}
+
+// StalledRuns implements runs.Store.
+func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]runs.Run, error) {
+	return s.list(ctx, runSelect+` WHERE r.status IN (?, ?) AND r.last_activity_at < ? ORDER BY r.last_activity_at, r.id LIMIT ?`,
+		string(runs.StatusRunning), string(runs.StatusWaitingInput), fmtTime(before), limit)
 }
 
 func (s *RunStore) list(ctx context.Context, q string, args ...any) ([]runs.Run, error) {

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/storetest"
 )
 
@@ -53,7 +55,12 @@ func newRunEnv(t *testing.T, eng storetest.Engine) *runEnv {
 	e.msgs = messaging.New(messaging.Deps{Store: e.msgRepo, Threads: e.chats, Directory: e.msgRepo, Redactor: db, UoW: db,
 		Events: db, Authz: e.az, Bus: bus, Clock: e.clock})
 	e.runs = storage.NewRunStore(db)
-	e.svc = runs.New(runs.Deps{Store: e.runs, Agents: agentStore, Structure: e.chats, UoW: db, Events: db, Authz: e.az, Clock: e.clock})
+	q := jobs.NewQueue(db, jobs.QueueOptions{})
+	for _, name := range []string{runs.JobQueuedExpiry, runs.JobCancelTimeout} {
+		q.Register(name, func(context.Context, json.RawMessage) error { return nil })
+	}
+	e.svc = runs.New(runs.Deps{Store: e.runs, Agents: agentStore, Structure: e.chats, UoW: db, Events: db, Authz: e.az, Clock: e.clock,
+		Jobs: q})
 	kernel.Subscribe(bus, "runs.trigger", e.svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", e.svc.OnAgentDisabled)
 	bus.Seal()
@@ -243,6 +250,37 @@ func TestRunStore(t *testing.T) {
 			wantCode(t, err, kernel.CodeNotFound)
 			_, err = e.runs.Run(bg, unknown.ID)
 			wantCode(t, err, kernel.CodeNotFound)
+		})
+
+		t.Run("stalled runs are the active ones idle since before the cutoff, least recently active first", func(t *testing.T) {
+			e := newRunEnv(t, eng)
+			base := e.clock.Now().UTC().Truncate(time.Microsecond)
+			var made []runs.Run
+			for i, st := range []runs.Status{runs.StatusRunning, runs.StatusWaitingInput, runs.StatusRunning, runs.StatusQueued, runs.StatusRunning} {
+				all := e.threadRuns(t, e.post(t, e.pia, fmt.Sprintf("@echo %d", i)).ThreadID)
+				r := all[len(all)-1]
+				// the first three idle from 10, 20, 5 minutes ago; the queued and the fresh one are not stalled
+				idle := []time.Duration{10, 20, 5, 30, 0}[i] * time.Minute
+				r.Status, r.LastActivityAt = st, base.Add(-idle)
+				if err := e.db.Do(bg, func(ctx context.Context) error { return e.runs.UpdateRun(ctx, r) }); err != nil {
+					t.Fatal(err)
+				}
+				made = append(made, r)
+			}
+			got, err := e.runs.StalledRuns(bg, base.Add(-time.Minute), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []kernel.ID
+			for _, r := range got {
+				ids = append(ids, r.ID)
+			}
+			if want := []kernel.ID{made[1].ID, made[0].ID, made[2].ID}; !reflect.DeepEqual(ids, want) {
+				t.Fatalf("stalled %v, want %v", ids, want)
+			}
+			if got, err := e.runs.StalledRuns(bg, base.Add(-time.Minute), 2); err != nil || len(got) != 2 || got[0].ID != made[1].ID {
+				t.Fatalf("a batch of 2: %d runs (%v)", len(got), err)
+			}
 		})
 
 		t.Run("a message linked to a run reads back its run_id", func(t *testing.T) {

@@ -84,6 +84,14 @@ func (f *fakeStore) UnendedRuns(ctx context.Context, agentID kernel.ID) ([]runs.
 	return f.sorted(func(r runs.Run) bool { return r.AgentID == agentID && !r.Status.Terminal() }), nil
 }
 
+func (f *fakeStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]runs.Run, error) {
+	out := f.sorted(func(r runs.Run) bool {
+		return (r.Status == runs.StatusRunning || r.Status == runs.StatusWaitingInput) && r.LastActivityAt.Before(before)
+	})
+	slices.SortStableFunc(out, func(a, b runs.Run) int { return a.LastActivityAt.Compare(b.LastActivityAt) })
+	return out[:min(limit, len(out))], nil
+}
+
 func (f *fakeStore) UpdateRun(ctx context.Context, r runs.Run) error {
 	if !kerneltest.InUnit(ctx) {
 		panic("UpdateRun outside a unit of work")
@@ -197,7 +205,8 @@ func mustRuns(tb testing.TB) *fixture {
 	f.structure = &fakeStructure{channel: f.channel, threads: map[kernel.ID]chat.Thread{f.main.ID: f.main}}
 	f.authz = &kerneltest.Authz{Fn: f.decide}
 	f.svc = runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.tx, Events: f.tx,
-		Authz: f.authz, Clock: f.clock, Keys: runs.NewKeyring(&fakeKeys{}, f.clock), TokenTTL: time.Minute})
+		Authz: f.authz, Clock: f.clock, Keys: runs.NewKeyring(&fakeKeys{}, f.clock), TokenTTL: time.Minute,
+		Jobs: f.tx, QueuedTimeout: 2 * time.Minute, StallTimeout: 3 * time.Minute, CancelGrace: 30 * time.Second, StallBatch: 2})
 	return f
 }
 

@@ -153,6 +153,9 @@ type Store interface {
 	// UnendedRuns lists the runs of agent that are queued, running or waiting for input, oldest
 	// first. Errors: internal.
 	UnendedRuns(ctx context.Context, agentID kernel.ID) ([]Run, error)
+	// StalledRuns lists at most limit runs that are running or waiting for input and whose
+	// last_activity_at is before before, least recently active first. Errors: internal.
+	StalledRuns(ctx context.Context, before time.Time, limit int) ([]Run, error)
 	// UpdateRun writes what may change of r: status, reason, version, document,
 	// cancel_requested_at, started_at, ended_at, last_activity_at and updated_at.
 	// Errors: not_found.

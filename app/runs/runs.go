@@ -15,9 +15,10 @@
 // an in-transaction subscriber of messaging), reading runs, a person's cancel request, and
 // failing the runs of a disabled agent (OnAgentDisabled); and the agent's own calls (agent.go:
 // Start, Patch, Finish with the invocation token, RenewToken, and Prepare, which signs the token
-// into agent.invocation at delivery). The Keyring (keyring.go) holds the instance's Ed25519 key,
-// made on first use and kept in the database. It owns the durable events agent.invocation,
-// run.state_changed and run.cancel_requested.
+// into agent.invocation at delivery); and the jobs (jobs.go) that end the runs an agent left
+// behind: ExpireQueued, FailStalled, TimeoutCancel. The Keyring (keyring.go) holds the
+// instance's Ed25519 key, made on first use and kept in the database. It owns the durable events
+// agent.invocation, run.state_changed and run.cancel_requested.
 //
 // # Patches, as an agent author sees them
 //
@@ -101,7 +102,7 @@ type Reason string
 // The reasons the server gives. An agent may not give them itself (see Fail): each one is a
 // diagnosis only the server can make.
 const (
-	// ReasonAgentUnavailable: the run stayed queued past run.queued_max_age; no connection of the
+	// ReasonAgentUnavailable: the run stayed queued past agent.queued_timeout; no connection of the
 	// agent started it (job runs.queued_expiry).
 	ReasonAgentUnavailable Reason = "agent_unavailable"
 	// ReasonStale: the agent's connection is alive but the run made no progress (no heartbeat of

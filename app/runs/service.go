@@ -27,6 +27,14 @@ type Deps struct {
 	Issuer string
 	// TokenTTL is how long an invocation token is valid (agent.invocation_token_ttl; 0: 15m).
 	TokenTTL time.Duration
+	// Jobs enqueues runs.queued_expiry with each new run and runs.cancel_timeout with each
+	// cancel request of a started run, in their Units of Work (required).
+	Jobs kernel.Jobs
+	// QueuedTimeout (agent.queued_timeout), StallTimeout (agent.stall_timeout), CancelGrace
+	// (agent.cancel_grace) time the jobs; StallBatch bounds the runs one stall check fails.
+	// 0: the Default* values of jobs.go.
+	QueuedTimeout, StallTimeout, CancelGrace time.Duration
+	StallBatch                               int
 }
 
 // Service holds the use cases of runs.
@@ -41,12 +49,16 @@ type Service struct {
 	keys      *Keyring
 	issuer    string
 	tokenTTL  time.Duration
+	jobs      kernel.Jobs
+
+	queuedTimeout, stallTimeout, cancelGrace time.Duration
+	stallBatch                               int
 }
 
 // New returns the runs service.
 func New(d Deps) *Service {
-	if d.Store == nil || d.Agents == nil || d.Structure == nil || d.UoW == nil || d.Events == nil || d.Authz == nil {
-		panic("runs: New needs Store, Agents, Structure, UoW, Events and Authz")
+	if d.Store == nil || d.Agents == nil || d.Structure == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Jobs == nil {
+		panic("runs: New needs Store, Agents, Structure, UoW, Events, Authz and Jobs")
 	}
 	if d.Clock == nil {
 		d.Clock = kernel.SystemClock{}
@@ -58,7 +70,17 @@ func New(d Deps) *Service {
 		d.TokenTTL = DefaultTokenTTL
 	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
-		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: d.Issuer, tokenTTL: d.TokenTTL}
+		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: d.Issuer, tokenTTL: d.TokenTTL, jobs: d.Jobs,
+		queuedTimeout: orDefault(d.QueuedTimeout, DefaultQueuedTimeout), stallTimeout: orDefault(d.StallTimeout, DefaultStallTimeout),
+		cancelGrace: orDefault(d.CancelGrace, DefaultCancelGrace), stallBatch: orDefault(d.StallBatch, DefaultStallBatch)}
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T time.Duration | int](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // now is the clock's time at the precision the store keeps.
@@ -97,8 +119,8 @@ func (s *Service) ListThread(ctx context.Context, actor kernel.Actor, threadID k
 // Cancel asks a run to stop (run.cancel: the one who invoked it, or a manager of its channel).
 // It marks cancel_requested_at and appends run.cancel_requested to the agent, in one Unit of Work;
 // a run that is still queued, which no agent holds yet, ends cancelled at once (run.state_changed).
-// A running run goes on until the agent confirms (or, in a later item, agent.cancel_grace
-// passes). Asking again while the first request stands answers the run as it is and appends
+// A running run goes on until the agent confirms or agent.cancel_grace passes: the job
+// runs.cancel_timeout, enqueued in the same unit, then ends it cancelled with cancel_timeout. Asking again while the first request stands answers the run as it is and appends
 // nothing. Errors: unauthenticated, not_found, forbidden, run_ended.
 func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) (Run, error) {
 	var out Run
@@ -126,6 +148,8 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 			if err := s.move(ctx, &r, Cancel, actor.ID, now); err != nil {
 				return err
 			}
+		} else if err := s.enqueue(ctx, JobCancelTimeout, r, now.Add(s.cancelGrace)); err != nil {
+			return err
 		}
 		if err := s.store.UpdateRun(ctx, r); err != nil {
 			return err

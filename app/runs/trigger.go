@@ -122,7 +122,8 @@ func (s *Service) allowed(ctx context.Context, actor kernel.Actor, action kernel
 }
 
 // invoke makes the queued run of agent for message m and appends agent.invocation to the agent
-// and run.state_changed (from nothing to queued) to the thread, in the author's name.
+// and run.state_changed (from nothing to queued) to the thread, in the author's name. It enqueues
+// runs.queued_expiry for the run, due agent.queued_timeout after it was made.
 func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.ID) error {
 	now := s.now()
 	trigger := m.ID
@@ -136,5 +137,5 @@ func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.
 		ActorID: m.AuthorID, Payload: Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
 			SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}})
 	s.logState(ctx, r, nil, m.AuthorID)
-	return nil
+	return s.enqueue(ctx, JobQueuedExpiry, r, now.Add(s.queuedTimeout))
 }

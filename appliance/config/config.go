@@ -132,6 +132,17 @@ type AgentConfig struct {
 	// InvocationTokenTTL is how long an invocation token is valid; the agent renews it with
 	// POST /api/v1/runs/{id}/token.
 	InvocationTokenTTL time.Duration
+	// QueuedTimeout is how long a run may stay queued before the job runs.queued_expiry fails it
+	// with agent_unavailable.
+	QueuedTimeout time.Duration
+	// StallTimeout is how long a running or waiting run may go without a start or patch before
+	// the job runs.stall_check fails it with stale.
+	StallTimeout time.Duration
+	// StallCheckInterval is how often runs.stall_check looks.
+	StallCheckInterval time.Duration
+	// CancelGrace is how long an agent has to confirm a cancel request before the job
+	// runs.cancel_timeout ends the run cancelled with cancel_timeout.
+	CancelGrace time.Duration
 }
 
 // GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.

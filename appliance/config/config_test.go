@@ -45,7 +45,8 @@ func TestDefaults(t *testing.T) {
 			IdempotencyCleanupBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
 			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000},
-		Agent:    AgentConfig{InvocationTokenTTL: 15 * time.Minute},
+		Agent: AgentConfig{InvocationTokenTTL: 15 * time.Minute, QueuedTimeout: 5 * time.Minute, StallTimeout: 5 * time.Minute,
+			StallCheckInterval: 30 * time.Second, CancelGrace: 30 * time.Second},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
 	}

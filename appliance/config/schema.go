@@ -129,6 +129,14 @@ var schema = []key{
 
 	{name: "agent.invocation_token_ttl", def: "15m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},
+	{name: "agent.queued_timeout", def: "5m", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.QueuedTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
+	{name: "agent.stall_timeout", def: "5m", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.StallTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
+	{name: "agent.stall_check_interval", def: "30s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.StallCheckInterval }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
+	{name: "agent.cancel_grace", def: "30s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},

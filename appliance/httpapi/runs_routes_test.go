@@ -13,6 +13,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/httpapi"
@@ -70,7 +71,7 @@ func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	msgs := messaging.New(messaging.Deps{Store: msgStore, Threads: chats, Directory: msgStore, Redactor: db, UoW: db, Events: db,
 		Authz: az, Bus: bus, Clock: clock})
 	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock,
-		Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), TokenTTL: time.Minute})
+		Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), TokenTTL: time.Minute, Jobs: &kerneltest.Tx{}})
 	kernel.Subscribe(bus, "runs.trigger", svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", svc.OnAgentDisabled)
 	bus.Seal()

@@ -1,0 +1,121 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// The jobs of runs (DESIGN §7), each the server's verdict on a run that an agent left behind.
+// The appliance registers a handler for each that calls the method named below; the handlers
+// are idempotent, as kernel.Job asks: each reads the run again in a Unit of Work of its own and
+// does nothing when the run has moved on since the job was enqueued.
+const (
+	// JobQueuedExpiry fails a run still queued agent.queued_timeout after it was made, with
+	// agent_unavailable (ExpireQueued). Enqueued by the trigger with the run; args JobArgs.
+	JobQueuedExpiry = "runs.queued_expiry"
+	// JobStallCheck fails running or waiting runs with no start or patch for
+	// agent.stall_timeout, with stale (FailStalled). Periodic, no args.
+	JobStallCheck = "runs.stall_check"
+	// JobCancelTimeout ends a run still not ended agent.cancel_grace after a person asked to
+	// cancel it, cancelled with cancel_timeout (TimeoutCancel). Enqueued by Cancel; args JobArgs.
+	JobCancelTimeout = "runs.cancel_timeout"
+)
+
+// Defaults of the jobs' timings when Deps leaves them zero (agent.queued_timeout,
+// agent.stall_timeout, agent.cancel_grace) and the batch of one stall check.
+const (
+	DefaultQueuedTimeout = 5 * time.Minute
+	DefaultStallTimeout  = 5 * time.Minute
+	DefaultCancelGrace   = 30 * time.Second
+	DefaultStallBatch    = 100
+)
+
+// JobArgs are the arguments of JobQueuedExpiry and JobCancelTimeout: the run's id, nothing else.
+type JobArgs struct {
+	RunID kernel.ID `json:"run_id"`
+}
+
+// enqueue adds the job name for run r, due at, in the Unit of Work of ctx. The key is the run's
+// id: each run has at most one job of each name in the queue.
+func (s *Service) enqueue(ctx context.Context, name string, r Run, at time.Time) error {
+	return s.jobs.Enqueue(ctx, kernel.Job{Name: name, Args: JobArgs{RunID: r.ID}, At: at, Key: string(r.ID)})
+}
+
+// ExpireQueued is the job runs.queued_expiry: a run that is still queued fails with
+// agent_unavailable (run.state_changed, with no actor); a run in any other state, or gone, is
+// left as it is. Errors: internal, unavailable (the job is tried again).
+func (s *Service) ExpireQueued(ctx context.Context, id kernel.ID) error {
+	return s.judge(ctx, id, func(r Run, _ time.Time) bool { return r.Status == StatusQueued }, Expire)
+}
+
+// TimeoutCancel is the job runs.cancel_timeout: a run that has not ended after its cancel
+// request ends cancelled with cancel_timeout. Errors: internal, unavailable.
+func (s *Service) TimeoutCancel(ctx context.Context, id kernel.ID) error {
+	return s.judge(ctx, id, func(r Run, _ time.Time) bool { return !r.Status.Terminal() && r.CancelRequestedAt != nil }, CancelTimeout)
+}
+
+// FailStalled is the job runs.stall_check: it fails with stale at most one batch of the runs that
+// are running or waiting for input and whose last activity (start, patch) is older than
+// agent.stall_timeout, each in a Unit of Work of its own that reads the run again, so a patch
+// that lands meanwhile saves it. It returns how many it failed; what a full batch leaves is for
+// the next check. Errors: internal, unavailable.
+func (s *Service) FailStalled(ctx context.Context) (int, error) {
+	cutoff := s.now().Add(-s.stallTimeout)
+	rs, err := s.store.StalledRuns(ctx, cutoff, s.stallBatch)
+	if err != nil {
+		return 0, err
+	}
+	stalled := func(r Run, now time.Time) bool {
+		active := r.Status == StatusRunning || r.Status == StatusWaitingInput
+		return active && r.LastActivityAt.Before(now.Add(-s.stallTimeout))
+	}
+	n := 0
+	for _, r := range rs {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		moved := false
+		err := s.uow.Do(ctx, func(ctx context.Context) error {
+			var err error
+			moved, err = s.judgeIn(ctx, r.ID, stalled, Stall)
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		if moved {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// judge moves run id on t in a Unit of Work when applies holds for the run as it is now.
+func (s *Service) judge(ctx context.Context, id kernel.ID, applies func(Run, time.Time) bool, t Trigger) error {
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		_, err := s.judgeIn(ctx, id, applies, t)
+		return err
+	})
+}
+
+// judgeIn is judge inside the caller's unit; it reports whether the run moved. A run that no
+// longer exists is no error: there is nothing left to judge.
+func (s *Service) judgeIn(ctx context.Context, id kernel.ID, applies func(Run, time.Time) bool, t Trigger) (bool, error) {
+	r, err := s.store.Run(ctx, id)
+	if kernel.CodeOf(err) == kernel.CodeNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	now := s.now()
+	if !applies(r, now) {
+		return false, nil
+	}
+	if err := s.move(ctx, &r, t, kernel.NilID, now); err != nil {
+		return false, err
+	}
+	return true, s.store.UpdateRun(ctx, r)
+}

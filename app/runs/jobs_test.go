@@ -1,0 +1,246 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
+)
+
+// wantJob fails unless j is the job name for run id, due at.
+func wantJob(t *testing.T, j kernel.Job, name string, id kernel.ID, at time.Time) {
+	t.Helper()
+	args, _ := json.Marshal(j.Args)
+	if j.Name != name || string(args) != `{"run_id":"`+string(id)+`"}` || !j.At.Equal(at) || j.Key != string(id) {
+		t.Fatalf("job %+v (args %s), want %s for %s at %v", j, args, name, id, at)
+	}
+}
+
+// lastState is the payload of the last run.state_changed.
+func lastState(t *testing.T, f *fixture) runs.StateChange {
+	t.Helper()
+	evs := f.tx.Events()
+	e := evs[len(evs)-1]
+	sc, ok := e.Payload.(runs.StateChange)
+	if e.Type != kernel.EvRunStateChanged || !ok {
+		t.Fatalf("last event %s %T", e.Type, e.Payload)
+	}
+	if !e.ActorID.IsZero() {
+		t.Fatalf("a job's state change has actor %s", e.ActorID)
+	}
+	return sc
+}
+
+func TestQueuedExpiry(t *testing.T) {
+	t.Run("the run and its expiry job are made in the message's unit", func(t *testing.T) {
+		f := mustRuns(t)
+		f.post(t, invoker, f.message(invoker, echo), false)
+		r := f.onlyRun(t)
+		jobs := f.tx.Jobs()
+		if len(jobs) != 1 {
+			t.Fatalf("jobs %+v", jobs)
+		}
+		wantJob(t, jobs[0], runs.JobQueuedExpiry, r.ID, r.CreatedAt.Add(2*time.Minute))
+	})
+
+	t.Run("a unit that rolls back leaves no job", func(t *testing.T) {
+		f := mustRuns(t)
+		var state string
+		err := f.tx.Do(bg, func(ctx context.Context) error {
+			if err := f.svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: f.message(invoker, echo), Author: invoker, Trigger: &state}); err != nil {
+				return err
+			}
+			return errors.New("the message's insert failed")
+		})
+		if err == nil || len(f.tx.Jobs()) != 0 {
+			t.Fatalf("err %v, jobs %+v", err, f.tx.Jobs())
+		}
+	})
+
+	t.Run("a run still queued fails agent_unavailable, with no actor", func(t *testing.T) {
+		f := mustRuns(t)
+		f.post(t, invoker, f.message(invoker, echo), false)
+		r := f.onlyRun(t)
+		f.clock.Advance(2 * time.Minute)
+		if err := f.svc.ExpireQueued(bg, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := f.store.runs[r.ID]
+		if got.Status != runs.StatusFailed || got.Reason != runs.ReasonAgentUnavailable || got.EndedAt == nil {
+			t.Fatalf("run %+v", got)
+		}
+		if sc := lastState(t, f); sc.Status != runs.StatusFailed || *sc.PreviousStatus != runs.StatusQueued {
+			t.Fatalf("state change %+v", sc)
+		}
+		n := len(f.tx.Events())
+		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || len(f.tx.Events()) != n {
+			t.Fatalf("a second run of the job: %v, %d events", err, len(f.tx.Events())-n)
+		}
+	})
+
+	t.Run("a started run, and a run that is gone, are left alone", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		n := len(f.tx.Events())
+		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || f.store.runs[r.ID].Status != runs.StatusRunning || len(f.tx.Events()) != n {
+			t.Fatalf("err %v, run %+v", err, f.store.runs[r.ID])
+		}
+		if err := f.svc.ExpireQueued(bg, kernel.NewID()); err != nil {
+			t.Fatalf("an unknown run: %v", err)
+		}
+	})
+}
+
+func TestCancelTimeout(t *testing.T) {
+	t.Run("a cancel of a running run enqueues the timeout in its unit; a queued run's cancel needs none", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.svc.Cancel(bg, manager, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := f.tx.Jobs()
+		if len(jobs) != 2 {
+			t.Fatalf("jobs %+v", jobs)
+		}
+		wantJob(t, jobs[1], runs.JobCancelTimeout, r.ID, got.CancelRequestedAt.Add(30*time.Second))
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err != nil || len(f.tx.Jobs()) != 2 {
+			t.Fatalf("asking again: %v, %d jobs", err, len(f.tx.Jobs()))
+		}
+
+		f2 := mustRuns(t)
+		f2.post(t, invoker, f2.message(invoker, echo), false)
+		if _, err := f2.svc.Cancel(bg, manager, f2.onlyRun(t).ID); err != nil || len(f2.tx.Jobs()) != 1 {
+			t.Fatalf("queued: %v, jobs %+v", err, f2.tx.Jobs())
+		}
+	})
+
+	t.Run("a cancel that fails leaves no job", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		f.store.fail = errors.New("disk full")
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err == nil || len(f.tx.Jobs()) != 1 {
+			t.Fatalf("err %v, jobs %+v", err, f.tx.Jobs())
+		}
+	})
+
+	t.Run("a run the agent did not confirm ends cancelled with cancel_timeout; a confirmed one is left", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(30 * time.Second)
+		if err := f.svc.TimeoutCancel(bg, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := f.store.runs[r.ID]
+		if got.Status != runs.StatusCancelled || got.Reason != runs.ReasonCancelTimeout {
+			t.Fatalf("run %+v", got)
+		}
+		if sc := lastState(t, f); *sc.PreviousStatus != runs.StatusRunning {
+			t.Fatalf("state change %+v", sc)
+		}
+
+		f, r, tok = invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		n := len(f.tx.Events())
+		if err := f.svc.TimeoutCancel(bg, r.ID); err != nil || len(f.tx.Events()) != n || f.store.runs[r.ID].Reason != "" {
+			t.Fatalf("confirmed: %v, run %+v", err, f.store.runs[r.ID])
+		}
+	})
+}
+
+func TestStallCheck(t *testing.T) {
+	t.Run("fails the active runs idle past the timeout, a batch at a time, and spares the rest", func(t *testing.T) {
+		f := mustRuns(t)
+		now := f.clock.Now().UTC().Truncate(time.Microsecond)
+		var made []runs.Run
+		for _, c := range []struct {
+			status runs.Status
+			idle   time.Duration
+		}{
+			{runs.StatusRunning, 4 * time.Minute},
+			{runs.StatusWaitingInput, 5 * time.Minute},
+			{runs.StatusRunning, 10 * time.Minute},
+			{runs.StatusRunning, time.Minute},       // fresh
+			{runs.StatusQueued, 10 * time.Minute},   // queued: the expiry's business
+			{runs.StatusSucceeded, 9 * time.Minute}, // ended
+		} {
+			r := runs.Run{Summary: runs.Summary{ID: kernel.NewID(), AgentID: echo, ThreadID: f.main.ID, ChannelID: f.channel.ID,
+				SpaceID: f.channel.SpaceID, InvokedBy: invoker.ID, Status: c.status, CreatedAt: now.Add(-time.Hour),
+				LastActivityAt: now.Add(-c.idle), UpdatedAt: now}}
+			f.store.runs[r.ID] = r
+			made = append(made, r)
+		}
+		n, err := f.svc.FailStalled(bg) // the batch is 2: the two idle longest
+		if err != nil || n != 2 {
+			t.Fatalf("first check: %d, %v", n, err)
+		}
+		for _, i := range []int{1, 2} {
+			if got := f.store.runs[made[i].ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonStale {
+				t.Fatalf("run %d: %+v", i, got)
+			}
+		}
+		if got := typesOf(f.tx.Events()); !slices.Equal(got, []string{kernel.EvRunStateChanged, kernel.EvRunStateChanged}) {
+			t.Fatalf("events %v", got)
+		}
+		f.clock.Advance(time.Minute) // run 0 is now 5 minutes idle, run 3 two
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 1 || f.store.runs[made[0].ID].Reason != runs.ReasonStale {
+			t.Fatalf("second check: %d, %v, run %+v", n, err, f.store.runs[made[0].ID])
+		}
+		for _, i := range []int{3, 4, 5} {
+			if got := f.store.runs[made[i].ID]; got.Status != made[i].Status {
+				t.Fatalf("run %d changed: %+v", i, got)
+			}
+		}
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 0 {
+			t.Fatalf("third check: %d, %v", n, err)
+		}
+	})
+
+	t.Run("a patch keeps a run alive", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(2 * time.Minute)
+		fresh, err := f.svc.RenewToken(bg, echoActor, r.ID) // the fixture's tokens live a minute
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, fresh.Token, runs.Patch{Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(2 * time.Minute)
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 0 {
+			t.Fatalf("%d, %v", n, err)
+		}
+		f.clock.Advance(time.Minute + time.Microsecond)
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 1 {
+			t.Fatalf("%d, %v", n, err)
+		}
+	})
+}
