@@ -28,6 +28,9 @@ type Client struct {
 
 	onEphemeral func(Event) error
 	onReady     func(Ready)
+	// peek sees every logged event as it arrives, from the reader goroutine, before the
+	// handler: Agent learns of run.cancel_requested while a handler still works.
+	peek func(Event)
 
 	backoffBase, backoffCap time.Duration
 	stableAfter             time.Duration
@@ -163,18 +166,21 @@ type User struct {
 
 // Message is a message, as the REST API answers it and as message.created carries it.
 type Message struct {
-	ID          string     `json:"id"`
-	ThreadID    string     `json:"thread_id"`
-	ChannelID   string     `json:"channel_id"`
-	SpaceID     string     `json:"space_id"`
-	AuthorID    string     `json:"author_id"`
-	Content     string     `json:"content"`
-	ClientMsgID string     `json:"client_msg_id"`
-	Mentions    []string   `json:"mentions"`
-	Version     int        `json:"version"`
-	CreatedAt   time.Time  `json:"created_at"`
-	EditedAt    *time.Time `json:"edited_at"`
-	Deleted     bool       `json:"deleted"`
+	ID          string   `json:"id"`
+	ThreadID    string   `json:"thread_id"`
+	ChannelID   string   `json:"channel_id"`
+	SpaceID     string   `json:"space_id"`
+	AuthorID    string   `json:"author_id"`
+	Content     string   `json:"content"`
+	ClientMsgID string   `json:"client_msg_id"`
+	Mentions    []string `json:"mentions"`
+	// RunID is the run the message answers, when an agent posted it with the run's
+	// invocation token.
+	RunID     string     `json:"run_id,omitempty"`
+	Version   int        `json:"version"`
+	CreatedAt time.Time  `json:"created_at"`
+	EditedAt  *time.Time `json:"edited_at"`
+	Deleted   bool       `json:"deleted"`
 }
 
 // Event is one event. Seq is its place in the log (commit order; a client sees only the events
@@ -256,6 +262,11 @@ func (c *Client) Events(ctx context.Context, after int64, limit int) (EventPage,
 
 // do sends one REST request and decodes a 2xx answer into out, or returns an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	return c.doHeader(ctx, method, path, body, out, nil)
+}
+
+// doHeader is do with extra request headers (an Invocation-Token).
+func (c *Client) doHeader(ctx context.Context, method, path string, body, out any, hdr http.Header) error {
 	if c.base.Scheme == "invalid" {
 		return fmt.Errorf("client: base URL %q is not an http or https URL", c.base.Opaque)
 	}
@@ -275,6 +286,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

@@ -12,6 +12,12 @@
 // handed twice. A bot that must not miss events across its own restarts stores Cursor() after
 // its handler has done its work and starts the next process with WithCursor.
 //
+// An agent uses Agent instead: NewAgent(baseURL, agentToken).Run(ctx, handler) hands each
+// agent.invocation to the handler once, with an Invocation to Start, Update, Reply and Finish
+// the run; it carries and renews the run's invocation token, keeps the document's version,
+// cancels the handler's context on run.cancel_requested and acknowledges an invocation only
+// after its handler returned nil.
+//
 // The package talks to the server only over HTTP and WebSocket, like any other client; it must
 // not import the server's packages. github.com/coder/websocket lives in gateway.go alone.
 //

@@ -347,6 +347,18 @@ func (c *Client) connect(ctx context.Context, handle func(Event) error) outcome 
 				// The server asks for one now.
 				_ = g.send(connCtx, opHeartbeat, struct{}{})
 			default:
+				if c.peek != nil && f.Op == opEvent {
+					ev := f.ev
+					if ev == nil {
+						ev = new(Event)
+						if json.Unmarshal(f.D, ev) != nil {
+							ev = nil
+						}
+					}
+					if ev != nil && ev.Seq > 0 {
+						c.peek(*ev)
+					}
+				}
 				handing.Store(true)
 				select {
 				case frames <- f:
