@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"runtime"
@@ -118,6 +120,7 @@ func wire(ctx context.Context, a *App) error {
 		Observer:  az,
 		Consumers: storage.NewConsumerStore(db),
 		Preparer:  runSvc,
+		Runs:      storage.NewRunStore(db),
 		Clock:     clock,
 		Logger:    a.Logger,
 	}
@@ -127,6 +130,7 @@ func wire(ctx context.Context, a *App) error {
 		IdentifyTimeout:    a.Config.Gateway.IdentifyTimeout,
 		ReplayBufferEvents: replayBuffer(a.Config.Gateway.ReplayBufferEvents),
 		OutboundQueueMax:   a.Config.Sync.OutboundQueueMax,
+		RunPatchCoalesce:   runPatchCoalesce(a.Config.Sync.RunPatchCoalesceInterval),
 	}
 	// Several nodes (cluster.mode multi, PostgreSQL): each process is a node with an id of its
 	// own, new at every start; typing and presence cross nodes as id-only signals on the channel
@@ -143,6 +147,7 @@ func wire(ctx context.Context, a *App) error {
 	}
 	gw := gateway.New(gwDeps, gwConfig)
 	az.OnPrincipalDisabled(gw.PrincipalDisabled)
+	runSvc.OnPatched(gw.RunPatched) // patches are not logged: this is their way to the clients
 	az.OnObserveError(func(seq int64, err error) {
 		a.Logger.Warn("permission cache: loaded again", "seq", seq, "err", err)
 	})
@@ -181,6 +186,15 @@ func wire(ctx context.Context, a *App) error {
 	a.Identity = ident
 	a.Public = router
 	return nil
+}
+
+// runPatchCoalesce maps sync.run_patch_coalesce_interval to the gateway's setting, where 0 means
+// the default and a negative value none.
+func runPatchCoalesce(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // replayBuffer maps gateway.replay_buffer_events to the gateway's setting, where 0 means the

@@ -1,10 +1,84 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	botclient "bothy.dev/bothy/client"
 )
+
+// runUpdate is the data of a run.updated frame, as much as the tests read.
+type runUpdate struct {
+	RunID       string `json:"run_id"`
+	BaseVersion *int   `json:"base_version"`
+	Version     int    `json:"version"`
+	Patch       *struct {
+		Status       *string           `json:"status"`
+		Steps        []json.RawMessage `json:"steps"`
+		Output       *string           `json:"output"`
+		OutputAppend string            `json:"output_append"`
+	} `json:"patch"`
+	Document *struct {
+		Version int               `json:"version"`
+		Status  string            `json:"status"`
+		Steps   []json.RawMessage `json:"steps"`
+		Output  string            `json:"output"`
+	} `json:"document"`
+}
+
+// runUpdates returns the run.updated frames the bot was handed, in order.
+func runUpdates(b *bot) []runUpdate {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return runUpdatesLocked(b)
+}
+
+func runUpdatesLocked(b *bot) []runUpdate {
+	var out []runUpdate
+	for _, e := range b.ephemeralsLocked("run.updated") {
+		var u runUpdate
+		if err := json.Unmarshal(e.Data, &u); err != nil {
+			panic(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// foldedDocument is the run document as a client builds it from run.updated frames (steps
+// counted only: the test patches new steps).
+type foldedDocument struct {
+	Version int
+	Status  string
+	Steps   int
+	Output  string
+}
+
+// apply applies u and reports whether it could: false when u is a patch on another version than
+// doc's (the client reads the run then).
+func (d *foldedDocument) apply(u runUpdate) bool {
+	switch {
+	case u.Document != nil:
+		*d = foldedDocument{Version: u.Document.Version, Status: u.Document.Status, Steps: len(u.Document.Steps), Output: u.Document.Output}
+		return true
+	case u.Patch == nil || u.BaseVersion == nil || *u.BaseVersion != d.Version:
+		return false
+	}
+	if u.Patch.Status != nil {
+		d.Status = *u.Patch.Status
+	}
+	if u.Patch.Output != nil {
+		d.Output = *u.Patch.Output
+	}
+	d.Output += u.Patch.OutputAppend
+	d.Steps += len(u.Patch.Steps)
+	d.Version = u.Version
+	return true
+}
 
 // TestAgentRun is the agent's side of a run, end to end over REST: the agent polls its
 // agent.invocation, which carries an invocation token for the run, starts it (a second start is 409),
@@ -81,6 +155,63 @@ func TestAgentRun(t *testing.T) {
 			ac.do(t, http.MethodPatch, api("runs", runID), map[string]any{"version": 2, "output_append": "lo"}, with(tok)).want(t, http.StatusOK)
 			if r := runOf(t, w.alice, runID); r.Version != 2 || r.Document.Output != "hello" {
 				t.Fatalf("run %+v", r)
+			}
+		})
+
+		t.Run("a person focused on the thread sees run.updated in version order", func(t *testing.T) {
+			reader := mustStartBot(t, "alice", w.in.srv.public, w.alice.token, botclient.WithCursor(start))
+			if err := reader.cl.Focus(context.Background(), th); err != nil {
+				t.Fatal(err)
+			}
+			// The focus travels on the gateway while the patches go over REST: patch until the
+			// first frame arrives, then once more.
+			tok = token(t)
+			version := 2
+			patch := func(t *testing.T, body map[string]any) {
+				t.Helper()
+				version++
+				body["version"] = version
+				ac.do(t, http.MethodPatch, api("runs", runID), body, with(tok)).want(t, http.StatusOK)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(runUpdates(reader)) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no run.updated within 10s")
+				}
+				patch(t, map[string]any{"status": fmt.Sprintf("working %d", version+1)})
+				time.Sleep(20 * time.Millisecond)
+			}
+			patch(t, map[string]any{"output_append": ", world", "steps": []map[string]any{{"id": "s1", "kind": "tool_call", "title": "search"}}})
+			reader.waitFor(t, "run.updated of the last version", 10*time.Second, func() bool {
+				ups := runUpdatesLocked(reader)
+				return len(ups) > 0 && ups[len(ups)-1].Version == version
+			})
+			// Fold the frames as a client does: a patch applies on its base version, a document
+			// replaces, and a gap (a frame missed before the focus took) reads the stored run.
+			doc := foldedDocument{Version: -1}
+			last := 0
+			for _, u := range runUpdates(reader) {
+				if u.Version <= last {
+					t.Fatalf("run.updated out of order: version %d after %d", u.Version, last)
+				}
+				last = u.Version
+				if u.Version > doc.Version && !doc.apply(u) {
+					var r struct {
+						Document struct {
+							Version int               `json:"version"`
+							Status  string            `json:"status"`
+							Steps   []json.RawMessage `json:"steps"`
+							Output  string            `json:"output"`
+						} `json:"document"`
+					}
+					w.alice.do(t, http.MethodGet, api("runs", runID), nil).want(t, http.StatusOK).decode(t, &r)
+					doc = foldedDocument{Version: r.Document.Version, Status: r.Document.Status, Steps: len(r.Document.Steps), Output: r.Document.Output}
+				}
+			}
+			r := runOf(t, w.alice, runID)
+			if doc.Version != version || r.Version != version || doc.Output != "hello, world" || r.Document.Output != doc.Output ||
+				doc.Steps != 1 || doc.Status == "" {
+				t.Fatalf("folded %+v, stored %+v", doc, r)
 			}
 		})
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +177,53 @@ func TestSeveralNodes(t *testing.T) {
 		}
 		checkEachOnce(t, "alice", acked, createdIDs(moved.handed()))
 		mustMatchCatchUp(t, moved, w.alice, from)
+	})
+
+	t.Run("a patch stored through node A reaches a client focused on node B as run.updated", func(t *testing.T) {
+		ag, ac := w.in.mustCreateAgent(t, "streamer")
+		w.in.owner.mustGrant(t, w.shared.ID, ag.ID, "view")
+		w.in.owner.mustGrant(t, w.shared.ID, w.aliceU.ID, "invoke")
+		th := w.sharedTh.Thread.ID
+		if err := alice.cl.Focus(context.Background(), th); err != nil {
+			t.Fatal(err)
+		}
+		mid, state := postedMessage(t, w.alice, th, "@streamer go")
+		if state != "triggered" {
+			t.Fatalf("trigger_state %v", state)
+		}
+		var pg page[runView]
+		w.alice.do(t, http.MethodGet, api("threads", th, "runs"), nil).want(t, http.StatusOK).decode(t, &pg)
+		var runID string
+		for _, r := range pg.Items {
+			if r.TriggerMessageID != nil && *r.TriggerMessageID == mid {
+				runID = r.ID
+			}
+		}
+		tok, _ := ac.do(t, http.MethodPost, api("runs", runID, "token"), nil).want(t, http.StatusOK).obj()["invocation_token"].(string)
+		ac.do(t, http.MethodPost, api("runs", runID, "start"), nil, header("Invocation-Token", tok)).want(t, http.StatusOK)
+		// The focus travels to node B while the patches go to node A: patch until a frame comes.
+		version := 0
+		deadline := time.Now().Add(10 * time.Second)
+		for len(runUpdates(alice)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no run.updated on node B within 10s")
+			}
+			version++
+			ac.do(t, http.MethodPatch, api("runs", runID), map[string]any{"version": version, "output_append": "x"},
+				header("Invocation-Token", tok)).want(t, http.StatusOK)
+			time.Sleep(20 * time.Millisecond)
+		}
+		alice.waitFor(t, "run.updated of the last version", 10*time.Second, func() bool {
+			ups := runUpdatesLocked(alice)
+			return ups[len(ups)-1].Version == version
+		})
+		// Another node's patch arrives as the stored document, never as a patch (seed 11.6).
+		for _, u := range runUpdates(alice) {
+			if u.RunID != runID || u.Document == nil || u.Patch != nil || u.Document.Version != u.Version ||
+				u.Document.Output != strings.Repeat("x", u.Version) {
+				t.Fatalf("run.updated on node B: %+v", u)
+			}
+		}
 	})
 
 	t.Run("both watchers were handed exactly what their REST catch-up answers", func(t *testing.T) {

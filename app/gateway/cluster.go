@@ -58,6 +58,7 @@ const (
 	signalPresence = "gateway.presence" // principal_id: their connections on the sender changed
 	signalDevice   = "gateway.device"   // principal_id, device_id, binding_id: a newer binding
 	signalConsumer = "gateway.consumer" // principal_id, binding_id: an agent's newer consumer
+	signalRun      = "gateway.run"      // run_id, version: a patch of the run is stored
 )
 
 // signal is the payload of a gateway signal: its kind, the node that sent it and the ids of its
@@ -69,6 +70,8 @@ type signal struct {
 	PrincipalID kernel.ID `json:"principal_id,omitempty"`
 	DeviceID    string    `json:"device_id,omitempty"`
 	BindingID   kernel.ID `json:"binding_id,omitempty"`
+	RunID       kernel.ID `json:"run_id,omitempty"`
+	Version     int       `json:"version,omitempty"`
 }
 
 // cluster is the gateway's side of several nodes: it publishes typing and the local presence
@@ -360,6 +363,13 @@ func (g *Gateway) onSignal(ctx context.Context, b []byte) {
 			return
 		}
 		g.consumerTakenElsewhere(id, bound)
+	case signalRun:
+		id, err := kernel.ParseID(string(s.RunID))
+		if err != nil || s.Version < 1 {
+			g.malformedSignal(b, "run_id must be an id and version positive")
+			return
+		}
+		g.runSignalled(sctx, id, s.Version)
 	default:
 		// A kind of a newer node: nothing to do here.
 	}

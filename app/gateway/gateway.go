@@ -144,6 +144,9 @@ type Deps struct {
 	// Preparer sees each agent.invocation before it reaches its agent (live and in a
 	// catch-up): runs adds the invocation token, or holds the event back. nil: none.
 	Preparer Preparer
+	// Runs reads a run that another node signals a patch of (run.updated); nil: this node's
+	// clients see only the patches made on it.
+	Runs     RunReader
 	Signals  Signals
 	Presence PresenceStore
 	Clock    kernel.Clock
@@ -174,6 +177,9 @@ type Config struct {
 	// PresenceGrace is how long a person whose last connection went stays online for the
 	// others (5s; below 0: none): a reload or a reconnect does not flap offline → online.
 	PresenceGrace time.Duration
+	// RunPatchCoalesce is the window in which a run's patches are merged into one run.updated
+	// frame (sync.run_patch_coalesce_interval, 50ms; below 0: none, every patch is a frame).
+	RunPatchCoalesce time.Duration
 	// Node is this process's id in a cluster (a UUIDv7 new at every start), required with
 	// Deps.Signals. PresenceFlushInterval is how often it writes its presence rows
 	// (cluster.presence_flush_interval, 2s); PresenceTTL how old another node's rows may get
@@ -201,6 +207,9 @@ func (c Config) withDefaults() Config {
 		c.PresenceGrace = 5 * time.Second
 	case c.PresenceGrace < 0:
 		c.PresenceGrace = 0
+	}
+	if c.RunPatchCoalesce == 0 {
+		c.RunPatchCoalesce = 50 * time.Millisecond
 	}
 	if c.OutboundQueueMax <= 0 {
 		c.OutboundQueueMax = 1024
@@ -240,6 +249,7 @@ type Gateway struct {
 	clock  kernel.Clock
 	hub    *hub
 	tailer tailState
+	runs   *runFanout
 
 	presence *presence
 	cluster  *cluster // nil on one node
@@ -290,6 +300,7 @@ func New(d Deps, cfg Config) *Gateway {
 	g.hub.prepare = d.Preparer
 	g.hub.recent = newRecent(g.cfg.ReplayBufferEvents, replayBufferBytes)
 	g.presence = newPresence(g.cfg.PresenceGrace)
+	g.runs = newRunFanout(g.hub, d.Authz, g.cfg.RunPatchCoalesce)
 	if d.Signals != nil || d.Presence != nil {
 		if d.Signals == nil || d.Presence == nil || g.cfg.Node.IsZero() {
 			panic("gateway: several nodes need Signals, Presence and a Node")

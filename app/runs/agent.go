@@ -58,11 +58,11 @@ func (s *Service) Start(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 }
 
 // Patch applies the agent's patch to the run document (Apply) and stores the document with its
-// new version; a patch is not logged. Errors: unauthenticated, not_found,
-// invocation_token_invalid, invocation_token_expired, run_ended, conflict (the run is still
-// queued: start it first), run_version_conflict, validation_failed.
+// new version; a patch is not logged, but told to OnPatched after the commit. Errors:
+// unauthenticated, not_found, invocation_token_invalid, invocation_token_expired, run_ended,
+// conflict (the run is still queued: start it first), run_version_conflict, validation_failed.
 func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, p Patch) (Run, error) {
-	return s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
+	r, err := s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
 		if r.Status.Terminal() {
 			return kernel.Errorf(CodeRunEnded, "the run has ended: it is %s", r.Status)
 		}
@@ -76,6 +76,11 @@ func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 		r.Document, r.Version, r.LastActivityAt, r.UpdatedAt = doc, doc.Version, now, now
 		return nil
 	})
+	if err == nil && s.onPatched != nil {
+		// The request may end the moment it is answered; the fan-out must not end with it.
+		s.onPatched(context.WithoutCancel(ctx), Patched{Run: r, Patch: p})
+	}
+	return r, err
 }
 
 // Finish ends the run as the agent says: succeeded, failed (with its error code as the reason,

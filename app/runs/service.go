@@ -53,7 +53,23 @@ type Service struct {
 
 	queuedTimeout, stallTimeout, cancelGrace time.Duration
 	stallBatch                               int
+
+	// onPatched is told of every stored patch after its commit (OnPatched).
+	onPatched func(context.Context, Patched)
 }
+
+// Patched is a patch after its commit: the run as it is now, with the document at the patch's
+// version, and the patch as the agent sent it. The gateway fans it out as run.updated.
+type Patched struct {
+	Run   Run
+	Patch Patch
+}
+
+// OnPatched registers f to be told of every stored patch, after its commit, on the goroutine of
+// the agent's request (so it must not block). Patches are not logged (DESIGN §7): f is their only
+// way to the clients, and a client that missed one reads the stored document. Call it before the
+// service is used; a second call replaces the first.
+func (s *Service) OnPatched(f func(context.Context, Patched)) { s.onPatched = f }
 
 // New returns the runs service.
 func New(d Deps) *Service {

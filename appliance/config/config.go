@@ -118,6 +118,10 @@ type SyncConfig struct {
 	// OutboundQueueMax bounds each gateway connection's queue of frames; a connection whose
 	// queue overflows is closed with 4014 (slow consumer).
 	OutboundQueueMax int
+	// RunPatchCoalesceInterval is the window in which a run's patches are merged into one
+	// run.updated frame per focused client; the first patch after a quiet spell goes at once.
+	// 0: every patch is a frame of its own.
+	RunPatchCoalesceInterval time.Duration
 	// IdempotencyKeyTTL is how long the answer to a request with an Idempotency-Key is kept for
 	// the client's retries; the job sync.idempotency_cleanup deletes older ones.
 	IdempotencyKeyTTL time.Duration

@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 		HTTP: HTTPConfig{MaxJSONBodyBytes: 1048576, MaxJSONDepth: 32, RequestTimeout: 30 * time.Second,
 			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second},
 		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginFailureWindow: 10 * time.Minute},
-		Sync: SyncConfig{OutboundQueueMax: 1024, IdempotencyKeyTTL: 24 * time.Hour, IdempotencyCleanupInterval: time.Hour,
+		Sync: SyncConfig{OutboundQueueMax: 1024, RunPatchCoalesceInterval: 50 * time.Millisecond, IdempotencyKeyTTL: 24 * time.Hour, IdempotencyCleanupInterval: time.Hour,
 			IdempotencyCleanupBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
 			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000},

@@ -109,6 +109,8 @@ var schema = []key{
 
 	{name: "sync.outbound_queue_max", def: "1024", kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
+	{name: "sync.run_patch_coalesce_interval", def: "50ms", kind: kindDuration,
+		field: func(c *Config) any { return &c.Sync.RunPatchCoalesceInterval }, check: durationBetween(0, 10*time.Second)},
 	{name: "sync.idempotency_key_ttl", def: "24h", kind: kindDuration,
 		field: func(c *Config) any { return &c.Sync.IdempotencyKeyTTL }, check: durationBetween(time.Minute, 8760*time.Hour)},
 	{name: "sync.idempotency_cleanup_interval", def: "1h", kind: kindDuration,
