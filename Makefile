@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X bothy.dev/bothy/appliance.Version=$(VERSION)
 
-.PHONY: build run test bench fmt lint
+.PHONY: build run test bench fmt lint generate
 
 ## build: compile ./bothy with the version stamped in
 build:
@@ -22,6 +22,10 @@ test:
 ## bench: run every benchmark and print target vs measured (see bench/run)
 bench:
 	bash bench/run
+
+## generate: regenerate the console's templ components (ui/**/*_templ.go, committed)
+generate:
+	$(GO) tool templ generate -path ui
 
 ## fmt: format every Go file
 fmt:

@@ -338,7 +338,7 @@ func TestSetup(t *testing.T) {
 			t.Fatalf("serve was not ready within 10s: %s", c.stderr)
 		}
 		stdout = c.stdout.String()
-		if want := "http://" + a.PublicAddr() + "/setup?code="; stdout != "" && !strings.Contains(stdout, want) {
+		if want := "http://" + a.PublicAddr() + "/console/setup?code="; stdout != "" && !strings.Contains(stdout, want) {
 			t.Errorf("the setup line %q does not lead to %s", stdout, want)
 		}
 		c.sigs <- syscall.SIGTERM
@@ -358,7 +358,7 @@ func TestSetup(t *testing.T) {
 		code := c.run(append([]string{"setup", "bootstrap-owner", "--data-dir", dataDir, "--password-file", "-"}, args...)...)
 		return c, code
 	}
-	setupLine := regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/setup\?code=[A-Za-z0-9_%-]+ to create the first owner\n$`)
+	setupLine := regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/console/setup\?code=[A-Za-z0-9_%-]+ to create the first owner\n$`)
 
 	dataDir := filepath.Join(t.TempDir(), "data")
 	t.Run("serve prints one setup line while no owner exists", func(t *testing.T) {

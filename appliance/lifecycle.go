@@ -165,7 +165,7 @@ func (a *App) announceSetup(ctx context.Context, public bool) error {
 	if !ok {
 		return nil
 	}
-	_, err = fmt.Fprintf(a.Stdout, "Open %s/setup?code=%s to create the first owner\n", a.PublicURL(), url.QueryEscape(code))
+	_, err = fmt.Fprintf(a.Stdout, "Open %s/console/setup?code=%s to create the first owner\n", a.PublicURL(), url.QueryEscape(code))
 	return err
 }
 

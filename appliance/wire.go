@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 
 	"bothy.dev/bothy/app/agents"
@@ -19,8 +20,10 @@ import (
 	wsgateway "bothy.dev/bothy/appliance/gateway"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/passwords"
+	"bothy.dev/bothy/assets"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/jobs"
+	"bothy.dev/bothy/ui"
 )
 
 // wire builds the modules on a.DB, registers the in-transaction subscribers in one place, seals
@@ -95,7 +98,6 @@ func wire(ctx context.Context, a *App) error {
 		Logger:         a.Logger,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
-	router.Handle(httpapi.SetupPageRoutes(az)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
@@ -171,6 +173,18 @@ func wire(ctx context.Context, a *App) error {
 	}
 	a.OnStop("gateway", gw.Shutdown)
 	a.Gateway = gw
+
+	// The console (ui/) and its embedded assets sit outside the JSON chain: pages answer HTML,
+	// authenticate with the session cookie and call the same use cases as the routes above. The
+	// printed setup link and the bare address lead into it.
+	router.HandleRaw(ui.Prefix, ui.New(ui.Deps{Identity: ident, Chat: chats, Messages: msgs, Agents: agentSvc, Runs: runSvc,
+		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
+		Engine: a.Config.Database.Driver, Started: clock.Now()}))
+	router.HandleRaw(assets.Prefix, assets.Handler())
+	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))
+	router.HandleRaw("GET /setup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/console/setup?"+r.URL.RawQuery, http.StatusSeeOther)
+	}))
 
 	// Seed 15.1 step 7: every route's action must be one authz decides, or the start aborts.
 	for _, r := range router.Routes() {

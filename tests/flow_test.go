@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,17 +27,18 @@ func TestReadmeFlow(t *testing.T) {
 		srv := mustStart(t, eng)
 		p := newPlay(srv)
 		p.vars["setup"] = map[string]any{"code": srv.setupCode}
-		t.Run("the printed link opens the setup page", func(t *testing.T) {
+		t.Run("the printed link opens the console's setup page", func(t *testing.T) {
 			u, err := url.Parse(srv.setupLink)
-			if err != nil || u.Path != "/setup" || u.Query().Get("code") != srv.setupCode {
+			if err != nil || u.Path != "/console/setup" || u.Query().Get("code") != srv.setupCode {
 				t.Fatalf("setup link %q (%v)", srv.setupLink, err)
 			}
 			r := as(srv, "").do(t, http.MethodGet, u.RequestURI(), nil, breaksDocument()).want(t, http.StatusOK)
 			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 				t.Errorf("content type %q", ct)
 			}
-			if !strings.Contains(string(r.raw), `data-testid="setup-form"`) || !strings.Contains(string(r.raw), "/api/v1/setup") {
-				t.Errorf("the page has no setup form posting to /api/v1/setup")
+			page := string(r.raw)
+			if !strings.Contains(page, `data-testid="setup-form"`) || !strings.Contains(page, `name="code" value="`+html.EscapeString(srv.setupCode)+`"`) {
+				t.Errorf("the page has no setup form carrying the code")
 			}
 		})
 		p.run(t, []scenario{

@@ -95,7 +95,7 @@ func mustStart(tb testing.TB, eng engine, args ...string) *server {
 }
 
 var (
-	setupLine = regexp.MustCompile(`Open (\S+)/setup\?code=(\S+) to create the first owner`)
+	setupLine = regexp.MustCompile(`Open (\S+)/console/setup\?code=(\S+) to create the first owner`)
 	// A host:port value of a key=value pair in a text log line.
 	kvAddr = regexp.MustCompile(`(?:^|\s)([A-Za-z_.]+)="?([0-9A-Za-z.\-\[\]:]+:[0-9]+)"?`)
 )
@@ -159,7 +159,7 @@ func (s *server) mustBoot(tb testing.TB, wantSetup bool) {
 				if err != nil {
 					code = m[2]
 				}
-				send(found{link: m[1] + "/setup?code=" + m[2], code: code})
+				send(found{link: m[1] + "/console/setup?code=" + m[2], code: code})
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)

@@ -344,14 +344,6 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 		w.WriteHeader(status)
 		return
 	}
-	if page, ok := body.(HTML); ok {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'")
-		w.WriteHeader(status)
-		_, _ = w.Write(page)
-		return
-	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		writeProblem(w, fmt.Errorf("encode response: %w", err), "")

@@ -207,18 +207,6 @@ func (allowAll) Authorize(ctx context.Context, _ kernel.Actor, a kernel.Action, 
 	return nil
 }
 
-func TestSetupPage(t *testing.T) {
-	rt := NewRouter(fakeAuth{}, nil, Options{})
-	rt.Handle(SetupPageRoutes(allowAll{})...)
-	w := do(t, rt, "GET", "/setup?code=abc", "", "", nil)
-	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
-		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
-	}
-	if !strings.Contains(w.Body.String(), `data-testid="setup-form"`) || !strings.Contains(w.Body.String(), "/api/v1/setup") {
-		t.Fatal("the page has no setup form posting to /api/v1/setup")
-	}
-}
-
 func TestHandleRaw(t *testing.T) {
 	rt, _ := testRouter(t)
 	rt.HandleRaw("/raw/hijack", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,203 @@
+package tests
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// browser is a console visitor without JavaScript: a cookie jar, no automatic redirects (the
+// tests look at each answer), and the CSRF token of the last page it read.
+type browser struct {
+	tb   testing.TB
+	base string
+	hc   *http.Client
+	csrf string
+}
+
+func newBrowser(tb testing.TB, base string) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{tb: tb, base: base, hc: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// consolePage is one answer of the console.
+type consolePage struct {
+	status int
+	header http.Header
+	body   string
+}
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+func (b *browser) get(path string) consolePage {
+	b.tb.Helper()
+	return b.send(http.MethodGet, path, nil)
+}
+
+// post sends a form with the browser's CSRF token (unless form sets csrf_token itself).
+func (b *browser) post(path string, form url.Values) consolePage {
+	b.tb.Helper()
+	if _, ok := form["csrf_token"]; !ok {
+		form.Set("csrf_token", b.csrf)
+	}
+	return b.send(http.MethodPost, path, form)
+}
+
+func (b *browser) send(method, path string, form url.Values) consolePage {
+	b.tb.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	if m := csrfField.FindStringSubmatch(string(raw)); m != nil {
+		b.csrf = m[1]
+	}
+	return consolePage{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+}
+
+func (p consolePage) want(tb testing.TB, status int) consolePage {
+	tb.Helper()
+	if p.status != status {
+		tb.Fatalf("status %d, want %d: %.600s", p.status, status, p.body)
+	}
+	return p
+}
+
+// location is where a redirect leads.
+func (p consolePage) location() string { return p.header.Get("Location") }
+
+// has reports whether the page shows the element with data-testid id.
+func (p consolePage) has(id string) bool { return strings.Contains(p.body, `data-testid="`+id+`"`) }
+
+// TestConsoleSignIn is issue 6's setup and sign-in without a browser: the bare address leads to
+// the console, the printed link to the setup page, which creates the owner and signs them in;
+// sign-out, sign-in, a form without its CSRF token, failed sign-ins and the headers of a page.
+func TestConsoleSignIn(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, false, func(t *testing.T, eng engine) {
+		srv := mustStart(t, eng)
+		b := newBrowser(t, srv.public)
+		const pw = "correct horse battery"
+
+		t.Run("the bare address leads to the console, and the console to the sign-in", func(t *testing.T) {
+			if p := b.get("/").want(t, http.StatusSeeOther); p.location() != "/console/" {
+				t.Fatalf("/ redirects to %q", p.location())
+			}
+			if p := b.get("/console/").want(t, http.StatusSeeOther); !strings.HasPrefix(p.location(), "/console/signin") {
+				t.Fatalf("/console/ redirects to %q", p.location())
+			}
+		})
+
+		t.Run("a page has a strict content security policy and is not cached", func(t *testing.T) {
+			p := b.get("/console/signin").want(t, http.StatusOK)
+			csp := p.header.Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "form-action 'self'"} {
+				if !strings.Contains(csp, want) {
+					t.Errorf("CSP %q lacks %q", csp, want)
+				}
+			}
+			if strings.Contains(csp, "unsafe-inline") || p.header.Get("Cache-Control") != "no-store" {
+				t.Errorf("CSP %q, Cache-Control %q", csp, p.header.Get("Cache-Control"))
+			}
+		})
+
+		t.Run("the setup refuses two different passwords and then creates the owner", func(t *testing.T) {
+			u, _ := url.Parse(srv.setupLink)
+			b.get(u.RequestURI()).want(t, http.StatusOK)
+			p := b.post("/console/setup", url.Values{"code": {srv.setupCode}, "handle": {"olga"}, "display_name": {"Olga"},
+				"password": {pw}, "password2": {pw + "!"}}).want(t, http.StatusUnprocessableEntity)
+			if !p.has("form-error") || !strings.Contains(p.body, `value="olga"`) {
+				t.Fatalf("no error, or the handle was lost: %.600s", p.body)
+			}
+			p = b.post("/console/setup", url.Values{"code": {srv.setupCode}, "handle": {"olga"}, "display_name": {"Olga"},
+				"password": {pw}, "password2": {pw}}).want(t, http.StatusSeeOther)
+			var session *http.Cookie
+			for _, c := range (&http.Response{Header: p.header}).Cookies() {
+				if c.Name == "bothy_session" {
+					session = c
+				}
+			}
+			if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode || session.Secure {
+				t.Fatalf("session cookie %+v", session)
+			}
+			p = b.get(p.location()).want(t, http.StatusOK)
+			if !p.has("overview") || !p.has("flash") {
+				t.Fatalf("after the setup: %.600s", p.body)
+			}
+			if p := b.get(u.RequestURI()); b.post("/console/setup", url.Values{"code": {srv.setupCode}, "handle": {"mallory"},
+				"display_name": {"M"}, "password": {pw}, "password2": {pw}}).status != http.StatusConflict || p.status != http.StatusOK {
+				t.Fatal("a second setup was not refused with 409")
+			}
+		})
+
+		t.Run("a form posted without the CSRF token is refused and changes nothing", func(t *testing.T) {
+			p := b.post("/console/signout", url.Values{"csrf_token": {""}}).want(t, http.StatusForbidden)
+			if !p.has("error-page") {
+				t.Fatalf("%.600s", p.body)
+			}
+			b.get("/console/").want(t, http.StatusOK) // still signed in
+			other := newBrowser(t, srv.public)
+			other.get("/console/signin")
+			other.csrf = b.csrf // another browser's token does not match this browser's cookie
+			other.post("/console/signin", url.Values{"handle": {"olga"}, "password": {pw}}).want(t, http.StatusForbidden)
+		})
+
+		t.Run("sign-out ends the session; sign-in opens one and goes where it was asked", func(t *testing.T) {
+			if p := b.post("/console/signout", url.Values{}).want(t, http.StatusSeeOther); p.location() != "/console/signin" {
+				t.Fatalf("signed out to %q", p.location())
+			}
+			b.get("/console/").want(t, http.StatusSeeOther)
+			b.get("/console/signin?next=/console/")
+			p := b.post("/console/signin", url.Values{"handle": {"olga"}, "password": {"wrong password"}, "next": {"/console/"}}).
+				want(t, http.StatusUnauthorized)
+			if !p.has("form-error") {
+				t.Fatalf("%.600s", p.body)
+			}
+			p = b.post("/console/signin", url.Values{"handle": {"olga"}, "password": {pw}, "next": {"https://evil.example/"}}).
+				want(t, http.StatusSeeOther)
+			if p.location() != "/console/" {
+				t.Fatalf("signed in to %q: the next target must stay in the console", p.location())
+			}
+			b.get("/console/").want(t, http.StatusOK)
+		})
+
+		t.Run("failed sign-ins are limited like the API's", func(t *testing.T) {
+			c := newBrowser(t, srv.public)
+			c.get("/console/signin")
+			limited := false
+			for i := 0; i < 15 && !limited; i++ {
+				limited = c.post("/console/signin", url.Values{"handle": {"olga"}, "password": {"nope nope nope"}}).status == http.StatusTooManyRequests
+			}
+			if !limited {
+				t.Fatal("15 failed sign-ins were never limited")
+			}
+		})
+
+		t.Run("an unknown console page is the 404 page", func(t *testing.T) {
+			if p := b.get("/console/no/such/page").want(t, http.StatusNotFound); !p.has("error-page") {
+				t.Fatalf("%.600s", p.body)
+			}
+		})
+	})
+}

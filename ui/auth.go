@@ -1,0 +1,134 @@
+package ui
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/ui/layouts"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// routes registers every page. The owner's pages and the chat view register theirs in their
+// own files.
+func (c *Console) routes() {
+	c.handle("GET /console/setup", anyone, c.setupPage)
+	c.handle("POST /console/setup", anyone, c.setupSubmit)
+	c.handle("GET /console/signin", anyone, c.signInPage)
+	c.handle("POST /console/signin", anyone, c.signInSubmit)
+	c.handle("POST /console/signout", signedIn, c.signOut)
+	c.handle("GET /console/{$}", signedIn, c.home)
+	c.handle("/console/", anyone, func(rq *request) error { c.notFound(rq); return nil })
+	c.ownerRoutes()
+	c.chatRoutes()
+}
+
+func (c *Console) setupPage(rq *request) error {
+	v := pages.SetupView{Chrome: c.chrome(rq, "Setup", ""), Code: rq.r.URL.Query().Get("code")}
+	return c.render(rq, http.StatusOK, pages.Setup(v))
+}
+
+// setupSubmit creates the first owner with the code of the setup link and signs them in.
+func (c *Console) setupSubmit(rq *request) error {
+	f := rq.r.PostForm
+	v := pages.SetupView{Chrome: c.chrome(rq, "Setup", ""), Code: f.Get("code"), Handle: f.Get("handle"), DisplayName: f.Get("display_name")}
+	if f.Get("password") != f.Get("password2") {
+		v.Error = "The two passwords differ."
+		return c.render(rq, http.StatusUnprocessableEntity, pages.Setup(v))
+	}
+	_, err := c.d.Identity.Setup(rq.ctx(), v.Code, v.Handle, v.DisplayName, f.Get("password"))
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeSetupComplete:
+		v.Done = true
+		return c.render(rq, http.StatusConflict, pages.Setup(v))
+	case kernel.CodeForbidden:
+		v.Error = "This setup link is not valid. Use the link the server printed when it started."
+		return c.render(rq, http.StatusForbidden, pages.Setup(v))
+	case kernel.CodeValidation, kernel.CodeConflict:
+		v.Error = formError(err)
+		return c.render(rq, http.StatusUnprocessableEntity, pages.Setup(v))
+	default:
+		return err
+	}
+	res, err := c.d.Identity.Login(rq.ctx(), v.Handle, f.Get("password"), clientIP(rq.r))
+	if err != nil {
+		return err
+	}
+	c.setSession(rq.w, res.Token, res.ExpiresAt)
+	c.redirect(rq, Prefix, layouts.Flash{Kind: "ok", Text: "Welcome, " + res.User.DisplayName + ": you own this instance."})
+	return nil
+}
+
+func (c *Console) signInPage(rq *request) error {
+	if rq.user != nil {
+		c.redirect(rq, safeNext(rq.r.URL.Query().Get("next")), layouts.Flash{})
+		return nil
+	}
+	v := pages.SignInView{Chrome: c.chrome(rq, "Sign in", ""), Next: safeNext(rq.r.URL.Query().Get("next"))}
+	return c.render(rq, http.StatusOK, pages.SignIn(v))
+}
+
+// signInSubmit signs a person in with identity's Login, which limits failures per address and
+// per handle exactly as for the API.
+func (c *Console) signInSubmit(rq *request) error {
+	f := rq.r.PostForm
+	v := pages.SignInView{Chrome: c.chrome(rq, "Sign in", ""), Handle: f.Get("handle"), Next: safeNext(f.Get("next"))}
+	res, err := c.d.Identity.Login(rq.ctx(), v.Handle, f.Get("password"), clientIP(rq.r))
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeUnauthenticated:
+		v.Error = "Wrong handle or password."
+		return c.render(rq, http.StatusUnauthorized, pages.SignIn(v))
+	case kernel.CodeRateLimited:
+		v.Error = "Too many failed sign-ins. Wait a few minutes and try again."
+		return c.render(rq, http.StatusTooManyRequests, pages.SignIn(v))
+	case kernel.CodeValidation:
+		v.Error = formError(err)
+		return c.render(rq, http.StatusUnprocessableEntity, pages.SignIn(v))
+	default:
+		return err
+	}
+	c.setSession(rq.w, res.Token, res.ExpiresAt)
+	c.redirect(rq, v.Next, layouts.Flash{})
+	return nil
+}
+
+func (c *Console) signOut(rq *request) error {
+	if err := c.d.Identity.Logout(rq.ctx(), rq.actor); err != nil && !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+		return err
+	}
+	c.clearSession(rq.w)
+	c.redirect(rq, "/console/signin", layouts.Flash{Kind: "ok", Text: "Signed out."})
+	return nil
+}
+
+// home is the console's start: the overview for the owner, the chat for everyone else.
+func (c *Console) home(rq *request) error {
+	if !rq.user.IsOwner {
+		c.redirect(rq, "/console/chat", layouts.Flash{})
+		return nil
+	}
+	return c.overview(rq)
+}
+
+// safeNext keeps a post-sign-in target inside the console, so the sign-in cannot be made to send
+// a person to another site.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || u.IsAbs() || u.Host != "" || !strings.HasPrefix(u.Path, Prefix) || strings.Contains(next, "\\") {
+		return Prefix
+	}
+	return u.RequestURI()
+}
+
+// clientIP is the peer address, as the API's login sees it.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,256 @@
+// Package ui is the web console (DESIGN §1, §3): server-rendered pages under /console/ for the
+// owner (the instance, its people, spaces, agents and settings) and a chat view for anyone signed
+// in. Its handlers call the same use cases as the REST API, with the signed-in person as the
+// actor, so every change goes through the same Authorize. Pages are templ components (packages
+// layouts, pages, components) that take plain view structs; templ lives here and nowhere else.
+//
+// Every page works without JavaScript: forms post, the handler redirects with a flash message
+// (post/redirect/get), and the script in assets only adds the live parts. It must not hold
+// domain rules or SQL.
+package ui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/ui/layouts"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// Deps are the use cases the console calls and what its overview shows. Identity is required;
+// a page whose service is nil answers 404.
+type Deps struct {
+	Identity *identity.Service
+	Chat     *chat.Service
+	Messages *messaging.Service
+	Agents   *agents.Service
+	Runs     *runs.Service
+	Authz    *authz.Service
+	Logger   *slog.Logger
+	Clock    kernel.Clock
+
+	// PublicURL is the instance's public URL; when it is https the cookies are Secure.
+	PublicURL string
+	// Version, Engine and Started are shown on the overview.
+	Version string
+	Engine  string
+	Started time.Time
+}
+
+// Console serves the console's pages.
+type Console struct {
+	d      Deps
+	mux    *http.ServeMux
+	secure bool // cookies only over https
+}
+
+// Prefix is where the console lives.
+const Prefix = "/console/"
+
+// New builds the console.
+func New(d Deps) *Console {
+	if d.Identity == nil {
+		panic("ui: New needs Identity")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
+	}
+	c := &Console{d: d, mux: http.NewServeMux(), secure: strings.HasPrefix(d.PublicURL, "https://")}
+	c.routes()
+	return c
+}
+
+// ServeHTTP runs the console's chain: the security headers, the CSRF cookie, the session, then
+// the page.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// Strict: only this origin's scripts, styles and connections; no inline script or style,
+	// no frames, forms post only here.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	c.mux.ServeHTTP(w, r)
+}
+
+// handle registers a page. auth says who may reach it: anyone, a signed-in person, or the owner.
+func (c *Console) handle(pattern string, who access, h pageHandler) {
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rq, ok := c.begin(w, r, who)
+		if !ok {
+			return
+		}
+		if err := h(rq); err != nil {
+			c.fail(rq, err)
+		}
+	})
+}
+
+type access int
+
+const (
+	anyone access = iota
+	signedIn
+	ownerOnly
+)
+
+// pageHandler serves one page; an error it returns becomes the error page (fail).
+type pageHandler func(rq *request) error
+
+// request is one request to the console with what the chain found out.
+type request struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	actor kernel.Actor // the zero actor when signed out
+	user  *identity.User
+	csrf  string
+	flash layouts.Flash
+}
+
+func (rq *request) ctx() context.Context { return rq.r.Context() }
+
+// chrome is the frame of a page of this request.
+func (c *Console) chrome(rq *request, title, section string) layouts.Chrome {
+	ch := layouts.Chrome{Title: title, Section: section, CSRF: rq.csrf, Flash: rq.flash}
+	if rq.user != nil {
+		ch.User = &layouts.User{Handle: rq.user.Handle, DisplayName: rq.user.DisplayName, IsOwner: rq.user.IsOwner}
+	}
+	return ch
+}
+
+// begin runs the chain before a page: the CSRF cookie (made on the first visit), the form
+// check of a POST, the session and the page's access rule. It answers by itself and returns
+// false when the page must not run.
+func (c *Console) begin(w http.ResponseWriter, r *http.Request, who access) (*request, bool) {
+	rq := &request{w: w, r: r}
+	rq.csrf = c.csrfToken(w, r)
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			c.errorPage(rq, http.StatusBadRequest, "The form could not be read", "It was too large or malformed.")
+			return nil, false
+		}
+		if !validCSRF(rq.csrf, r.PostFormValue(csrfField)) {
+			c.errorPage(rq, http.StatusForbidden, "The form has expired", "Reload the page and send the form again.")
+			return nil, false
+		}
+	}
+	if tok := sessionCookie(r); tok != "" {
+		actor, err := c.d.Identity.Authenticate(r.Context(), tok)
+		switch {
+		case err == nil && actor.Kind == kernel.KindPerson:
+			u, err := c.d.Identity.Me(r.Context(), actor)
+			if err != nil {
+				c.fail(rq, err)
+				return nil, false
+			}
+			rq.actor, rq.user = actor, &u
+		case err == nil || kernel.IsCode(err, kernel.CodeUnauthenticated):
+			c.clearSession(w) // expired, revoked, or not a person's session
+		default:
+			c.fail(rq, err)
+			return nil, false
+		}
+	}
+	rq.flash = c.takeFlash(w, r)
+	switch {
+	case who >= signedIn && rq.user == nil:
+		next := r.URL.Path
+		if r.Method != http.MethodGet {
+			next = Prefix
+		}
+		c.redirect(rq, "/console/signin?next="+url.QueryEscape(next), layouts.Flash{})
+		return nil, false
+	case who == ownerOnly && !rq.user.IsOwner:
+		c.notFound(rq)
+		return nil, false
+	}
+	return rq, true
+}
+
+// maxFormBytes bounds a form; the largest is a message of the chat view.
+const maxFormBytes = 256 << 10
+
+// render writes a page into a buffer first, so that a failing component never leaves half a
+// page behind a 200.
+func (c *Console) render(rq *request, status int, page templ.Component) error {
+	var buf bytes.Buffer
+	if err := page.Render(rq.ctx(), &buf); err != nil {
+		return err
+	}
+	rq.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	rq.w.WriteHeader(status)
+	_, _ = rq.w.Write(buf.Bytes())
+	return nil
+}
+
+// redirect ends a form with 303 to target, carrying f to the next page.
+func (c *Console) redirect(rq *request, target string, f layouts.Flash) {
+	if f.Text != "" {
+		c.setFlash(rq.w, f)
+	}
+	http.Redirect(rq.w, rq.r, target, http.StatusSeeOther)
+}
+
+// fail answers err: not found and forbidden as the one 404 page (what may not be seen does
+// not exist), a lost session as the sign-in, anything else as a 500 page with its correlation
+// in the log.
+func (c *Console) fail(rq *request, err error) {
+	switch kernel.CodeOf(err) {
+	case kernel.CodeNotFound, kernel.CodeForbidden:
+		c.notFound(rq)
+	case kernel.CodeUnauthenticated:
+		c.clearSession(rq.w)
+		c.redirect(rq, "/console/signin", layouts.Flash{})
+	default:
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		c.d.Logger.Error("console", "path", rq.r.URL.Path, "err", err)
+		c.errorPage(rq, http.StatusInternalServerError, "Something went wrong", "The server could not show this page. The log says why.")
+	}
+}
+
+func (c *Console) notFound(rq *request) {
+	c.errorPage(rq, http.StatusNotFound, "Not found", "There is nothing here, or you may not see it.")
+}
+
+func (c *Console) errorPage(rq *request, status int, title, detail string) {
+	v := pages.ErrorView{Chrome: c.chrome(rq, title, ""), Status: status, Title: title, Detail: detail}
+	if err := c.render(rq, status, pages.Error(v)); err != nil {
+		http.Error(rq.w, title, status)
+	}
+}
+
+// formError is the message a refused form shows: the use case's own words for what the person
+// can fix, a plain sentence for the rest.
+func formError(err error) string {
+	var ke *kernel.Error
+	if errors.As(err, &ke) {
+		switch ke.Code {
+		case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeLastOwner, kernel.CodeRateLimited, kernel.CodeSetupComplete:
+			return ke.Message
+		}
+	}
+	return "That did not work. Try again."
+}

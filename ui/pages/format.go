@@ -1,0 +1,5 @@
+package pages
+
+import "strconv"
+
+func statusText(status int) string { return strconv.Itoa(status) }
