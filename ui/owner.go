@@ -7,8 +7,14 @@ import (
 	"bothy.dev/bothy/ui/pages"
 )
 
-// ownerRoutes registers the owner's pages.
-func (c *Console) ownerRoutes() {}
+// ownerRoutes registers the owner's pages, one file per area.
+func (c *Console) ownerRoutes() {
+	c.peopleRoutes()   // owner_people.go
+	c.spaceRoutes()    // owner_spaces.go: spaces, channels, access
+	c.agentRoutes()    // owner_agents.go
+	c.tokenRoutes()    // owner_tokens.go (every signed-in person's own tokens)
+	c.settingsRoutes() // owner_settings.go
+}
 
 // overview is the owner's start page: what runs, since when, on what.
 func (c *Console) overview(rq *request) error {
