@@ -33,16 +33,21 @@ func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, b
 }
 
 // SaveAcks implements gateway.Consumers: one Unit of Work for all of them; a cursor only moves
-// forward, so a late save of an older ack changes nothing.
+// forward, so a late save of an older ack leaves acked_seq and updated_at as they are. Every save
+// is a sign of life of the agent's consumer, though, even one that does not move the cursor: it
+// raises seen_at to at (never lowers it), which runs' stall check reads (AgentStore.ConsumersSeen).
 func (s *ConsumerStore) SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error {
 	if len(acks) == 0 {
 		return nil
 	}
 	return s.db.Do(ctx, func(ctx context.Context) error {
 		for agent, seq := range acks {
-			_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO agent_consumers (agent_id, acked_seq, updated_at) VALUES (?, ?, ?)
-				ON CONFLICT (agent_id) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
-				WHERE excluded.acked_seq > agent_consumers.acked_seq`, string(agent), seq, fmtTime(at))
+			_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO agent_consumers (agent_id, acked_seq, updated_at, seen_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (agent_id) DO UPDATE SET
+					acked_seq = CASE WHEN excluded.acked_seq > agent_consumers.acked_seq THEN excluded.acked_seq ELSE agent_consumers.acked_seq END,
+					updated_at = CASE WHEN excluded.acked_seq > agent_consumers.acked_seq THEN excluded.updated_at ELSE agent_consumers.updated_at END,
+					seen_at = CASE WHEN excluded.seen_at > agent_consumers.seen_at THEN excluded.seen_at ELSE agent_consumers.seen_at END`,
+				string(agent), seq, fmtTime(at), fmtTime(at))
 			if err != nil {
 				return s.db.mapErr(err, "agent consumer")
 			}

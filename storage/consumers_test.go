@@ -51,3 +51,84 @@ func TestConsumerStore(t *testing.T) {
 		}
 	})
 }
+
+func TestConsumersSeen(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := storage.NewConsumerStore(db)
+		a := storage.NewAgentStore(db)
+		bot := mustPrincipal(t, db, "bot", false, "active").ID
+		other := mustPrincipal(t, db, "other", false, "active").ID
+		never := mustPrincipal(t, db, "never", false, "active").ID
+		at := time.Date(2026, 3, 1, 10, 0, 0, 123456000, time.UTC)
+		seen := func(t *testing.T) map[kernel.ID]time.Time {
+			t.Helper()
+			got, err := a.ConsumersSeen(ctx, []kernel.ID{bot, other, never})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := seen(t); len(got) != 0 {
+			t.Fatalf("seen before any save: %v", got)
+		}
+		if err := s.SaveAcks(ctx, map[kernel.ID]int64{bot: 7, other: 3}, at); err != nil {
+			t.Fatal(err)
+		}
+		if got := seen(t); len(got) != 2 || !got[bot].Equal(at) || !got[other].Equal(at) {
+			t.Fatalf("after the first save %v", got)
+		}
+
+		t.Run("an ack that does not move the cursor still counts as a sign of life", func(t *testing.T) {
+			later := at.Add(time.Minute)
+			if err := s.SaveAcks(ctx, map[kernel.ID]int64{bot: 7, other: 2}, later); err != nil {
+				t.Fatal(err)
+			}
+			if got := seen(t); !got[bot].Equal(later) || !got[other].Equal(later) {
+				t.Fatalf("seen %v, want both at %v", got, later)
+			}
+			if seq, _, _ := s.AckedSeq(ctx, other); seq != 3 {
+				t.Fatalf("a lower ack moved the cursor to %d", seq)
+			}
+		})
+
+		t.Run("a late save never moves seen back", func(t *testing.T) {
+			if err := s.SaveAcks(ctx, map[kernel.ID]int64{bot: 9}, at); err != nil {
+				t.Fatal(err)
+			}
+			if got := seen(t); !got[bot].Equal(at.Add(time.Minute)) {
+				t.Fatalf("seen %v", got[bot])
+			}
+			if seq, _, _ := s.AckedSeq(ctx, bot); seq != 9 {
+				t.Fatalf("the late save's higher ack did not move the cursor: %d", seq)
+			}
+		})
+
+		t.Run("asking for nobody reads nothing", func(t *testing.T) {
+			if got, err := a.ConsumersSeen(ctx, nil); err != nil || len(got) != 0 {
+				t.Fatalf("%v, %v", got, err)
+			}
+		})
+	})
+}
+
+func TestAgentStorePrincipal(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		a := storage.NewAgentStore(db)
+		for _, c := range []struct {
+			handle string
+			owner  bool
+			status string
+		}{{"olga", true, "active"}, {"paul", false, "active"}, {"gone", false, "disabled"}} {
+			want := mustPrincipal(t, db, c.handle, c.owner, c.status)
+			got, active, err := a.Principal(ctx, want.ID)
+			if err != nil || got != want || active != (c.status == "active") {
+				t.Fatalf("%s: %+v active %v (%v), want %+v", c.handle, got, active, err, want)
+			}
+		}
+		if _, _, err := a.Principal(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("an unknown principal: %v", err)
+		}
+	})
+}

@@ -102,7 +102,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO reactions VALUES ('m1', 'p2', '👍', '` + t0 + `')`,
 		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
 		`INSERT INTO gateway_presence VALUES ('n1', 'p1', 2, '` + t0 + `')`,
-		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `')`,
+		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO signing_keys VALUES ('k1', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `')`,
 		// A pending job, in goqite's text times (UTC, milliseconds), which PostgreSQL reads into
 		// timestamptz; received 1: a job between two attempts moves as it is.

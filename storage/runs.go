@@ -156,6 +156,45 @@ func (s *AgentStore) AgentStatuses(ctx context.Context, ids []kernel.ID) (map[ke
 	return out, s.db.mapErr(rows.Err(), "agents")
 }
 
+// ConsumersSeen implements runs.Agents on agent_consumers.seen_at, in one read.
+func (s *AgentStore) ConsumersSeen(ctx context.Context, ids []kernel.ID) (map[kernel.ID]time.Time, error) {
+	out := make(map[kernel.ID]time.Time, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = string(id)
+	}
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT agent_id, seen_at FROM agent_consumers
+		WHERE agent_id IN (`+placeholders(len(ids))+`) AND seen_at <> ''`, args...)
+	if err != nil {
+		return nil, s.db.mapErr(err, "agent consumers")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id kernel.ID
+		var seen string
+		if err := rows.Scan(&id, &seen); err != nil {
+			return nil, s.db.mapErr(err, "agent consumers")
+		}
+		out[id] = parseTime(seen)
+	}
+	return out, s.db.mapErr(rows.Err(), "agent consumers")
+}
+
+// Principal implements runs.Agents on principals.
+func (s *AgentStore) Principal(ctx context.Context, id kernel.ID) (kernel.Actor, bool, error) {
+	var kind, handle, status string
+	var owner int
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT kind, handle, is_owner, status FROM principals WHERE id = ?`, string(id)).
+		Scan(&kind, &handle, &owner, &status)
+	if err != nil {
+		return kernel.Actor{}, false, s.db.mapErr(err, "principal")
+	}
+	return kernel.Actor{ID: id, Kind: kernel.PrincipalKind(kind), Handle: handle, IsOwner: owner != 0}, status == "active", nil
+}
+
 // nullIDPtr maps a nil id to SQL NULL.
 func nullIDPtr(id *kernel.ID) any {
 	if id == nil {

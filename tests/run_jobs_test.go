@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -8,11 +9,12 @@ import (
 )
 
 // TestRunJobs is issue 5's jobs of runs, end to end with short timings: with no agent running a
-// run fails agent_unavailable after agent.queued_timeout; a run whose agent stops patching fails
-// stale after agent.stall_timeout; a cancel the agent ignores ends the run cancelled with
-// cancel_timeout after agent.cancel_grace. A reader of the thread sees each state change.
-// The agent here is the test itself, over REST: it takes a token with its API token and starts
-// the run as soon as the run exists, well within the queued timeout.
+// run fails agent_unavailable after agent.queued_timeout; a run whose agent keeps polling but
+// stops patching fails stale after agent.stall_timeout, and one whose agent stops polling too
+// fails interrupted; a cancel the agent ignores ends the run cancelled with cancel_timeout after
+// agent.cancel_grace. A reader of the thread sees each state change. The agent here is the test
+// itself, over REST: it takes a token with its API token and starts the run as soon as the run
+// exists, well within the queued timeout.
 func TestRunJobs(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, true, func(t *testing.T, eng engine) {
@@ -49,8 +51,10 @@ func TestRunJobs(t *testing.T) {
 			ac.do(t, http.MethodPost, api("runs", id, "start"), nil, header("Invocation-Token", tok)).want(t, http.StatusOK)
 			return tok
 		}
-		// ends waits until the run has ended and returns it.
-		ends := func(t *testing.T, id string) runView {
+		// endsPolling waits until the run has ended and returns it; with polling, the agent's
+		// consumer polls and acknowledges meanwhile, as a live agent over REST does.
+		cursor := start
+		endsPolling := func(t *testing.T, id string, polling bool) runView {
 			t.Helper()
 			deadline := time.Now().Add(20 * time.Second)
 			for {
@@ -61,16 +65,27 @@ func TestRunJobs(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("run %s still %s after 20s", id, r.Status)
 				}
-				time.Sleep(100 * time.Millisecond)
+				if !polling {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				var p struct {
+					NextCursor int64 `json:"next_cursor"`
+				}
+				ac.do(t, http.MethodGet, api("agents", "me", "events")+fmt.Sprintf("?cursor=%d&wait=100ms", cursor), nil).
+					want(t, http.StatusOK).decode(t, &p)
+				cursor = max(cursor, p.NextCursor)
+				ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": cursor}).want(t, http.StatusNoContent)
 			}
 		}
+		ends := func(t *testing.T, id string) runView { t.Helper(); return endsPolling(t, id, false) }
 		wantEnd := func(t *testing.T, r runView, status, reason string) {
 			t.Helper()
 			if r.Status != status || r.Reason == nil || *r.Reason != reason {
 				t.Fatalf("run ended %s (%v), want %s with %s", r.Status, r.Reason, status, reason)
 			}
 		}
-		var expired, stalled, timedOut string
+		var expired, stalled, interrupted, timedOut string
 
 		t.Run("with no agent running a run fails agent_unavailable after the queued timeout", func(t *testing.T) {
 			expired = runFor(t, "@sleeper are you there?")
@@ -82,16 +97,29 @@ func TestRunJobs(t *testing.T) {
 			}
 		})
 
-		t.Run("an agent that starts and stops patching fails its run stale", func(t *testing.T) {
+		t.Run("an agent that keeps polling but stops patching fails its run stale", func(t *testing.T) {
 			stalled = runFor(t, "@sleeper think about it")
 			tok := started(t, stalled)
 			ac.do(t, http.MethodPatch, api("runs", stalled), map[string]any{"version": 1, "status": "Thinking"},
 				header("Invocation-Token", tok)).want(t, http.StatusOK)
 			patched := time.Now()
-			r := ends(t, stalled)
+			r := endsPolling(t, stalled, true)
 			wantEnd(t, r, "failed", "stale")
 			if waited := time.Since(patched); waited < 3*time.Second {
 				t.Fatalf("stale after %v, before the stall timeout of 4s", waited)
+			}
+		})
+
+		t.Run("an agent that stops polling too fails its run interrupted", func(t *testing.T) {
+			interrupted = runFor(t, "@sleeper and then vanish")
+			tok := started(t, interrupted)
+			ac.do(t, http.MethodPatch, api("runs", interrupted), map[string]any{"version": 1, "status": "Thinking"},
+				header("Invocation-Token", tok)).want(t, http.StatusOK)
+			patched := time.Now()
+			r := ends(t, interrupted)
+			wantEnd(t, r, "failed", "interrupted")
+			if waited := time.Since(patched); waited < 3*time.Second {
+				t.Fatalf("interrupted after %v, before the stall timeout of 4s", waited)
 			}
 		})
 
@@ -132,9 +160,10 @@ func TestRunJobs(t *testing.T) {
 				}
 			}
 			for id, want := range map[string][]string{
-				expired:  {"queued/", "failed/agent_unavailable"},
-				stalled:  {"queued/", "running/", "failed/stale"},
-				timedOut: {"queued/", "running/", "cancelled/cancel_timeout"},
+				expired:     {"queued/", "failed/agent_unavailable"},
+				stalled:     {"queued/", "running/", "failed/stale"},
+				interrupted: {"queued/", "running/", "failed/interrupted"},
+				timedOut:    {"queued/", "running/", "cancelled/cancel_timeout"},
 			} {
 				if !slices.Equal(seen[id], want) {
 					t.Errorf("run %s: run.state_changed %v, want %v", id, seen[id], want)

@@ -217,11 +217,12 @@ func (s *Service) agentChange(ctx context.Context, actor kernel.Actor, id kernel
 }
 
 // Prepare is the last step before agent.invocation reaches its agent (the REST poll and the
-// gateway): it re-checks that the run has not ended and that the agent may still read its
-// thread, and adds data.invocation_token and data.expires_at to the payload. Other events pass
-// unchanged. An invocation that must not be delivered answers deliver false; when the agent lost
-// the right to read the thread of a queued run, that run fails with permission_revoked in its
-// own Unit of Work (run.state_changed), so that nobody waits for it. Errors: internal.
+// gateway): it re-checks that the run has not ended, that the agent may still read its thread
+// and that whoever invoked it still may (mayStillInvoke), and adds data.invocation_token and
+// data.expires_at to the payload. Other events pass unchanged. An invocation that must not be
+// delivered answers deliver false; when the agent lost the right to read the thread of a queued
+// run, or its invoker the right to invoke, that run fails with permission_revoked in its own
+// Unit of Work (run.state_changed), so that nobody waits for it. Errors: internal.
 func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error) {
 	if e.Type != kernel.EvAgentInvocation || e.Scope.PrincipalID != agent.ID {
 		return e.Payload, true, nil
@@ -241,10 +242,17 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 	if r.AgentID != agent.ID || r.Status.Terminal() {
 		return nil, false, nil
 	}
-	if err := s.authz.Authorize(ctx, agent, kernel.ActRunRead, r.Resource()); err != nil {
-		if c := kernel.CodeOf(err); c != kernel.CodeNotFound && c != kernel.CodeForbidden {
+	reads, err := s.allowed(ctx, agent, kernel.ActRunRead, r.Resource())
+	if err != nil {
+		return nil, false, err
+	}
+	invokes := true
+	if reads {
+		if invokes, err = s.mayStillInvoke(ctx, r); err != nil {
 			return nil, false, err
 		}
+	}
+	if !reads || !invokes {
 		if r.Status == StatusQueued {
 			if err := s.revoke(ctx, r.ID); err != nil {
 				return nil, false, err
@@ -261,6 +269,47 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 		return nil, false, fmt.Errorf("runs: agent.invocation %d: %w", e.Seq, err)
 	}
 	return payload, true, nil
+}
+
+// mayStillInvoke re-checks, before a delivery, the right the trigger checked of the one who
+// invoked r (DESIGN §7): the invoker must be active and hold invoke on the run's channel
+// (agent.invoke). The run the operator of a channel got from a new thread asked no invoke of the
+// thread's author (OnMessagePosted: whoever may open a thread invokes it), so for it the author
+// must still be allowed to open a thread there (thread.create); it is told apart by the agent
+// being the channel's operator and the invoker the thread's creator, read only when invoke is
+// refused. A run with no invoker asks nothing. Errors: internal.
+func (s *Service) mayStillInvoke(ctx context.Context, r Run) (bool, error) {
+	if r.InvokedBy.IsZero() {
+		return true, nil
+	}
+	invoker, active, err := s.agents.Principal(ctx, r.InvokedBy)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return false, nil
+	}
+	if err != nil || !active {
+		return false, err
+	}
+	channel := kernel.Resource{Kind: kernel.ResChannel, ID: r.ChannelID, SpaceID: r.SpaceID, ChannelID: r.ChannelID,
+		ChannelKind: r.ChannelKind}
+	ok, err := s.allowed(ctx, invoker, kernel.ActAgentInvoke, channel)
+	if ok || err != nil {
+		return ok, err
+	}
+	ch, err := s.structure.Channel(ctx, r.ChannelID)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return false, nil
+	}
+	if err != nil || ch.OperatorID == nil || *ch.OperatorID != r.AgentID {
+		return false, err
+	}
+	th, err := s.structure.Thread(ctx, r.ThreadID)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return false, nil
+	}
+	if err != nil || th.CreatedBy != r.InvokedBy {
+		return false, err
+	}
+	return s.allowed(ctx, invoker, kernel.ActThreadCreate, channel)
 }
 
 // revoke fails queued run id with permission_revoked, in its own Unit of Work; a run that moved

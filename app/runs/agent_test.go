@@ -215,4 +215,76 @@ func TestPrepare(t *testing.T) {
 			t.Fatalf("events %v", got)
 		}
 	})
+	t.Run("the invoker who lost invoke gets the agent nothing, and the queued run fails", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		f.levels[invoker.ID] = post
+		n := len(f.tx.Events())
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
+			t.Fatalf("run %+v", got)
+		}
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged}) {
+			t.Fatalf("events %v", got)
+		}
+	})
+
+	t.Run("a disabled invoker gets the agent nothing either", func(t *testing.T) {
+		f, r, _ := invoked(t)
+		f.agents.disabled[invoker.ID] = true
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+			t.Fatalf("run %+v", got)
+		}
+	})
+
+	t.Run("a started run is not delivered again after the invoker lost invoke, and goes on", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		f.levels[invoker.ID] = view
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Status != runs.StatusRunning {
+			t.Fatalf("run %+v", got)
+		}
+	})
+
+	t.Run("an operator's run from a new thread asks its author only to still open threads there", func(t *testing.T) {
+		f := mustRuns(t)
+		f.setOperator(echo)
+		if state := f.post(t, poster, f.newThread(poster), true); state != string(runs.TriggerTriggered) {
+			t.Fatalf("trigger state %q", state)
+		}
+		r := f.onlyRun(t)
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || !ok {
+			t.Fatalf("a poster's thread: delivered %v, %v", ok, err)
+		}
+		f.levels[poster.ID] = view
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("a viewer now: delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+			t.Fatalf("run %+v", got)
+		}
+	})
+
+	t.Run("a mention of the operator in a reply still needs invoke", func(t *testing.T) {
+		f := mustRuns(t)
+		f.setOperator(echo)
+		f.post(t, invoker, f.message(invoker, echo), false) // the main thread, created by nobody here
+		r := f.onlyRun(t)
+		f.levels[invoker.ID] = post
+		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
+			t.Fatalf("delivered %v, %v", ok, err)
+		}
+		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+			t.Fatalf("run %+v", got)
+		}
+	})
 }

@@ -108,10 +108,34 @@ func (f *fakeStore) UpdateRun(ctx context.Context, r runs.Run) error {
 	return nil
 }
 
-// fakeAgents knows the status of each agent and counts its reads.
+// fakeAgents knows the status of each agent, when each agent's consumer was last seen, and the
+// principals as actors (disabled: not active); it counts its reads of statuses and of seen times.
 type fakeAgents struct {
-	status map[kernel.ID]string
-	reads  int
+	status     map[kernel.ID]string
+	reads      int
+	seen       map[kernel.ID]time.Time
+	seenReads  int
+	principals map[kernel.ID]kernel.Actor
+	disabled   map[kernel.ID]bool
+}
+
+func (f *fakeAgents) ConsumersSeen(ctx context.Context, ids []kernel.ID) (map[kernel.ID]time.Time, error) {
+	f.seenReads++
+	out := map[kernel.ID]time.Time{}
+	for _, id := range ids {
+		if at, ok := f.seen[id]; ok {
+			out[id] = at
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAgents) Principal(ctx context.Context, id kernel.ID) (kernel.Actor, bool, error) {
+	a, ok := f.principals[id]
+	if !ok {
+		return kernel.Actor{}, false, kernel.ErrNotFound
+	}
+	return a, !f.disabled[id], nil
 }
 
 var _ runs.Agents = (*fakeAgents)(nil)
@@ -195,9 +219,16 @@ func mustRuns(tb testing.TB) *fixture {
 	f := &fixture{tx: &kerneltest.Tx{}, store: &fakeStore{runs: map[kernel.ID]runs.Run{}},
 		clock: kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 999, time.UTC)),
 		agents: &fakeAgents{status: map[kernel.ID]string{echo: agents.StatusActive, mute: agents.StatusActive,
-			off: agents.StatusDisabled, helper: agents.StatusActive}},
+			off: agents.StatusDisabled, helper: agents.StatusActive}, seen: map[kernel.ID]time.Time{},
+			principals: map[kernel.ID]kernel.Actor{}, disabled: map[kernel.ID]bool{off: true}},
 		levels: map[kernel.ID]int{invoker.ID: invoke, poster.ID: post, viewer.ID: view, manager.ID: manage,
 			echo: view, off: view, helper: view}}
+	for _, a := range []kernel.Actor{owner, invoker, poster, viewer, manager, stranger} {
+		f.agents.principals[a.ID] = a
+	}
+	for _, id := range []kernel.ID{echo, mute, off, helper} {
+		f.agents.principals[id] = kernel.Actor{ID: id, Kind: kernel.KindAgent}
+	}
 	space := kernel.NewID()
 	f.channel = chat.Channel{ID: kernel.NewID(), SpaceID: space, Name: "help", Kind: chat.KindChannel}
 	f.main = chat.Thread{ID: kernel.NewID(), ChannelID: f.channel.ID, SpaceID: space, IsMain: true, ChannelKind: chat.KindChannel}
@@ -250,6 +281,8 @@ func (f *fixture) decide(actor kernel.Actor, action kernel.Action, r kernel.Reso
 	switch action {
 	case kernel.ActChannelRead, kernel.ActRunRead:
 		allowed = true
+	case kernel.ActThreadCreate, kernel.ActMessageCreate:
+		allowed = level >= post
 	case kernel.ActAgentInvoke:
 		allowed = level >= invoke
 	case kernel.ActRunCancel:

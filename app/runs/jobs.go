@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
@@ -16,7 +17,8 @@ const (
 	// agent_unavailable (ExpireQueued). Enqueued by the trigger with the run; args JobArgs.
 	JobQueuedExpiry = "runs.queued_expiry"
 	// JobStallCheck fails running or waiting runs with no start or patch for
-	// agent.stall_timeout, with stale (FailStalled). Periodic, no args.
+	// agent.stall_timeout, with interrupted when the agent's consumer was not seen within that
+	// time either, else stale (FailStalled). Periodic, no args.
 	JobStallCheck = "runs.stall_check"
 	// JobCancelTimeout ends a run still not ended agent.cancel_grace after a person asked to
 	// cancel it, cancelled with cancel_timeout (TimeoutCancel). Enqueued by Cancel; args JobArgs.
@@ -56,14 +58,29 @@ func (s *Service) TimeoutCancel(ctx context.Context, id kernel.ID) error {
 	return s.judge(ctx, id, func(r Run, _ time.Time) bool { return !r.Status.Terminal() && r.CancelRequestedAt != nil }, CancelTimeout)
 }
 
-// FailStalled is the job runs.stall_check: it fails with stale at most one batch of the runs that
-// are running or waiting for input and whose last activity (start, patch) is older than
+// FailStalled is the job runs.stall_check: it fails at most one batch of the runs that are
+// running or waiting for input and whose last activity (start, patch) is older than
 // agent.stall_timeout, each in a Unit of Work of its own that reads the run again, so a patch
-// that lands meanwhile saves it. It returns how many it failed; what a full batch leaves is for
+// that lands meanwhile saves it. The reason tells the two cases apart (DESIGN §7): interrupted
+// when the agent's consumer showed no sign of life within the stall timeout either (no save of
+// its cursor: it neither polled and acknowledged over REST nor kept a gateway connection that
+// acknowledged; Agents.ConsumersSeen, one read for the batch), stale when the consumer is alive
+// but the run made no progress. It returns how many it failed; what a full batch leaves is for
 // the next check. Errors: internal, unavailable.
 func (s *Service) FailStalled(ctx context.Context) (int, error) {
-	cutoff := s.now().Add(-s.stallTimeout)
+	now := s.now()
+	cutoff := now.Add(-s.stallTimeout)
 	rs, err := s.store.StalledRuns(ctx, cutoff, s.stallBatch)
+	if err != nil || len(rs) == 0 {
+		return 0, err
+	}
+	agentIDs := make([]kernel.ID, 0, len(rs))
+	for _, r := range rs {
+		if !slices.Contains(agentIDs, r.AgentID) {
+			agentIDs = append(agentIDs, r.AgentID)
+		}
+	}
+	seen, err := s.agents.ConsumersSeen(ctx, agentIDs)
 	if err != nil {
 		return 0, err
 	}
@@ -76,10 +93,14 @@ func (s *Service) FailStalled(ctx context.Context) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
+		t := Stall
+		if at, ok := seen[r.AgentID]; !ok || at.Before(cutoff) {
+			t = Interrupt
+		}
 		moved := false
 		err := s.uow.Do(ctx, func(ctx context.Context) error {
 			var err error
-			moved, err = s.judgeIn(ctx, r.ID, stalled, Stall)
+			moved, err = s.judgeIn(ctx, r.ID, stalled, t)
 			return err
 		})
 		if err != nil {

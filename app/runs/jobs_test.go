@@ -177,6 +177,7 @@ func TestStallCheck(t *testing.T) {
 	t.Run("fails the active runs idle past the timeout, a batch at a time, and spares the rest", func(t *testing.T) {
 		f := mustRuns(t)
 		now := f.clock.Now().UTC().Truncate(time.Microsecond)
+		f.agents.seen[echo] = now // the agent's consumer is alive: its idle runs are stale
 		var made []runs.Run
 		for _, c := range []struct {
 			status runs.Status
@@ -218,6 +219,39 @@ func TestStallCheck(t *testing.T) {
 		}
 		if n, err := f.svc.FailStalled(bg); err != nil || n != 0 {
 			t.Fatalf("third check: %d, %v", n, err)
+		}
+	})
+
+	t.Run("tells interrupted (no consumer seen within the timeout) from stale (consumer alive)", func(t *testing.T) {
+		f := mustRuns(t)
+		now := f.clock.Now().UTC().Truncate(time.Microsecond)
+		f.agents.seen[echo] = now.Add(-2 * time.Minute)   // acked two minutes ago: alive
+		f.agents.seen[helper] = now.Add(-4 * time.Minute) // last seen before the stall timeout of 3m
+		// mute's consumer was never seen at all.
+		made := map[kernel.ID]runs.Run{}
+		for i, agent := range []kernel.ID{echo, helper, mute} {
+			r := runs.Run{Summary: runs.Summary{ID: kernel.NewID(), AgentID: agent, ThreadID: f.main.ID, ChannelID: f.channel.ID,
+				SpaceID: f.channel.SpaceID, InvokedBy: invoker.ID, Status: runs.StatusRunning, CreatedAt: now.Add(-time.Hour),
+				LastActivityAt: now.Add(-time.Duration(6-i) * time.Minute), UpdatedAt: now}}
+			f.store.runs[r.ID] = r
+			made[agent] = r
+		}
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 2 || f.agents.seenReads != 1 {
+			t.Fatalf("first check: %d, %v, %d reads of the consumers", n, err, f.agents.seenReads)
+		}
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 1 {
+			t.Fatalf("second check: %d, %v", n, err)
+		}
+		for agent, want := range map[kernel.ID]runs.Reason{echo: runs.ReasonStale, helper: runs.ReasonInterrupted, mute: runs.ReasonInterrupted} {
+			if got := f.store.runs[made[agent].ID]; got.Status != runs.StatusFailed || got.Reason != want {
+				t.Fatalf("run of %s: %s with %s, want failed with %s", agent, got.Status, got.Reason, want)
+			}
+		}
+		if sc := lastState(t, f); sc.Reason != runs.ReasonInterrupted || *sc.PreviousStatus != runs.StatusRunning {
+			t.Fatalf("state change %+v", sc)
+		}
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 0 || f.agents.seenReads != 2 {
+			t.Fatalf("nothing left: %d, %v, %d reads (an empty check reads no consumers)", n, err, f.agents.seenReads)
 		}
 	})
 

@@ -162,13 +162,24 @@ type Store interface {
 	UpdateRun(ctx context.Context, r Run) error
 }
 
-// Agents is what runs reads of agents: which of some principals are agents, and their status.
-// storage implements it on the agents and principals tables.
+// Agents is what runs reads of principals: which of some principals are agents and their status,
+// when the agents' consumers were last seen, and who invoked a run. storage implements it on the
+// agents, principals and agent_consumers tables.
 type Agents interface {
 	// AgentStatuses returns the status (agents.StatusActive or agents.StatusDisabled) of each of
 	// ids that is an agent, in one read; other principals and unknown ids are absent.
 	// Errors: internal.
 	AgentStatuses(ctx context.Context, ids []kernel.ID) (map[kernel.ID]string, error)
+	// ConsumersSeen returns, in one read, when the consumer of each of ids last showed a sign of
+	// life that every node can see: a save of its durable cursor (an ack over REST or the
+	// gateway, the first poll or connection of an agent that never consumed), whether or not
+	// the cursor moved. An agent whose consumer never saved a cursor is absent. The stall check
+	// reads it to tell interrupted from stale. Errors: internal.
+	ConsumersSeen(ctx context.Context, ids []kernel.ID) (map[kernel.ID]time.Time, error)
+	// Principal returns principal id as an actor to authorize (id, kind, handle, owner flag) and
+	// whether it is active: Prepare asks whether the invoker of a run still holds invoke.
+	// Errors: not_found.
+	Principal(ctx context.Context, id kernel.ID) (actor kernel.Actor, active bool, err error)
 }
 
 // Structure is the part of chat that runs reads: a channel for its operator, a thread to
