@@ -13,13 +13,15 @@ import (
 	"bothy.dev/bothy/client"
 )
 
-const agentHelp = `bothy agent echo --url URL --token-file FILE
+const agentHelp = `bothy agent echo --url URL --token-file FILE [--rest]
 
 Runs the reference agent "echo": it connects to the instance at URL as the agent whose API
 token is in FILE, and answers every invocation (an @mention by someone allowed to invoke it)
 with the text it was sent, without the mention. Each run is started, shows three patches (a
 status line, a step, the output in chunks) and finishes succeeded. It reconnects by itself,
-logs to stderr and stops on SIGINT or SIGTERM.
+logs to stderr and stops on SIGINT or SIGTERM. It follows the realtime gateway (a WebSocket);
+with --rest it long-polls the REST consumer instead, for a network that does not let a
+WebSocket through.
 
 Exit codes: 0 when stopped by a signal; 1 when the server refuses the token or another
 connection of the agent takes over (it waits for a server that cannot be reached yet);
@@ -39,6 +41,7 @@ func (c *cli) agent(ctx context.Context, args []string) int {
 	f := c.newFlags("agent echo", agentHelp)
 	rawURL := f.String("url", "", "base `URL` of the instance, such as https://chat.example.com (required)")
 	tokenFile := f.String("token-file", "", "`file` holding the agent's API token (required)")
+	rest := f.Bool("rest", false, "long-poll the REST consumer instead of holding a WebSocket")
 	if code, done := f.parse(args); done {
 		return code
 	}
@@ -76,11 +79,12 @@ func (c *cli) agent(ctx context.Context, args []string) int {
 	}()
 
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
-	return runEcho(ctx, log, client.NewAgent(*rawURL, token, client.WithLogger(log)))
+	return runEcho(ctx, log, client.NewAgent(*rawURL, token, client.WithLogger(log)), *rest)
 }
 
-// runEcho runs the echo agent until ctx ends (ExitOK) or the server refuses it for good.
-func runEcho(ctx context.Context, log *slog.Logger, a *client.Agent) int {
+// runEcho runs the echo agent, over the REST long poll when rest, until ctx ends (ExitOK) or
+// the server refuses it for good.
+func runEcho(ctx context.Context, log *slog.Logger, a *client.Agent, rest bool) int {
 	// Who the agent is, to take its mention out of the text; retried until the server answers.
 	var me client.User
 	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 10*time.Second) {
@@ -102,7 +106,7 @@ func runEcho(ctx context.Context, log *slog.Logger, a *client.Agent) int {
 		}
 	}
 	mention := regexp.MustCompile(`(?i)(^|\s)@` + regexp.QuoteMeta(me.Handle) + `\b`)
-	log.Info("echo: connected", "agent", me.Handle, "id", me.ID)
+	log.Info("echo: connected", "agent", me.Handle, "id", me.ID, "rest", rest)
 
 	handle := func(ctx context.Context, inv *client.Invocation) error {
 		text := strings.Join(strings.Fields(mention.ReplaceAllString(inv.Message.Content, " ")), " ")
@@ -151,7 +155,11 @@ func runEcho(ctx context.Context, log *slog.Logger, a *client.Agent) int {
 		return nil
 	}
 	for {
-		err := a.Run(ctx, tolerant)
+		run := a.Run
+		if rest {
+			run = a.RunLongPoll
+		}
+		err := run(ctx, tolerant)
 		switch {
 		case ctx.Err() != nil:
 			log.Info("echo: stopped")

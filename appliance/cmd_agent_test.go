@@ -25,6 +25,20 @@ func TestAgentCommand(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":401,"code":"unauthenticated","detail":"bad token"}`))
 	}))
 	defer refusing.Close()
+	// Knows the token, but not as a consumer of the long poll.
+	pollRefusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/me" {
+			_, _ = w.Write([]byte(`{"id":"a1","handle":"echo","kind":"agent"}`))
+			return
+		}
+		if r.URL.Path != "/api/v1/agents/me/events" || r.URL.Query().Get("wait") == "" {
+			t.Errorf("the agent called %s, want the long poll", r.URL)
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"status":401,"code":"unauthenticated","detail":"bad token"}`))
+	}))
+	defer pollRefusing.Close()
 
 	tests := []struct {
 		name           string
@@ -32,7 +46,7 @@ func TestAgentCommand(t *testing.T) {
 		want           int
 		stdout, stderr string
 	}{
-		{name: "agent echo --help goes to stdout", args: []string{"agent", "echo", "--help"}, want: 0, stdout: `(?s)Usage: bothy agent echo.*--token-file.*--url`},
+		{name: "agent echo --help goes to stdout", args: []string{"agent", "echo", "--help"}, want: 0, stdout: `(?s)Usage: bothy agent echo.*--rest.*--token-file.*--url`},
 		{name: "agent without an agent is a usage error", args: []string{"agent"}, want: 2, stderr: `Usage: bothy agent echo`},
 		{name: "an unknown agent is a usage error", args: []string{"agent", "parrot"}, want: 2, stderr: `unknown agent "parrot"`},
 		{name: "agent echo requires --url", args: []string{"agent", "echo", "--token-file", token}, want: 2, stderr: `--url is required`},
@@ -41,6 +55,7 @@ func TestAgentCommand(t *testing.T) {
 		{name: "agent echo refuses an empty token file", args: []string{"agent", "echo", "--url", "http://127.0.0.1:1", "--token-file", empty}, want: 2, stderr: `is empty`},
 		{name: "agent echo refuses a missing token file", args: []string{"agent", "echo", "--url", "http://127.0.0.1:1", "--token-file", filepath.Join(dir, "none")}, want: 2},
 		{name: "agent echo ends with 1 when the server refuses the token", args: []string{"agent", "echo", "--url", refusing.URL, "--token-file", token}, want: 1, stderr: `refused the token`},
+		{name: "agent echo --rest long-polls and ends with 1 when the poll is refused", args: []string{"agent", "echo", "--rest", "--url", pollRefusing.URL, "--token-file", token}, want: 1, stderr: `(?s)rest=true.*client: poll: .*authentication failed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

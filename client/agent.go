@@ -77,17 +77,28 @@ func IsCode(err error, code string) bool {
 	return errors.As(err, &ae) && ae.Code == code
 }
 
-// Agent follows the gateway as an agent and hands each agent.invocation to a handler, once the
-// handler returned nil; the consumer's acks, reconnects and the invocation token are its
-// business, not the handler's.
+// DefaultMaxConcurrent is how many handlers an Agent runs at once when MaxConcurrent is 0.
+const DefaultMaxConcurrent = 8
+
+// Agent follows the agent's consumer, over the gateway (Run) or the REST long poll
+// (RunLongPoll), and hands each agent.invocation to a handler, up to MaxConcurrent at once. It
+// acknowledges an invocation only once its handler is done, and never past one that is not: the
+// consumer's acks, reconnects and the invocation token are its business, not the handler's.
 type Agent struct {
+	// MaxConcurrent bounds the handlers that run at once: 0 is DefaultMaxConcurrent, 1 hands
+	// the invocations one at a time, in seq order. Set it before Run.
+	MaxConcurrent int
+
 	c *Client
 	// renewBefore: a token with less than this left is renewed before a call.
 	renewBefore time.Duration
+	// pollWait is the wait of each long poll (the server allows up to 25 s).
+	pollWait time.Duration
 
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc // run id → cancel of its handler
 	cancelled map[string]bool                    // cancel requests seen before their handler ran
+	flight    *flight                            // the handlers of the Run that runs, or nil
 }
 
 // NewAgent returns an agent of the instance at baseURL that authenticates with its API token.
@@ -96,6 +107,7 @@ func NewAgent(baseURL, token string, opts ...Option) *Agent {
 	a := &Agent{
 		c:           New(baseURL, token, opts...),
 		renewBefore: 30 * time.Second,
+		pollWait:    25 * time.Second,
 		running:     map[string]context.CancelCauseFunc{},
 		cancelled:   map[string]bool{},
 	}
@@ -107,29 +119,94 @@ func NewAgent(baseURL, token string, opts ...Option) *Agent {
 func (a *Agent) Client() *Client { return a.c }
 
 // Run follows the gateway until ctx ends or the server refuses the agent for good (see
-// Client.Run), and calls handle for each agent.invocation, one at a time in order.
+// Client.Run), and calls handle for each agent.invocation, in a goroutine of its own, up to
+// MaxConcurrent at once; the invocations beyond wait their turn in seq order, and while they
+// wait Run stops taking frames from the connection (after a bounded buffer), so that the
+// server, not the agent's memory, holds the backlog. The other events (messages, …) are
+// acknowledged as they pass.
+//
+// The acknowledged seq is a low-water mark: it never passes an invocation whose handler has
+// not returned, so a crash redelivers exactly the unfinished ones (a Start of a run started
+// before then answers already_started, see Start).
 //
 // The handler's ctx is cancelled, with the cause ErrCancelRequested, when a person asks the run
 // to stop; when the handler then returns, Run confirms the cancel (Finish cancelled) unless the
 // handler finished the run itself. A handler that returns nil after Start without Finish
-// finishes the run succeeded. A handler that returns an error ends Run with it, wrapped, and
-// the invocation is not acknowledged: the next Run gets it again (its Start then answers
-// already_started, which Start tolerates).
+// finishes the run succeeded. A handler that returns an error ends Run with it, wrapped: the
+// other handlers' contexts are cancelled, Run waits for them, and the failed invocation and
+// any after it that were not done are not acknowledged: the next Run gets them again.
 func (a *Agent) Run(ctx context.Context, handle func(ctx context.Context, inv *Invocation) error) error {
 	if handle == nil {
 		return errors.New("client: Agent.Run needs a handler")
 	}
-	return a.c.Run(ctx, func(ev Event) error {
-		switch ev.Type {
-		case "agent.invocation":
-			return a.invoke(ctx, ev, handle)
+	f, err := a.begin(ctx, handle)
+	if err != nil {
+		return err
+	}
+	err = a.c.Run(f.ctx, func(ev Event) error {
+		if ev.Type != "agent.invocation" {
+			f.forget(ev.Seq)
+			return nil
 		}
-		return nil
+		// The reader delivered it already (peek); Run's cursor, the ack's bound, moves past it
+		// only when this returns.
+		return f.wait(f.deliver(ev))
 	})
+	return a.end(ctx, f, err)
 }
 
+// begin starts the handlers' bookkeeping of one Run.
+func (a *Agent) begin(ctx context.Context, handle func(context.Context, *Invocation) error) (*flight, error) {
+	n := a.MaxConcurrent
+	if n <= 0 {
+		n = DefaultMaxConcurrent
+	}
+	f := newFlight(ctx, a, handle, n)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.flight != nil {
+		f.stop(nil)
+		return nil, errors.New("client: the Agent is running already")
+	}
+	a.flight = f
+	return f, nil
+}
+
+// end waits for the handlers of f and returns what ended its Run: the first handler's error,
+// else ctx's, else err.
+func (a *Agent) end(ctx context.Context, f *flight, err error) error {
+	f.stop(nil)
+	f.wg.Wait()
+	a.mu.Lock()
+	a.flight = nil
+	a.mu.Unlock()
+	f.mu.Lock()
+	failed := f.failed
+	f.mu.Unlock()
+	switch {
+	case failed != nil:
+		return failed
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return err
+}
+
+// peek sees each logged event as it arrives, before Run hands it: it cancels the handler of a
+// run whose cancel was requested, and starts the handler of an invocation while earlier ones
+// still run.
 func (a *Agent) peek(ev Event) {
-	if ev.Type != "run.cancel_requested" {
+	switch ev.Type {
+	case "agent.invocation":
+		a.mu.Lock()
+		f := a.flight
+		a.mu.Unlock()
+		if f != nil && ev.Seq > a.c.Cursor() {
+			f.deliver(ev)
+		}
+		return
+	case "run.cancel_requested":
+	default:
 		return
 	}
 	var d struct {
@@ -195,6 +272,11 @@ func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Contex
 	err := handle(hctx, inv)
 	cancelRequested := errors.Is(context.Cause(hctx), ErrCancelRequested)
 	if ctx.Err() != nil {
+		// Run stops: a handler that is done is done; one that left its run started is not,
+		// and comes again.
+		if err == nil && inv.isStarted() && !inv.isFinished() {
+			err = ctx.Err()
+		}
 		return err
 	}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,18 +24,21 @@ type fakeRunServer struct {
 	// status answers each call when set (path → status code and code), once.
 	refuse map[string][2]any
 
-	mu       sync.Mutex
-	acks     []int64
-	calls    []string // "METHOD path version?"
-	tokens   []string // the Invocation-Token of each run call
-	version  int
-	clientID string
-	renewed  int
+	mu         sync.Mutex
+	grew       chan struct{} // closed, and replaced, when push adds an event
+	polls      []string      // the cursor query of each long poll ("" without one)
+	pollRefuse []int         // statuses the next polls answer, one each
+	acks       []int64
+	calls      []string // "METHOD path version?"
+	tokens     []string // the Invocation-Token of each run call
+	version    int
+	clientID   string
+	renewed    int
 }
 
 func newFakeRunServer(t *testing.T, events ...map[string]any) *fakeRunServer {
 	t.Helper()
-	fs := &fakeRunServer{t: t, events: events, refuse: map[string][2]any{}}
+	fs := &fakeRunServer{t: t, events: events, refuse: map[string][2]any{}, grew: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/gateway", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
@@ -53,11 +57,27 @@ func newFakeRunServer(t *testing.T, events ...map[string]any) *fakeRunServer {
 		}
 		acked := int64(0)
 		fc.send(opReady, map[string]any{"session_id": "s1", "principal": map[string]any{"id": "a1", "kind": "agent"}, "head_seq": 0, "acked_seq": acked})
-		for _, ev := range fs.events {
-			if !fc.send(opEvent, ev) {
-				return
+		// The events, and those pushed later, as they come.
+		go func() {
+			for i := 0; ; i++ {
+				fs.mu.Lock()
+				for i >= len(fs.events) {
+					grew := fs.grew
+					fs.mu.Unlock()
+					select {
+					case <-grew:
+					case <-ctx.Done():
+						return
+					}
+					fs.mu.Lock()
+				}
+				ev := fs.events[i]
+				fs.mu.Unlock()
+				if !fc.send(opEvent, ev) {
+					return
+				}
 			}
-		}
+		}()
 		for {
 			f, ok := fc.read()
 			if !ok {
@@ -77,6 +97,58 @@ func newFakeRunServer(t *testing.T, events ...map[string]any) *fakeRunServer {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v)
 	}
+	mux.HandleFunc("GET /api/v1/agents/me/events", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		fs.mu.Lock()
+		fs.polls = append(fs.polls, q.Get("cursor"))
+		if len(fs.pollRefuse) > 0 {
+			status := fs.pollRefuse[0]
+			fs.pollRefuse = fs.pollRefuse[1:]
+			fs.mu.Unlock()
+			answer(w, status, map[string]any{"status": status, "code": "scripted", "detail": "scripted"})
+			return
+		}
+		fs.mu.Unlock()
+		if q.Get("wait") == "" {
+			t.Errorf("a poll without wait: %s", r.URL)
+		}
+		cursor, _ := strconv.ParseInt(q.Get("cursor"), 10, 64)
+		// A short long poll: the test's clock, not the server's 25 s.
+		deadline := time.After(100 * time.Millisecond)
+		for {
+			fs.mu.Lock()
+			var page []map[string]any
+			next := cursor
+			for _, ev := range fs.events {
+				if s := seqOf(ev); s > cursor {
+					page = append(page, ev)
+					next = max(next, s)
+				}
+			}
+			grew := fs.grew
+			fs.mu.Unlock()
+			if len(page) > 0 {
+				answer(w, 200, map[string]any{"events": page, "next_cursor": next, "head_seq": next})
+				return
+			}
+			select {
+			case <-grew:
+			case <-deadline:
+				answer(w, 200, map[string]any{"events": []any{}, "next_cursor": next, "head_seq": next})
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("POST /api/v1/agents/me/ack", func(w http.ResponseWriter, r *http.Request) {
+		var d struct{ Seq int64 }
+		_ = json.NewDecoder(r.Body).Decode(&d)
+		fs.mu.Lock()
+		fs.acks = append(fs.acks, d.Seq)
+		fs.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /api/v1/messages/m1", func(w http.ResponseWriter, r *http.Request) {
 		answer(w, 200, Message{ID: "m1", ThreadID: "t1", Content: "@echo hello there"})
 	})
@@ -122,8 +194,36 @@ func newFakeRunServer(t *testing.T, events ...map[string]any) *fakeRunServer {
 
 func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-func (fs *fakeRunServer) agent() *Agent {
-	return NewAgent(fs.srv.URL, "agent-token", WithHTTPClient(fs.srv.Client()), WithBackoff(time.Millisecond, 5*time.Millisecond))
+func seqOf(ev map[string]any) int64 {
+	switch s := ev["seq"].(type) {
+	case int:
+		return int64(s)
+	case int64:
+		return s
+	}
+	panic("an event without a seq")
+}
+
+// push adds an event to the log: the gateway sends it, the next poll answers it.
+func (fs *fakeRunServer) push(ev map[string]any) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.events = append(fs.events, ev)
+	close(fs.grew)
+	fs.grew = make(chan struct{})
+}
+
+// run runs a on transport ("gateway" or "poll").
+func run(ctx context.Context, a *Agent, transport string, h func(context.Context, *Invocation) error) error {
+	if transport == "poll" {
+		return a.RunLongPoll(ctx, h)
+	}
+	return a.Run(ctx, h)
+}
+
+func (fs *fakeRunServer) agent(opts ...Option) *Agent {
+	base := []Option{WithHTTPClient(fs.srv.Client()), WithBackoff(time.Millisecond, 5*time.Millisecond)}
+	return NewAgent(fs.srv.URL, "agent-token", append(base, opts...)...)
 }
 
 func (fs *fakeRunServer) snapshot() (calls []string, acks []int64, tokens []string) {

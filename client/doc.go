@@ -16,7 +16,13 @@
 // agent.invocation to the handler once, with an Invocation to Start, Update, Reply and Finish
 // the run; it carries and renews the run's invocation token, keeps the document's version,
 // cancels the handler's context on run.cancel_requested and acknowledges an invocation only
-// after its handler returned nil.
+// after its handler returned nil. Handlers run concurrently, up to Agent.MaxConcurrent (8 by
+// default; 1 hands the invocations one at a time, in order); while that many are busy it takes
+// no further invocation (beyond a bounded buffer), though a cancel request still reaches them.
+// The acknowledged seq is a low-water mark: it never passes an invocation
+// whose handler has not returned, so a crash redelivers exactly the unfinished ones.
+// RunLongPoll is the same over the REST consumer (GET /api/v1/agents/me/events, a long poll,
+// and POST /api/v1/agents/me/ack), for an agent that cannot hold a WebSocket.
 //
 // The package talks to the server only over HTTP and WebSocket, like any other client; it must
 // not import the server's packages. github.com/coder/websocket lives in gateway.go alone.

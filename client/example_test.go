@@ -37,3 +37,25 @@ func Example() {
 		log.Fatal(err)
 	}
 }
+
+// An agent behind a proxy that cuts WebSockets: it long-polls instead, and answers up to four
+// mentions at once.
+func ExampleAgent_RunLongPoll() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	agent := client.NewAgent("https://chat.example.com", os.Getenv("AGENT_TOKEN"))
+	agent.MaxConcurrent = 4
+	err := agent.RunLongPoll(ctx, func(ctx context.Context, inv *client.Invocation) error {
+		// After a crash the invocation comes again, and Start answers already_started.
+		if _, err := inv.Start(ctx); err != nil && !client.IsCode(err, "already_started") {
+			return err
+		}
+		if _, err := inv.Reply(ctx, "seen: "+inv.Message.Content); err != nil {
+			return err
+		}
+		return inv.Finish(ctx, client.Succeeded, nil)
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Fatal(err)
+	}
+}
