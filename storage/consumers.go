@@ -55,3 +55,24 @@ func (s *ConsumerStore) SaveAcks(ctx context.Context, acks map[kernel.ID]int64, 
 		return nil
 	})
 }
+
+// SeeConsumers implements gateway.Consumers and sync.Cursors: it raises seen_at of the agents'
+// consumers that have a row to at, without touching their cursors. The gateway calls it for the
+// agents connected to it, the REST poll for the polling agent, so that runs' stall check tells
+// an agent that is there but stuck (stale) from one that is gone (interrupted).
+func (s *ConsumerStore) SeeConsumers(ctx context.Context, agents []kernel.ID, at time.Time) error {
+	if len(agents) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(agents)+2)
+	args = append(args, fmtTime(at))
+	for _, a := range agents {
+		args = append(args, string(a))
+	}
+	args = append(args, fmtTime(at))
+	return s.db.Do(ctx, func(ctx context.Context) error {
+		_, err := s.db.q(ctx).ExecContext(ctx, `UPDATE agent_consumers SET seen_at = ?
+			WHERE agent_id IN (`+placeholders(len(agents))+`) AND seen_at < ?`, args...)
+		return s.db.mapErr(err, "agent consumers")
+	})
+}

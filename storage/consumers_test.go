@@ -104,6 +104,26 @@ func TestConsumersSeen(t *testing.T) {
 			}
 		})
 
+		t.Run("seeing a consumer raises seen_at only, and never for an agent without a cursor", func(t *testing.T) {
+			later := at.Add(2 * time.Minute)
+			if err := s.SeeConsumers(ctx, []kernel.ID{bot, never}, later); err != nil {
+				t.Fatal(err)
+			}
+			got := seen(t)
+			if !got[bot].Equal(later) || !got[other].Equal(at.Add(time.Minute)) || len(got) != 2 {
+				t.Fatalf("seen %v", got)
+			}
+			if seq, _, _ := s.AckedSeq(ctx, bot); seq != 9 {
+				t.Fatalf("seeing moved the cursor to %d", seq)
+			}
+			if err := s.SeeConsumers(ctx, []kernel.ID{bot}, at); err != nil {
+				t.Fatal(err)
+			}
+			if got := seen(t); !got[bot].Equal(later) {
+				t.Fatalf("an earlier sighting moved seen back to %v", got[bot])
+			}
+		})
+
 		t.Run("asking for nobody reads nothing", func(t *testing.T) {
 			if got, err := a.ConsumersSeen(ctx, nil); err != nil || len(got) != 0 {
 				t.Fatalf("%v, %v", got, err)

@@ -52,7 +52,7 @@ func TestRunJobs(t *testing.T) {
 			return tok
 		}
 		// endsPolling waits until the run has ended and returns it; with polling, the agent's
-		// consumer polls and acknowledges meanwhile, as a live agent over REST does.
+		// consumer polls meanwhile, as a live agent over REST does.
 		cursor := start
 		endsPolling := func(t *testing.T, id string, polling bool) runView {
 			t.Helper()
@@ -74,8 +74,9 @@ func TestRunJobs(t *testing.T) {
 				}
 				ac.do(t, http.MethodGet, api("agents", "me", "events")+fmt.Sprintf("?cursor=%d&wait=100ms", cursor), nil).
 					want(t, http.StatusOK).decode(t, &p)
+				// No ack: an agent stuck in its handler polls on without acknowledging, and the
+				// poll alone shows it is there.
 				cursor = max(cursor, p.NextCursor)
-				ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": cursor}).want(t, http.StatusNoContent)
 			}
 		}
 		ends := func(t *testing.T, id string) runView { t.Helper(); return endsPolling(t, id, false) }

@@ -18,6 +18,9 @@ type Consumers interface {
 	// SaveAcks raises the cursors of the agents to the seqs given (a lower one is left as it
 	// is), in one Unit of Work. Errors: internal.
 	SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error
+	// SeeConsumers marks the consumers of agents as seen at at (their connection is alive),
+	// for runs' stall check. Errors: internal.
+	SeeConsumers(ctx context.Context, agents []kernel.ID, at time.Time) error
 }
 
 // consumers are the agents' consumers on this node (DESIGN §7): an agent's gateway connection
@@ -31,7 +34,13 @@ type consumers struct {
 	mu    sync.Mutex
 	held  map[kernel.ID]binding // agent → its consuming connection
 	acked map[kernel.ID]int64   // acks not saved yet
+	// seenAt is when the connected agents were last marked seen (SeeConsumers).
+	seenAt time.Time
 }
+
+// seenInterval is how often the connected agents are marked seen: well below the shortest
+// sensible agent.stall_timeout, and one small write for all of them.
+const seenInterval = time.Second
 
 // consumerStart returns the cursor an agent's connection replays from: the acknowledged seq, or,
 // for an agent that never consumed, cursor (the head when nil), which becomes its first cursor.
@@ -128,7 +137,20 @@ func (g *Gateway) saveAcks(ctx context.Context) {
 	// table and the noted ones, and must find them in one of the two.
 	g.consumers.mu.Lock()
 	acks := maps.Clone(g.consumers.acked)
+	now := g.clock.Now()
+	var seen []kernel.ID
+	if now.Sub(g.consumers.seenAt) >= seenInterval {
+		for agent := range g.consumers.held {
+			seen = append(seen, agent)
+		}
+		g.consumers.seenAt = now
+	}
 	g.consumers.mu.Unlock()
+	if len(seen) > 0 {
+		if err := g.deps.Consumers.SeeConsumers(ctx, seen, now); err != nil {
+			g.log.Warn("gateway: could not mark the connected agents as seen", "agents", len(seen), "err", err)
+		}
+	}
 	if len(acks) == 0 {
 		return
 	}

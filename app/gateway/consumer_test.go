@@ -14,6 +14,7 @@ import (
 type fakeConsumers struct {
 	mu    sync.Mutex
 	acked map[kernel.ID]int64
+	seen  map[kernel.ID]time.Time
 }
 
 func (f *fakeConsumers) AckedSeq(_ context.Context, agent kernel.ID) (int64, bool, error) {
@@ -98,6 +99,20 @@ func TestConsumer(t *testing.T) {
 		})
 		c.quiet()
 	})
+	t.Run("a connected agent is marked seen without acking, at most once a second", func(t *testing.T) {
+		w.clock.Advance(2 * time.Second)
+		w.g.saveAcks(context.Background())
+		at := fc.seenAt(w.bot.ID)
+		if !at.Equal(w.clock.Now()) {
+			t.Fatalf("seen at %v, want %v", at, w.clock.Now())
+		}
+		w.clock.Advance(100 * time.Millisecond)
+		w.g.saveAcks(context.Background())
+		if got := fc.seenAt(w.bot.ID); !got.Equal(at) {
+			t.Fatalf("seen again after 100ms: %v", got)
+		}
+	})
+
 	t.Run("a person's connection may not ack", func(t *testing.T) {
 		c := w.connect()
 		c.identify("ada", -1)
@@ -142,4 +157,22 @@ func TestConsumerTakenOverOnAnotherNode(t *testing.T) {
 	c.quiet()
 	n.signalJSON(signal(kernel.NewID()))
 	c.expectClose(CloseConsumerTakenOver)
+}
+
+func (f *fakeConsumers) SeeConsumers(_ context.Context, agents []kernel.ID, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = map[kernel.ID]time.Time{}
+	}
+	for _, a := range agents {
+		f.seen[a] = at
+	}
+	return nil
+}
+
+func (f *fakeConsumers) seenAt(agent kernel.ID) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[agent]
 }

@@ -15,6 +15,8 @@ type Cursors interface {
 	AckedSeq(ctx context.Context, agent kernel.ID) (seq int64, ok bool, err error)
 	// SaveAcks raises the agents' cursors to the seqs given; a lower seq changes nothing.
 	SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error
+	// SeeConsumers marks the agents' consumers as seen at at, without moving a cursor.
+	SeeConsumers(ctx context.Context, agents []kernel.ID, at time.Time) error
 }
 
 // Waker tells when the log's head next advances; *storage.DB implements it.
@@ -111,6 +113,10 @@ func (c *Consumer) Poll(ctx context.Context, actor kernel.Actor, cursor *int64, 
 			}
 		}
 		after = seq
+	}
+	// A poll is the agent's sign of life, as a connection is on the gateway.
+	if err := c.cursors.SeeConsumers(ctx, []kernel.ID{actor.ID}, c.clock.Now()); err != nil {
+		return Page{}, err
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()

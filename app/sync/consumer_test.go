@@ -152,3 +152,5 @@ var _ appsync.Preparer = (*fakePreparer)(nil)
 func (f *fakePreparer) Prepare(_ context.Context, a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
 	return f.fn(a, e)
 }
+
+func (f *fakeCursors) SeeConsumers(context.Context, []kernel.ID, time.Time) error { return nil }
