@@ -114,7 +114,7 @@ func TestPostgresServeAndMigrate(t *testing.T) {
 		if code, body, _ := mustGet(t, "http://"+a.InternalAddr()+"/readyz"); code != 200 || body["status"] != "ready" {
 			t.Errorf("/readyz = %d %v", code, body)
 		}
-		if !regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/setup\?code=\S+ to create the first owner\n$`).MatchString(c.stdout.String()) {
+		if !regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/console/setup\?code=\S+ to create the first owner\n$`).MatchString(c.stdout.String()) {
 			t.Errorf("stdout = %q, want the setup line", c.stdout)
 		}
 		if a.DB.Dialect().Name() != "postgres" {
