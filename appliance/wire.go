@@ -13,9 +13,11 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/stats"
 	appsync "bothy.dev/bothy/app/sync"
 	wsgateway "bothy.dev/bothy/appliance/gateway"
 	"bothy.dev/bothy/appliance/httpapi"
@@ -99,6 +101,9 @@ func wire(ctx context.Context, a *App) error {
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)
+	// The instance's settings (its name) and the owner's overview numbers (issue 6).
+	inst := instance.New(instance.Deps{Store: storage.NewInstanceStore(db), UoW: db, Events: db, Authz: az})
+	router.Handle(httpapi.InstanceRoutes(inst)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
@@ -179,7 +184,9 @@ func wire(ctx context.Context, a *App) error {
 	// printed setup link and the bare address lead into it.
 	router.HandleRaw(ui.Prefix, ui.New(ui.Deps{Identity: ident, Chat: chats, Messages: msgs, Agents: agentSvc, Runs: runSvc,
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
-		Engine: a.Config.Database.Driver, Started: clock.Now()}))
+		Engine: a.Config.Database.Driver, Started: clock.Now(),
+		Instance: inst, Stats: stats.New(storage.NewStatsStore(db), az, clock), Reactions: msgStore,
+		SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))
 	router.HandleRaw("GET /setup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

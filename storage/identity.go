@@ -168,6 +168,25 @@ func (s *IdentityStore) RevokeSessions(ctx context.Context, principalID kernel.I
 	return s.db.mapErr(err, "session")
 }
 
+// LiveSessions implements identity.Store.
+func (s *IdentityStore) LiveSessions(ctx context.Context, principalID kernel.ID, now time.Time) ([]kernel.ID, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id FROM auth_sessions
+		WHERE principal_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY id`, string(principalID), fmtTime(now))
+	if err != nil {
+		return nil, s.db.mapErr(err, "session")
+	}
+	defer rows.Close()
+	var out []kernel.ID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.db.mapErr(err, "session")
+		}
+		out = append(out, kernel.ID(id))
+	}
+	return out, s.db.mapErr(rows.Err(), "session")
+}
+
 // The two authentication reads: one row by the unique digest index, joined with the principal.
 const (
 	sessionCredentialQuery = `SELECT s.id, p.id, p.kind, p.handle, p.is_owner

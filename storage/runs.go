@@ -202,3 +202,9 @@ func nullIDPtr(id *kernel.ID) any {
 	}
 	return nullID(*id)
 }
+
+// AgentRuns returns the latest limit runs of an agent, newest first, for the console's page of
+// the agent (ui's port). It authorizes nothing: the caller decides run.read on each.
+func (s *RunStore) AgentRuns(ctx context.Context, agentID kernel.ID, limit int) ([]runs.Run, error) {
+	return s.list(ctx, runSelect+` WHERE r.agent_id = ? ORDER BY r.id DESC LIMIT ?`, string(agentID), limit)
+}

@@ -346,3 +346,31 @@ func TestRunStore(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestRunStoreAgentRuns(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		e := newRunEnv(t, eng)
+		for i := 0; i < 3; i++ {
+			e.post(t, e.pia, fmt.Sprintf("@echo number %d", i))
+		}
+		all := e.threadRuns(t, e.channel.MainThreadID)
+		if len(all) != 3 {
+			t.Fatalf("%d runs", len(all))
+		}
+		t.Run("lists an agent's runs newest first, up to the limit", func(t *testing.T) {
+			got, err := e.runs.AgentRuns(bg, e.echo.ID, 2)
+			if err != nil || len(got) != 2 || got[0].ID != all[2].ID || got[1].ID != all[1].ID {
+				t.Fatalf("got %d runs, %v", len(got), err)
+			}
+			if got[0].AgentID != e.echo.ID || got[0].ChannelKind != chat.KindChannel || got[0].Status != runs.StatusQueued {
+				t.Fatalf("run %+v", got[0].Summary)
+			}
+		})
+		t.Run("lists nothing for another principal", func(t *testing.T) {
+			got, err := e.runs.AgentRuns(bg, e.pia.ID, 10)
+			if err != nil || len(got) != 0 {
+				t.Fatalf("got %d runs, %v", len(got), err)
+			}
+		})
+	})
+}

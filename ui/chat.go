@@ -1,4 +1,594 @@
 package ui
 
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net/http"
+	"slices"
+	"strings"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/ui/components"
+	"bothy.dev/bothy/ui/layouts"
+	"bothy.dev/bothy/ui/markdown"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// ReactionSource reads the reactions of messages for the chat view (storage's MessageStore).
+// It does not authorize: the view asks only about messages that messaging let it read.
+type ReactionSource interface {
+	// ReactionsOf lists the reactions on the messages ids, in no particular order.
+	ReactionsOf(ctx context.Context, ids []kernel.ID) ([]messaging.Reaction, error)
+}
+
+// The chat view's sizes: one page of messages (older ones behind a link), the runs looked at
+// for the page's cards, the threads of the current channel in the left column.
+const (
+	chatPageMessages = 50
+	chatPageRuns     = 100
+	chatNavThreads   = 8
+)
+
+// fragmentHeader marks a request of the console's script: it wants the HTML of the one message
+// or run card it changed (or the refusal as text), not a redirect.
+const fragmentHeader = "Bothy-Fragment"
+
+// chatView serves the chat view's pages; it keeps the people and agents its pages name.
+type chatView struct {
+	*Console
+	dirs dirCache
+}
+
 // chatRoutes registers the chat view's pages.
-func (c *Console) chatRoutes() {}
+func (con *Console) chatRoutes() {
+	c := &chatView{Console: con}
+	c.handle("GET /console/chat", signedIn, c.chatHome)
+	c.handle("GET /console/channels/{id}", signedIn, c.channelPage)
+	c.handle("GET /console/threads/{id}", signedIn, c.threadPage)
+	c.handle("POST /console/threads/{id}/messages", signedIn, c.postMessage)
+	c.handle("POST /console/messages/{id}/reactions", signedIn, c.toggleReaction)
+	c.handle("POST /console/runs/{id}/cancel", signedIn, c.cancelRun)
+	c.handle("GET /console/messages/{id}/fragment", signedIn, c.messageFragment)
+	c.handle("GET /console/runs/{id}/fragment", signedIn, c.runFragment)
+}
+
+var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
+
+// pathID is the {id} of the path; a malformed one does not exist.
+func pathID(rq *request) (kernel.ID, error) {
+	id, err := kernel.ParseID(rq.r.PathValue("id"))
+	if err != nil {
+		return "", kernel.Errorf(kernel.CodeNotFound, "no such id")
+	}
+	return id, nil
+}
+
+func (c *chatView) chatReady() bool { return c.d.Chat != nil && c.d.Messages != nil }
+
+// chatHome leads to the first channel the person may see, or says there is none.
+func (c *chatView) chatHome(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	nav, err := c.chatNav(rq, "", "")
+	if err != nil {
+		return err
+	}
+	for _, s := range nav {
+		if len(s.Channels) > 0 {
+			c.redirect(rq, s.Channels[0].Href, rq.flash)
+			return nil
+		}
+	}
+	v := pages.ChatView{Chrome: c.chrome(rq, "Chat", "chat"), Nav: nav}
+	return c.render(rq, http.StatusOK, pages.Chat(v))
+}
+
+func (c *chatView) channelPage(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	ch, err := c.d.Chat.GetChannel(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	return c.showThread(rq, ch.MainThreadID, &ch, http.StatusOK, "", "")
+}
+
+func (c *chatView) threadPage(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	return c.showThread(rq, id, nil, http.StatusOK, "", "")
+}
+
+// showThread renders a thread: ch when the caller loaded its channel already. draft and errText
+// are a refused message and why.
+func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel, status int, draft, errText string) error {
+	var before kernel.ID
+	if b := rq.r.URL.Query().Get("before"); b != "" {
+		id, err := kernel.ParseID(b)
+		if err != nil {
+			return kernel.Errorf(kernel.CodeNotFound, "no such page")
+		}
+		before = id
+	}
+	// ListMessages decides message.read on the thread: a thread the person may not see
+	// answers 404 before anything else is read.
+	msgs, more, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{Before: before, Limit: chatPageMessages})
+	if err != nil {
+		return err
+	}
+	th, err := c.d.Chat.Thread(rq.ctx(), threadID)
+	if err != nil {
+		return err
+	}
+	if ch == nil {
+		got, err := c.d.Chat.GetChannel(rq.ctx(), rq.actor, th.ChannelID)
+		if err != nil {
+			return err
+		}
+		ch = &got
+	}
+	tv, err := c.threadView(rq, th, *ch, msgs, more, before.IsZero())
+	if err != nil {
+		return err
+	}
+	tv.Draft, tv.Error = draft, errText
+	nav, err := c.chatNav(rq, ch.ID, th.ID)
+	if err != nil {
+		return err
+	}
+	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, Thread: &tv}
+	return c.render(rq, status, pages.Chat(v))
+}
+
+// threadHref is where a thread is shown: its channel's address for a main thread.
+func threadHref(th chat.Thread) string {
+	if th.IsMain {
+		return "/console/channels/" + string(th.ChannelID)
+	}
+	return "/console/threads/" + string(th.ID)
+}
+
+func threadTitle(th chat.Thread, ch chat.Channel) string {
+	switch {
+	case th.IsMain:
+		return "#" + ch.Name
+	case th.Title != "":
+		return th.Title
+	}
+	return "Thread of " + th.CreatedAt.UTC().Format("Jan 2 15:04")
+}
+
+// chatNav is the left column: the spaces and channels the person may read, and a few of the
+// newest threads of the current channel.
+func (c *chatView) chatNav(rq *request, current, currentThread kernel.ID) ([]pages.SpaceNav, error) {
+	spaces, err := c.d.Chat.ListSpaces(rq.ctx(), rq.actor)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pages.SpaceNav, 0, len(spaces))
+	for _, sp := range spaces {
+		chans, err := c.d.Chat.ListChannels(rq.ctx(), rq.actor, sp.ID)
+		if kernel.IsCode(err, kernel.CodeNotFound) || kernel.IsCode(err, kernel.CodeForbidden) {
+			continue // archived or revoked between the two reads
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(chans) == 0 {
+			continue
+		}
+		s := pages.SpaceNav{Name: sp.Name}
+		for _, ch := range chans {
+			n := pages.ChannelNav{ID: string(ch.ID), Name: ch.Name, Href: "/console/channels/" + string(ch.ID), Current: ch.ID == current}
+			if n.Current {
+				ths, _, err := c.d.Chat.ListThreads(rq.ctx(), rq.actor, ch.ID, chat.Page{Limit: chatNavThreads})
+				if err != nil {
+					return nil, err
+				}
+				for i := len(ths) - 1; i >= 0; i-- { // newest first
+					if ths[i].IsMain {
+						continue
+					}
+					n.Threads = append(n.Threads, pages.ThreadNav{Title: threadTitle(ths[i], ch), Href: threadHref(ths[i]),
+						Current: ths[i].ID == currentThread})
+				}
+			}
+			s.Channels = append(s.Channels, n)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// threadView builds a page of a thread: its messages with their reactions, the run cards at
+// the messages that invoked them, and what the person may do there.
+func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs []messaging.Message, more, latest bool) (pages.ThreadView, error) {
+	ctx := rq.ctx()
+	tv := pages.ThreadView{ID: string(th.ID), ChannelID: string(ch.ID), Title: threadTitle(th, ch), ChannelName: ch.Name,
+		Topic: ch.Topic, Href: threadHref(th), Latest: latest, CSRF: rq.csrf, ClientMsgID: newClientMsgID()}
+	if more && len(msgs) > 0 {
+		tv.OlderHref = tv.Href + "?before=" + string(msgs[0].ID)
+	}
+	var list []runs.Run
+	if c.d.Runs != nil {
+		var err error
+		if list, _, err = c.d.Runs.ListThread(ctx, rq.actor, th.ID, chat.Page{Limit: chatPageRuns}); err != nil {
+			return tv, err
+		}
+	}
+	reactions, err := c.reactionsOf(ctx, msgs)
+	if err != nil {
+		return tv, err
+	}
+	need := make([]kernel.ID, 0, len(msgs)+len(list))
+	for _, m := range msgs {
+		need = append(need, m.AuthorID)
+	}
+	for _, r := range list {
+		need = append(need, r.AgentID)
+	}
+	dir, err := c.directory(ctx, rq.actor, need)
+	if err != nil {
+		return tv, err
+	}
+	canPost := c.allowed(ctx, rq.actor, kernel.ActMessageCreate, th.Resource())
+	canReact := c.allowed(ctx, rq.actor, kernel.ActReactionAdd, th.Resource())
+	cards := make([]components.RunCardView, len(list))
+	for i, r := range list {
+		cards[i] = c.runCard(ctx, rq, r, dir)
+	}
+	tv.Items = placeRuns(msgs, list, cards, latest, func(m messaging.Message) components.MessageView {
+		return messageView(m, dir, reactions[m.ID], rq.actor.ID, canReact, rq.csrf)
+	})
+	tv.CanPost = canPost
+	if canPost {
+		tv.Members = strings.Join(c.members(ctx, ch, dir), " ")
+	}
+	return tv, nil
+}
+
+// placeRuns orders a page: each message followed by the runs it invoked. A run whose message is
+// not on the page goes at the end of the newest page when it came after the page's first
+// message (an operator's run, or one of a message on the page before is left out).
+func placeRuns(msgs []messaging.Message, list []runs.Run, cards []components.RunCardView, latest bool,
+	view func(messaging.Message) components.MessageView) []pages.ThreadItem {
+	onPage := make(map[kernel.ID]bool, len(msgs))
+	for _, m := range msgs {
+		onPage[m.ID] = true
+	}
+	byTrigger := map[kernel.ID][]int{}
+	var rest []int
+	for i, r := range list {
+		switch {
+		case r.TriggerMessageID != nil && onPage[*r.TriggerMessageID]:
+			byTrigger[*r.TriggerMessageID] = append(byTrigger[*r.TriggerMessageID], i)
+		case latest && (len(msgs) == 0 || !r.CreatedAt.Before(msgs[0].CreatedAt)):
+			rest = append(rest, i)
+		}
+	}
+	items := make([]pages.ThreadItem, 0, len(msgs)+len(list))
+	for _, m := range msgs {
+		mv := view(m)
+		items = append(items, pages.ThreadItem{Message: &mv})
+		for _, i := range byTrigger[m.ID] {
+			items = append(items, pages.ThreadItem{Run: &cards[i]})
+		}
+	}
+	for _, i := range rest {
+		items = append(items, pages.ThreadItem{Run: &cards[i]})
+	}
+	return items
+}
+
+// allowed asks Authorize whether actor may do action; without an authorizer the use case
+// decides when the form is sent.
+func (c *chatView) allowed(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) bool {
+	if c.d.Authz == nil {
+		return true
+	}
+	return c.d.Authz.Authorize(ctx, actor, action, r) == nil
+}
+
+// reactionsOf reads the reactions of msgs, by message.
+func (c *chatView) reactionsOf(ctx context.Context, msgs []messaging.Message) (map[kernel.ID][]messaging.Reaction, error) {
+	out := map[kernel.ID][]messaging.Reaction{}
+	if c.d.Reactions == nil || len(msgs) == 0 {
+		return out, nil
+	}
+	ids := make([]kernel.ID, 0, len(msgs))
+	for _, m := range msgs {
+		if !m.Deleted {
+			ids = append(ids, m.ID)
+		}
+	}
+	rs, err := c.d.Reactions.ReactionsOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		out[r.MessageID] = append(out[r.MessageID], r)
+	}
+	return out, nil
+}
+
+// reactionPalette is what a person may react with in one click.
+var reactionPalette = []string{"👍", "❤️", "😄", "🎉", "👀"}
+
+// messageView is a message as the page shows it: its author by name, the body rendered from
+// Markdown, its reactions counted by emoji in the order they first came.
+func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction, me kernel.ID, canReact bool, csrf string) components.MessageView {
+	a := dir.get(m.AuthorID)
+	v := components.MessageView{ID: string(m.ID), AuthorHandle: a.Handle, AuthorName: a.Name, AuthorAgent: a.Agent,
+		Time: m.CreatedAt.UTC().Format("Jan 2 15:04"), Stamp: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
+		Deleted: m.Deleted, Edited: m.EditedAt != nil && !m.Deleted, CSRF: csrf}
+	if !m.Deleted {
+		v.Body = markdown.Render(m.Content)
+		v.Note = triggerNote(m.TriggerState)
+		if canReact {
+			v.Palette = reactionPalette
+		}
+	}
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(a, b messaging.Reaction) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, r := range rs {
+		i := slices.IndexFunc(v.Reactions, func(x components.ReactionView) bool { return x.Emoji == r.Emoji })
+		if i < 0 {
+			v.Reactions = append(v.Reactions, components.ReactionView{Emoji: r.Emoji})
+			i = len(v.Reactions) - 1
+		}
+		v.Reactions[i].Count++
+		v.Reactions[i].Mine = v.Reactions[i].Mine || r.PrincipalID == me
+	}
+	return v
+}
+
+// triggerNote says why a message that named an agent invoked none.
+func triggerNote(state *string) string {
+	if state == nil {
+		return ""
+	}
+	switch *state {
+	case "no_invoke_right":
+		return "No agent was invoked: the author may not invoke agents in this channel."
+	case "agent_disabled":
+		return "No agent was invoked: the agent is disabled."
+	case "agent_cannot_read":
+		return "No agent was invoked: the agent may not read this channel."
+	}
+	return ""
+}
+
+// runCard is a run as its card shows it; the cancel form for who may cancel a run that has
+// not ended.
+func (c *chatView) runCard(ctx context.Context, rq *request, r runs.Run, dir *principalDir) components.RunCardView {
+	v := components.RunCardView{ID: string(r.ID), AgentHandle: dir.get(r.AgentID).Handle, State: string(r.Status),
+		Reason: string(r.Reason), StatusLine: r.Document.Status, Output: r.Document.Output, Version: r.Version, CSRF: rq.csrf}
+	if r.TriggerMessageID != nil {
+		v.TriggerID = string(*r.TriggerMessageID)
+	}
+	if !r.Status.Terminal() {
+		v.Cancelling = r.CancelRequestedAt != nil
+		v.CanCancel = !v.Cancelling && c.allowed(ctx, rq.actor, kernel.ActRunCancel, r.Resource())
+	}
+	for _, s := range r.Document.Steps {
+		v.Steps = append(v.Steps, components.StepView{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Status: string(s.Status), Detail: s.Detail})
+	}
+	return v
+}
+
+// newClientMsgID is the idempotency key of one composer form.
+func newClientMsgID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "console-" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// wantsFragment reports whether the console's script sent the form.
+func wantsFragment(rq *request) bool { return rq.r.Header.Get(fragmentHeader) == "1" }
+
+// refuseFragment answers the script's form with the reason as text.
+func refuseFragment(rq *request, status int, text string) {
+	rq.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rq.w.WriteHeader(status)
+	rq.w.Write([]byte(text))
+}
+
+// postMessage posts the composer's message and goes back to the thread, at the message. A
+// refused message comes back in the composer with the reason.
+func (c *chatView) postMessage(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	content := rq.r.PostFormValue("content")
+	m, _, err := c.d.Messages.CreateMessage(rq.ctx(), rq.actor, id, messaging.NewMessage{Content: content,
+		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+		if wantsFragment(rq) {
+			refuseFragment(rq, http.StatusUnprocessableEntity, formError(err))
+			return nil
+		}
+		return c.showThread(rq, id, nil, http.StatusUnprocessableEntity, content, formError(err))
+	default:
+		return err
+	}
+	if wantsFragment(rq) {
+		return c.renderMessage(rq, m, http.StatusCreated)
+	}
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
+	if err != nil {
+		return err
+	}
+	c.redirect(rq, threadHref(th)+"#m-"+string(m.ID), layouts.Flash{})
+	return nil
+}
+
+// toggleReaction puts the emoji on the message, or takes it off when the person had put it.
+func (c *chatView) toggleReaction(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	m, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	emoji := rq.r.PostFormValue("emoji")
+	mine := false
+	if c.d.Reactions != nil {
+		rs, err := c.d.Reactions.ReactionsOf(rq.ctx(), []kernel.ID{m.ID})
+		if err != nil {
+			return err
+		}
+		mine = slices.ContainsFunc(rs, func(r messaging.Reaction) bool { return r.PrincipalID == rq.actor.ID && r.Emoji == emoji })
+	}
+	if mine {
+		err = c.d.Messages.RemoveReaction(rq.ctx(), rq.actor, m.ID, emoji)
+	} else {
+		err = c.d.Messages.AddReaction(rq.ctx(), rq.actor, m.ID, emoji)
+	}
+	flash := layouts.Flash{}
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation, kernel.CodeMessageDeleted, kernel.CodeForbidden:
+		// Forbidden here is a reader who may not post: they saw the message, so say so.
+		text := formError(err)
+		if !kernel.IsCode(err, kernel.CodeValidation) {
+			text = "You cannot react to this message."
+		}
+		if wantsFragment(rq) {
+			refuseFragment(rq, http.StatusUnprocessableEntity, text)
+			return nil
+		}
+		flash = layouts.Flash{Kind: "error", Text: text}
+	default:
+		return err
+	}
+	if wantsFragment(rq) {
+		if m, err = c.d.Messages.GetMessage(rq.ctx(), rq.actor, id); err != nil {
+			return err
+		}
+		return c.renderMessage(rq, m, http.StatusOK)
+	}
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
+	if err != nil {
+		return err
+	}
+	c.redirect(rq, threadHref(th)+"#m-"+string(m.ID), flash)
+	return nil
+}
+
+// cancelRun asks a run to stop, for its invoker or a manager of the channel.
+func (c *chatView) cancelRun(rq *request) error {
+	if !c.chatReady() || c.d.Runs == nil {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	r, err := c.d.Runs.Cancel(rq.ctx(), rq.actor, id)
+	flash := layouts.Flash{Kind: "ok", Text: "The run was asked to stop."}
+	switch kernel.CodeOf(err) {
+	case "":
+		if r.Status.Terminal() {
+			flash.Text = "The run was cancelled."
+		}
+	case runs.CodeRunEnded:
+		flash = layouts.Flash{Kind: "error", Text: "The run has ended already."}
+		if r, err = c.d.Runs.Get(rq.ctx(), rq.actor, id); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	if wantsFragment(rq) {
+		if r, err = c.d.Runs.Get(rq.ctx(), rq.actor, id); err != nil {
+			return err
+		}
+		return c.renderRun(rq, r)
+	}
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), r.ThreadID)
+	if err != nil {
+		return err
+	}
+	c.redirect(rq, threadHref(th)+"#r-"+string(r.ID), flash)
+	return nil
+}
+
+// messageFragment is one message as the thread shows it, for the script to put in place.
+func (c *chatView) messageFragment(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	m, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	return c.renderMessage(rq, m, http.StatusOK)
+}
+
+func (c *chatView) renderMessage(rq *request, m messaging.Message, status int) error {
+	rs, err := c.reactionsOf(rq.ctx(), []messaging.Message{m})
+	if err != nil {
+		return err
+	}
+	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
+	if err != nil {
+		return err
+	}
+	th := chat.Thread{ID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID, ChannelKind: m.ChannelKind}
+	canReact := c.allowed(rq.ctx(), rq.actor, kernel.ActReactionAdd, th.Resource())
+	return c.render(rq, status, components.Message(messageView(m, dir, rs[m.ID], rq.actor.ID, canReact, rq.csrf)))
+}
+
+// runFragment is one run card, for the script: a new run, or one whose patches it missed.
+func (c *chatView) runFragment(rq *request) error {
+	if !c.chatReady() || c.d.Runs == nil {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	r, err := c.d.Runs.Get(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	return c.renderRun(rq, r)
+}
+
+func (c *chatView) renderRun(rq *request, r runs.Run) error {
+	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{r.AgentID})
+	if err != nil {
+		return err
+	}
+	return c.render(rq, http.StatusOK, components.RunCard(c.runCard(rq.ctx(), rq, r, dir)))
+}

@@ -50,6 +50,17 @@ type Deps struct {
 	Version string
 	Engine  string
 	Started time.Time
+	// Instance names the instance in every page's frame and serves the settings page; Stats
+	// feeds the overview's counts and chart (owner.go, owner_settings.go). Nil leaves them out.
+	Instance InstanceSettings
+	Stats    OverviewStats
+	// SpaceGrants, AgentRuns and AgentsSeen are the reads of the access and agents pages
+	// (owner_spaces.go, owner_agents.go); nil leaves that part of the page out.
+	SpaceGrants SpaceGrants
+	AgentRuns   AgentRuns
+	AgentsSeen  AgentsSeen
+	// Reactions reads the reactions under the chat view's messages (chat.go); nil shows none.
+	Reactions ReactionSource
 }
 
 // Console serves the console's pages.
@@ -132,6 +143,12 @@ func (rq *request) ctx() context.Context { return rq.r.Context() }
 // chrome is the frame of a page of this request.
 func (c *Console) chrome(rq *request, title, section string) layouts.Chrome {
 	ch := layouts.Chrome{Title: title, Section: section, CSRF: rq.csrf, Flash: rq.flash}
+	if c.d.Instance != nil {
+		// One indexed read of one row; a failure only leaves the default name in the frame.
+		if name, err := c.d.Instance.Name(rq.ctx()); err == nil {
+			ch.Instance = name
+		}
+	}
 	if rq.user != nil {
 		ch.User = &layouts.User{Handle: rq.user.Handle, DisplayName: rq.user.DisplayName, IsOwner: rq.user.IsOwner}
 	}

@@ -1,3 +1,268 @@
 package ui
 
-func (c *Console) agentRoutes() {}
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// AgentRuns reads the latest runs of one agent, newest first, for its page. It authorizes
+// nothing: the page shows only the runs Authorize lets the viewer read. *storage.RunStore
+// implements it.
+type AgentRuns interface {
+	// AgentRuns returns at most limit runs of agentID, newest first. Errors: internal.
+	AgentRuns(ctx context.Context, agentID kernel.ID, limit int) ([]runs.Run, error)
+}
+
+// AgentsSeen reads when each agent's consumer last showed a sign of life (agent_consumers.seen_at:
+// a gateway connection or a REST poll, and every acknowledgement). *storage.AgentStore
+// implements it.
+type AgentsSeen interface {
+	// ConsumersSeen returns the time of each of ids that was ever seen; the others are missing.
+	// Errors: internal.
+	ConsumersSeen(ctx context.Context, ids []kernel.ID) (map[kernel.ID]time.Time, error)
+}
+
+// agentOnlineWithin is how recent a sign of life must be for the console to call an agent
+// online. The consumer's seen_at moves with its connection and every acknowledgement, so an agent
+// that works is seen often; one that sits idle on a quiet instance may show "offline" with its
+// last-seen time.
+const agentOnlineWithin = 5 * time.Minute
+
+// agentRunsShown is how many runs an agent's page lists.
+const agentRunsShown = 10
+
+// agentTokenCookie carries a new agent's API token from the create form to the agent's page,
+// once: HttpOnly, scoped to that page, short-lived, read and cleared by the next GET. The token
+// never appears in a URL or a log line.
+const agentTokenCookie = "bothy_agent_token"
+
+func agentPath(id kernel.ID) string { return "/console/agents/" + string(id) }
+
+// agentRoutes registers the owner's agents pages.
+func (c *Console) agentRoutes() {
+	c.handle("GET /console/agents", ownerOnly, c.agentsPage)
+	c.handle("POST /console/agents", ownerOnly, c.agentCreate)
+	c.handle("GET /console/agents/{id}", ownerOnly, c.agentPage)
+	c.handle("POST /console/agents/{id}/disable", ownerOnly, c.agentDisable)
+	c.handle("POST /console/agents/{id}/enable", ownerOnly, c.agentEnable)
+}
+
+func (c *Console) agentsPage(rq *request) error {
+	return c.renderAgents(rq, http.StatusOK, pages.AgentsView{})
+}
+
+// renderAgents shows the list of agents with v's form (kept after a refused create).
+func (c *Console) renderAgents(rq *request, status int, v pages.AgentsView) error {
+	if c.d.Agents == nil {
+		return kernel.ErrNotFound
+	}
+	list, more, err := c.d.Agents.List(rq.ctx(), rq.actor, chat.Page{Limit: chat.MaxPageLimit})
+	if err != nil {
+		return err
+	}
+	v.Chrome, v.More = c.chrome(rq, "Agents", "agents"), more
+	rows, err := c.agentRows(rq, list, 1)
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		v.Agents = append(v.Agents, r.row)
+		if len(r.runs) > 0 {
+			v.Agents[i].LastRun = &r.runs[0]
+		}
+	}
+	return c.render(rq, status, pages.Agents(v))
+}
+
+// agentRow is an agent with its runs, as a page shows them.
+type agentRow struct {
+	row  pages.AgentRow
+	runs []pages.RunRow
+}
+
+// agentRows makes the rows of agents, newest first, each with up to runsEach of its runs that
+// the viewer may read, and whether its consumer was seen lately (one read for all).
+func (c *Console) agentRows(rq *request, list []agents.Agent, runsEach int) ([]agentRow, error) {
+	ids := make([]kernel.ID, len(list))
+	for i, a := range list {
+		ids[i] = a.ID
+	}
+	var seen map[kernel.ID]time.Time
+	if c.d.AgentsSeen != nil {
+		var err error
+		if seen, err = c.d.AgentsSeen.ConsumersSeen(rq.ctx(), ids); err != nil {
+			return nil, err
+		}
+	}
+	now := c.d.Clock.Now()
+	out := make([]agentRow, 0, len(list))
+	for i := len(list) - 1; i >= 0; i-- { // the list comes in id order: newest last
+		a := list[i]
+		r := agentRow{row: pages.AgentRow{ID: string(a.ID), Handle: a.Handle, Name: a.DisplayName,
+			Active: a.Status == agents.StatusActive, Seen: "never connected"}}
+		if at, ok := seen[a.ID]; ok {
+			r.row.Online = r.row.Active && now.Sub(at) < agentOnlineWithin
+			r.row.Seen = "seen " + agoText(now, at)
+		}
+		var err error
+		if r.runs, err = c.agentRunRows(rq, a.ID, runsEach); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// agentRunRows lists up to limit of the agent's latest runs that Authorize lets the viewer read
+// (run.read: whoever may read its thread).
+func (c *Console) agentRunRows(rq *request, id kernel.ID, limit int) ([]pages.RunRow, error) {
+	if c.d.AgentRuns == nil || c.d.Authz == nil {
+		return nil, nil
+	}
+	list, err := c.d.AgentRuns.AgentRuns(rq.ctx(), id, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []pages.RunRow
+	for _, r := range list {
+		err := c.d.Authz.Authorize(rq.ctx(), rq.actor, kernel.ActRunRead, r.Resource())
+		switch kernel.CodeOf(err) {
+		case "":
+		case kernel.CodeNotFound, kernel.CodeForbidden:
+			continue
+		default:
+			return nil, err
+		}
+		row := pages.RunRow{ID: string(r.ID), Status: string(r.Status), Reason: string(r.Reason),
+			ThreadHref: runThreadHref(r), Created: whenText(r.CreatedAt)}
+		if r.EndedAt != nil {
+			row.Ended = whenText(*r.EndedAt)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// runThreadHref is where the chat view shows a run's thread.
+func runThreadHref(r runs.Run) string {
+	return "/console/chat/threads/" + string(r.ThreadID)
+}
+
+// agoText says how long ago at was, coarsely.
+func agoText(now, at time.Time) string {
+	d := now.Sub(at)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + " min ago"
+	case d < 48*time.Hour:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + " h ago"
+	}
+	return "on " + at.UTC().Format("2006-01-02")
+}
+
+// agentCreate creates an agent and leads to its page, which shows the token once.
+func (c *Console) agentCreate(rq *request) error {
+	if c.d.Agents == nil {
+		return kernel.ErrNotFound
+	}
+	f := rq.r.PostForm
+	in := agents.NewAgent{Handle: strings.TrimSpace(f.Get("handle")), DisplayName: f.Get("display_name"), Description: f.Get("description")}
+	a, token, err := c.d.Agents.Create(rq.ctx(), rq.actor, in)
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation, kernel.CodeConflict:
+		v := pages.AgentsView{Handle: in.Handle, DisplayName: in.DisplayName, Description: in.Description, Error: formError(err)}
+		return c.renderAgents(rq, http.StatusUnprocessableEntity, v)
+	default:
+		return err
+	}
+	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)),
+		Path: agentPath(a.ID), MaxAge: 300, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	return c.formOutcome(rq, nil, agentPath(a.ID), "Agent @"+a.Handle+" created.")
+}
+
+// takeAgentToken reads the token agentCreate left for the agent's page and clears it, so that a
+// reload no longer shows it.
+func (c *Console) takeAgentToken(rq *request, id kernel.ID) string {
+	ck, err := rq.r.Cookie(agentTokenCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: "", Path: agentPath(id), MaxAge: -1,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(b) > 512 {
+		return ""
+	}
+	return string(b)
+}
+
+func (c *Console) agentPage(rq *request) error {
+	if c.d.Agents == nil {
+		return kernel.ErrNotFound
+	}
+	id, err := idFromPath(rq)
+	if err != nil {
+		return err
+	}
+	a, err := c.d.Agents.Get(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	rows, err := c.agentRows(rq, []agents.Agent{a}, agentRunsShown)
+	if err != nil {
+		return err
+	}
+	v := pages.AgentView{Chrome: c.chrome(rq, a.DisplayName, "agents"), Agent: rows[0].row, Runs: rows[0].runs,
+		Description: a.Description, Created: whenText(a.CreatedAt), Token: c.takeAgentToken(rq, a.ID), URL: c.publicBase(rq)}
+	return c.render(rq, http.StatusOK, pages.Agent(v))
+}
+
+// publicBase is the instance's address for the connect hint: the configured public URL, or the
+// address the browser used.
+func (c *Console) publicBase(rq *request) string {
+	if u := strings.TrimSuffix(c.d.PublicURL, "/"); u != "" {
+		return u
+	}
+	scheme := "http"
+	if rq.r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + rq.r.Host
+}
+
+func (c *Console) agentDisable(rq *request) error {
+	return c.agentStatus(rq, true)
+}
+
+func (c *Console) agentEnable(rq *request) error {
+	return c.agentStatus(rq, false)
+}
+
+func (c *Console) agentStatus(rq *request, disable bool) error {
+	if c.d.Agents == nil {
+		return kernel.ErrNotFound
+	}
+	id, err := idFromPath(rq)
+	if err != nil {
+		return err
+	}
+	if disable {
+		a, err := c.d.Agents.Disable(rq.ctx(), rq.actor, id)
+		return c.formOutcome(rq, err, agentPath(id), "Agent @"+a.Handle+" disabled: its token no longer works.")
+	}
+	a, err := c.d.Agents.Enable(rq.ctx(), rq.actor, id)
+	return c.formOutcome(rq, err, agentPath(id), "Agent @"+a.Handle+" enabled: its token works again.")
+}

@@ -1,3 +1,51 @@
 package ui
 
-func (c *Console) settingsRoutes() {}
+import (
+	"context"
+	"net/http"
+
+	"bothy.dev/bothy/app/instance"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/ui/layouts"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// InstanceSettings is what the console needs of the instance's settings (*instance.Service):
+// the name for every page's frame, and the owner's change of it.
+type InstanceSettings interface {
+	Name(ctx context.Context) (string, error)
+	Settings(ctx context.Context, actor kernel.Actor) (instance.Settings, error)
+	Rename(ctx context.Context, actor kernel.Actor, name string) (instance.Settings, error)
+}
+
+// settingsRoutes registers the owner's settings of the instance.
+func (c *Console) settingsRoutes() {
+	if c.d.Instance == nil {
+		return // the catch-all answers 404
+	}
+	c.handle("GET /console/settings", ownerOnly, c.settingsPage)
+	c.handle("POST /console/settings", ownerOnly, c.settingsSubmit)
+}
+
+func (c *Console) settingsPage(rq *request) error {
+	st, err := c.d.Instance.Settings(rq.ctx(), rq.actor)
+	if err != nil {
+		return err
+	}
+	return c.render(rq, http.StatusOK, pages.Settings(pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: st.Name}))
+}
+
+func (c *Console) settingsSubmit(rq *request) error {
+	name := rq.r.PostForm.Get("name")
+	st, err := c.d.Instance.Rename(rq.ctx(), rq.actor, name)
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation:
+		v := pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: name, Error: formError(err)}
+		return c.render(rq, http.StatusUnprocessableEntity, pages.Settings(v))
+	default:
+		return err
+	}
+	c.redirect(rq, "/console/settings", layouts.Flash{Kind: "ok", Text: "The instance is called " + st.Name + " now."})
+	return nil
+}

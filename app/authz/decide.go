@@ -55,6 +55,12 @@ var rules = map[kernel.Action]rule{
 	kernel.ActUserDisable: {kind: ruleOwner},
 	kernel.ActSpaceCreate: {kind: ruleOwner},
 
+	kernel.ActUserEnable:        {kind: ruleOwner},
+	kernel.ActUserPasswordReset: {kind: ruleOwner},
+	kernel.ActInstanceUpdate:    {kind: ruleOwner},
+	kernel.ActStatsRead:         {kind: ruleOwner},
+	kernel.ActInstanceRead:      {kind: ruleAuthenticated},
+
 	kernel.ActAgentCreate:  {kind: ruleOwner},
 	kernel.ActAgentDisable: {kind: ruleOwner},
 	kernel.ActAgentEnable:  {kind: ruleOwner},

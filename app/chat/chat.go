@@ -41,6 +41,9 @@ type Channel struct {
 	CreatedBy    kernel.ID  `json:"created_by"`
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
+	// ArchivedAt is set only in what ArchiveChannel answers and in channel.archived: the store
+	// never loads an archived channel.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 }
 
 // Thread is a conversation in a channel. ChannelKind is loaded with it so that a caller can
@@ -133,6 +136,9 @@ type Store interface {
 	// SetOperator writes the operator (nil clears it) and updated_at of c. The operator must be
 	// an agent. Errors: not_found.
 	SetOperator(ctx context.Context, c Channel) error
+	// ArchiveChannel writes archived_at and updated_at of c; from then on Channel and Channels
+	// no longer find it. Errors: not_found (also for a channel archived already).
+	ArchiveChannel(ctx context.Context, c Channel) error
 
 	// CreateThread inserts t. Errors: conflict.
 	CreateThread(ctx context.Context, t Thread) error

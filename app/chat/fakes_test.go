@@ -143,6 +143,16 @@ func (f *fakeStore) SetOperator(ctx context.Context, c chat.Channel) error {
 	return nil
 }
 
+func (f *fakeStore) ArchiveChannel(ctx context.Context, c chat.Channel) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.channels[c.ID]; !ok {
+		return kernel.ErrNotFound
+	}
+	delete(f.channels, c.ID) // the store never loads an archived channel
+	return nil
+}
+
 // fakePrincipals knows the principals put into it.
 type fakePrincipals map[kernel.ID]chat.PrincipalRef
 

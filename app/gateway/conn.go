@@ -339,6 +339,9 @@ func (c *conn) identify(ctx context.Context, f Frame) (bool, CloseCode, string) 
 		return false, CloseDecodeError, "device_id must be a UUID in lower case"
 	}
 	if d.Token == "" {
+		d.Token = c.info.Credential
+	}
+	if d.Token == "" {
 		return false, CloseAuthFailed, ""
 	}
 	actor, err := c.g.deps.Auth.Authenticate(ctx, d.Token)

@@ -235,10 +235,13 @@ func (c Config) frameLimit() int {
 	return rateMax + int(2*rateWindow/max(c.HeartbeatInterval, time.Millisecond))
 }
 
-// ConnInfo describes a connection for the log.
+// ConnInfo describes a connection for the log, and what the transport learnt with it.
 type ConnInfo struct {
 	RemoteAddr    string
 	CorrelationID string
+	// Credential is a token the upgrade request carried (the console's session cookie, which
+	// its script cannot read): an identify without a token identifies with it. "" when none.
+	Credential string
 }
 
 // Gateway holds the connections and sessions of one process and its hub.

@@ -108,6 +108,9 @@ type Store interface {
 	RevokeSession(ctx context.Context, id kernel.ID, at time.Time) error
 	// RevokeSessions revokes every live session of a principal.
 	RevokeSessions(ctx context.Context, principalID kernel.ID, at time.Time) error
+	// LiveSessions lists the ids of the sessions of a principal that are neither revoked nor
+	// expired at now, in id order. Errors: only the database's.
+	LiveSessions(ctx context.Context, principalID kernel.ID, now time.Time) ([]kernel.ID, error)
 	// SessionCredential resolves a session digest to its actor when the session is neither
 	// revoked nor expired at now and its principal is active. Errors: not_found.
 	SessionCredential(ctx context.Context, hash string, now time.Time) (Credential, error)

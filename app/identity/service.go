@@ -529,6 +529,99 @@ func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel
 	return out, err
 }
 
+// EnableUser enables a disabled person again (user.enable, owners only) and appends
+// user.updated. The sessions and tokens that disabling revoked stay revoked: the person signs in
+// again with their password. Enabling an active person changes nothing.
+// Errors: unauthenticated, not_found, forbidden.
+func (s *Service) EnableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (User, error) {
+	if !actor.Authenticated() {
+		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserEnable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+	}
+	var out User
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		u, err := s.person(ctx, actor, kernel.ActUserEnable, id)
+		if err != nil {
+			return err
+		}
+		if u.Status == StatusActive {
+			out = u
+			return nil
+		}
+		now := s.clock.Now().UTC().Truncate(time.Microsecond)
+		if err := s.store.EnablePrincipal(ctx, id, now); err != nil {
+			return err
+		}
+		u.Status, u.UpdatedAt, u.DisabledAt = StatusActive, now, nil
+		s.events.Append(ctx, kernel.Event{Type: kernel.EvUserUpdated, SubjectID: id, ActorID: actor.ID, Payload: u})
+		out = u
+		return nil
+	})
+	return out, err
+}
+
+// ResetPassword sets a new password for a person (user.password.reset, owners only), for one
+// who forgot theirs. Every session of the person ends in the same transaction (session.revoked
+// for each, which closes the gateway connections that came with it), so whoever knew the old
+// password is signed out; the person's API tokens stay. The slow hash runs before the
+// transaction, after the decision, so a refused caller costs nothing.
+// Errors: unauthenticated, not_found, forbidden, validation_failed (password).
+func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kernel.ID, password string) (User, error) {
+	if !actor.Authenticated() {
+		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserPasswordReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+	}
+	if _, err := s.person(ctx, actor, kernel.ActUserPasswordReset, id); err != nil {
+		return User{}, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return User{}, err
+	}
+	hash, err := s.hasher.Hash(password)
+	if err != nil {
+		return User{}, err
+	}
+	var out User
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		u, err := s.person(ctx, actor, kernel.ActUserPasswordReset, id)
+		if err != nil {
+			return err
+		}
+		now := s.clock.Now().UTC().Truncate(time.Microsecond)
+		if err := s.store.SetPassword(ctx, id, hash, now); err != nil {
+			return err
+		}
+		live, err := s.store.LiveSessions(ctx, id, now)
+		if err != nil {
+			return err
+		}
+		if err := s.store.RevokeSessions(ctx, id, now); err != nil {
+			return err
+		}
+		for _, sid := range live {
+			s.events.Append(ctx, kernel.Event{Type: kernel.EvSessionRevoked, Scope: kernel.Scope{PrincipalID: id},
+				SubjectID: sid, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": sid}})
+		}
+		out = u
+		return nil
+	})
+	return out, err
+}
+
+// person loads the person with id and decides action on it: an agent or a missing principal
+// is not_found, like one the actor may not see.
+func (s *Service) person(ctx context.Context, actor kernel.Actor, action kernel.Action, id kernel.ID) (User, error) {
+	u, err := s.store.Principal(ctx, id)
+	if err != nil {
+		return User{}, err
+	}
+	if u.Kind != kernel.KindPerson {
+		return User{}, kernel.ErrNotFound
+	}
+	if err := s.authz.Authorize(ctx, actor, action, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
 // ---- API tokens ----
 
 // CreateToken creates an API token for the actor itself (token.create). The value, bothy_ and

@@ -64,6 +64,21 @@ const (
 	ActRunCancel Action = "run.cancel"
 )
 
+// Actions of the owner's console and its API twins (issue 6): a person enabled again or given a
+// new password by an owner, the instance's settings, and the instance's statistics.
+const (
+	// ActUserEnable is an owner enabling a disabled person again.
+	ActUserEnable Action = "user.enable"
+	// ActUserPasswordReset is an owner setting a new password for a person.
+	ActUserPasswordReset Action = "user.password.reset"
+	// ActInstanceRead is reading the instance's settings (its name): any principal.
+	ActInstanceRead Action = "instance.read"
+	// ActInstanceUpdate is changing the instance's settings: owners only.
+	ActInstanceUpdate Action = "instance.update"
+	// ActStatsRead is reading the instance's counts and activity (the console's overview).
+	ActStatsRead Action = "instance.stats.read"
+)
+
 // ResourceKind names what an action is performed on.
 type ResourceKind string
 

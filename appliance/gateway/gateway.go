@@ -1,7 +1,8 @@
 // Package gateway is the WebSocket transport of the realtime gateway (GET /api/v1/gateway): it
 // refuses browser upgrades from another origin, accepts the upgrade with github.com/coder/websocket
 // (the only package of the server that imports it) and hands each connection to app/gateway as a
-// Transport, then returns, so that an idle connection costs its reader goroutine and buffers only.
+// Transport, with the console's session cookie if the upgrade carried one, then returns, so that
+// an idle connection costs its reader goroutine and buffers only.
 //
 // It must not hold protocol rules: frames, sessions, permissions and close codes are app/gateway's.
 package gateway
@@ -89,7 +90,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	c.SetReadLimit(h.opts.MaxFrameBytes)
-	h.gw.Serve(&transport{c: c, nc: hw.conn}, gateway.ConnInfo{RemoteAddr: r.RemoteAddr, CorrelationID: w.Header().Get("Correlation-Id")})
+	h.gw.Serve(&transport{c: c, nc: hw.conn}, gateway.ConnInfo{RemoteAddr: r.RemoteAddr, CorrelationID: w.Header().Get("Correlation-Id"),
+		Credential: sessionCookie(r)})
+}
+
+// consoleSessionCookie is the console's session cookie (ui). Its token is HttpOnly, so the
+// console's script cannot put it in identify: an identify without a token identifies with the
+// cookie the upgrade carried. A page of another site cannot ride on it, because a browser's
+// upgrade from another origin is refused above (and the cookie is SameSite=Lax besides).
+const consoleSessionCookie = "bothy_session"
+
+func sessionCookie(r *http.Request) string {
+	ck, err := r.Cookie(consoleSessionCookie)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
 }
 
 // originAllowed lets through requests without Origin (bots, servers: no browser to protect) and

@@ -22,6 +22,7 @@ type ChatUseCases interface {
 	ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error)
 	SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (chat.Channel, error)
 	ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (chat.Channel, error)
+	ArchiveChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
 }
 
 var _ ChatUseCases = (*chat.Service)(nil)
@@ -214,6 +215,17 @@ func ChatRoutes(c ChatUseCases) []Route {
 				return 0, nil, err
 			}
 			return http.StatusNoContent, nil, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: kernel.ActChannelUpdate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			ch, err := c.ArchiveChannel(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, ch, nil
 		}},
 		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadRead, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")

@@ -19,6 +19,8 @@ type IdentityUseCases interface {
 	CreateUser(ctx context.Context, actor kernel.Actor, handle, displayName, password string) (identity.User, error)
 	ListUsers(ctx context.Context, actor kernel.Actor, after kernel.ID, limit int) ([]identity.User, error)
 	DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
+	EnableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
+	ResetPassword(ctx context.Context, actor kernel.Actor, id kernel.ID, password string) (identity.User, error)
 	CreateToken(ctx context.Context, actor kernel.Actor, name string) (identity.Token, string, error)
 	ListTokens(ctx context.Context, actor kernel.Actor) ([]identity.Token, error)
 	RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error
@@ -166,6 +168,38 @@ func IdentityRoutes(svc IdentityUseCases) []Route {
 				return 0, nil, err
 			}
 			u, err := svc.DisableUser(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, viewUser(u), nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/enable", Action: kernel.ActUserEnable, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			u, err := svc.EnableUser(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, viewUser(u), nil
+		}},
+
+		// An owner sets a person's password; the person's sessions end. The body holds a
+		// password: like every handler here, it is never logged.
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				Password string `json:"password"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			u, err := svc.ResetPassword(r.Context(), r.Actor, id, in.Password)
 			if err != nil {
 				return 0, nil, err
 			}

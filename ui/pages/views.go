@@ -35,11 +35,3 @@ type ErrorView struct {
 	Title  string
 	Detail string
 }
-
-// OverviewView is the owner's overview of the instance.
-type OverviewView struct {
-	Chrome  layouts.Chrome
-	Version string
-	Engine  string
-	Uptime  string
-}

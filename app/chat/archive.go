@@ -1,0 +1,38 @@
+package chat
+
+import (
+	"context"
+
+	"bothy.dev/bothy/app/kernel"
+)
+
+// EvChannelArchived is the durable event of an archived channel (seed 4.7, chat's events); its
+// payload is the channel with archived_at set.
+const EvChannelArchived = "channel.archived"
+
+// ArchiveChannel archives a channel (channel.update: manage on the channel or its space, the
+// right that renames it). An archived channel is gone from every list and read: its id answers
+// not_found like a channel that never was, so it can be neither changed nor archived again. Its
+// rows (threads, messages, grants) stay in the database. It appends channel.archived.
+// Errors: not_found (no such channel, archived already, or invisible to actor), forbidden.
+func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (Channel, error) {
+	var c Channel
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if c, err = s.store.Channel(ctx, id); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelUpdate, c.Resource()); err != nil {
+			return err
+		}
+		now := s.now()
+		c.UpdatedAt, c.ArchivedAt = now, &now
+		if err := s.store.ArchiveChannel(ctx, c); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: EvChannelArchived, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		return nil
+	})
+	return c, err
+}

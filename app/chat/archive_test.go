@@ -1,0 +1,67 @@
+package chat_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+)
+
+func TestArchiveChannel(t *testing.T) {
+	ctx := context.Background()
+	t.Run("archives a channel, appends channel.archived and hides it", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		c := mustChannel(t, f, alice, sp.ID, "old")
+		f.scoper.Spaces[sp.ID], f.scoper.Channels[c.ID] = true, true
+		got, err := f.svc.ArchiveChannel(ctx, alice, c.ID)
+		if err != nil || got.ArchivedAt == nil || got.ID != c.ID || !got.ArchivedAt.Equal(got.UpdatedAt) {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		last := f.authz.Calls[len(f.authz.Calls)-1]
+		if last.Action != kernel.ActChannelUpdate || last.Resource.ID != c.ID || last.Resource.SpaceID != sp.ID {
+			t.Fatalf("authorized %+v", last)
+		}
+		evs := f.tx.Events()
+		ev := evs[len(evs)-1]
+		if ev.Type != chat.EvChannelArchived || ev.SubjectID != c.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) {
+			t.Fatalf("event %+v", ev)
+		}
+		if p, ok := ev.Payload.(chat.Channel); !ok || p.ArchivedAt == nil {
+			t.Fatalf("payload %+v", ev.Payload)
+		}
+		if _, err := f.svc.GetChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("an archived channel reads back: %v", err)
+		}
+		if list, err := f.svc.ListChannels(ctx, alice, sp.ID); err != nil || len(list) != 0 {
+			t.Fatalf("listed %+v, %v", list, err)
+		}
+		if _, err := f.svc.ArchiveChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("archived twice: %v", err)
+		}
+	})
+	t.Run("refuses whom authz refuses and changes nothing", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		c := mustChannel(t, f, alice, sp.ID, "kept")
+		before := len(f.tx.Events())
+		f.authz.Fn = func(actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
+			return &kernel.Error{Code: kernel.CodeForbidden, Message: "no"}
+		}
+		if _, err := f.svc.ArchiveChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := f.store.Channel(ctx, c.ID); err != nil || len(f.tx.Events()) != before {
+			t.Fatalf("a refused archive changed something: %v, %d events", err, len(f.tx.Events())-before)
+		}
+	})
+	t.Run("answers not found for an unknown channel", func(t *testing.T) {
+		f := mustChat(t)
+		_, err := f.svc.ArchiveChannel(ctx, alice, kernel.NewID())
+		if !errors.Is(err, kernel.ErrNotFound) && !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}

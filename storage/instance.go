@@ -1,0 +1,28 @@
+package storage
+
+import (
+	"context"
+
+	"bothy.dev/bothy/app/instance"
+)
+
+// InstanceStore implements instance.Store on the one row of the instance table.
+type InstanceStore struct{ db *DB }
+
+var _ instance.Store = (*InstanceStore)(nil)
+
+// NewInstanceStore returns the settings repository on db.
+func NewInstanceStore(db *DB) *InstanceStore { return &InstanceStore{db: db} }
+
+// Settings implements instance.Store.
+func (s *InstanceStore) Settings(ctx context.Context) (instance.Settings, error) {
+	var st instance.Settings
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT name FROM instance WHERE id = 1`).Scan(&st.Name)
+	return st, s.db.mapErr(err, "instance")
+}
+
+// SetName implements instance.Store.
+func (s *InstanceStore) SetName(ctx context.Context, name string) error {
+	_, err := s.db.q(ctx).ExecContext(ctx, `UPDATE instance SET name = ? WHERE id = 1`, name)
+	return s.db.mapErr(err, "instance")
+}

@@ -1,0 +1,64 @@
+package pages
+
+import (
+	"bothy.dev/bothy/ui/components"
+	"bothy.dev/bothy/ui/layouts"
+)
+
+// ChatView is the chat view: the spaces and channels the person may see, and one thread.
+type ChatView struct {
+	Chrome layouts.Chrome
+	Nav    []SpaceNav
+	// Thread is the thread shown; nil when the person may see no channel yet.
+	Thread *ThreadView
+}
+
+// SpaceNav is a space of the left column with its channels.
+type SpaceNav struct {
+	Name     string
+	Channels []ChannelNav
+}
+
+// ChannelNav is a channel of the left column; the current one lists a few of its threads.
+type ChannelNav struct {
+	ID, Name, Href string
+	Current        bool
+	Threads        []ThreadNav
+}
+
+// ThreadNav is a thread of the current channel in the left column.
+type ThreadNav struct {
+	Title, Href string
+	Current     bool
+}
+
+// ThreadView is one thread: a page of its messages (the newest, or older ones), with the run
+// cards at their messages, and the composer.
+type ThreadView struct {
+	ID, ChannelID string
+	Title         string
+	ChannelName   string
+	Topic         string
+	// Href is the thread's own address (/console/channels/{id} for a main thread).
+	Href string
+	// OlderHref leads to the page before this one; "" when this is the first.
+	OlderHref string
+	// Latest is true on the newest page, where the script appends what comes live.
+	Latest bool
+	Items  []ThreadItem
+	// CanPost shows the composer.
+	CanPost bool
+	// Members are the handles of who may read the channel, for the composer's @ completion.
+	Members string
+	// Draft and Error are a refused message and why it was refused.
+	Draft, Error string
+	// ClientMsgID makes the composer's post idempotent: sending the same form twice posts once.
+	ClientMsgID string
+	CSRF        string
+}
+
+// ThreadItem is a message or a run card, in the order of the thread.
+type ThreadItem struct {
+	Message *components.MessageView
+	Run     *components.RunCardView
+}
