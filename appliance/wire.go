@@ -186,7 +186,7 @@ func wire(ctx context.Context, a *App) error {
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(storage.NewStatsStore(db), az, clock), Reactions: msgStore,
-		SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore}))
+		LogHead: db, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))
 	router.HandleRaw("GET /setup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

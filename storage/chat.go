@@ -160,7 +160,8 @@ func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
 }
 
 func (s *ChatStore) Thread(ctx context.Context, id kernel.ID) (chat.Thread, error) {
-	t, err := scanThread(s.db.q(ctx).QueryRowContext(ctx, threadSelect+` WHERE t.id = ?`, string(id)))
+	// A thread of an archived channel is gone with its channel: nothing can be posted there.
+	t, err := scanThread(s.db.q(ctx).QueryRowContext(ctx, threadSelect+` WHERE t.id = ? AND c.archived_at IS NULL`, string(id)))
 	return t, s.db.mapErr(err, "thread")
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,15 @@ func TestConsoleChat(t *testing.T) {
 			p := alice.get("/console/threads/"+th).want(t, http.StatusOK)
 			if !strings.Contains(p.body, "the shared thread") || !strings.Contains(p.body, `data-thread-id="`+th+`"`) {
 				t.Fatalf("%.3000s", p.body)
+			}
+			// The script identifies from the head the page was read at, so nothing committed
+			// before it connects is missed.
+			m := regexp.MustCompile(`data-cursor="(\d+)"`).FindStringSubmatch(p.body)
+			if m == nil {
+				t.Fatal("the thread has no data-cursor")
+			}
+			if cur, _ := strconv.ParseInt(m[1], 10, 64); cur < w.in.owner.mustHead(t)-1 || cur == 0 {
+				t.Fatalf("data-cursor %d, the head is %d", cur, w.in.owner.mustHead(t))
 			}
 		})
 

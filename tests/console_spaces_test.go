@@ -205,6 +205,8 @@ func TestConsoleSpacesAccessAgents(t *testing.T) {
 			if p := b.get("/console/spaces/" + spaceID); p.row("channel-row", "data-id", ch.ID) == "" {
 				t.Fatalf("%.800s", p.body)
 			}
+			in.owner.do(t, http.MethodPost, api("threads", ch.MainThreadID, "messages"), map[string]any{"content": "before"}).
+				want(t, http.StatusCreated)
 			r := in.owner.do(t, http.MethodPost, api("channels", ch.ID, "archive"), nil).want(t, http.StatusOK)
 			if r.obj()["id"] != ch.ID || r.obj()["archived_at"] == nil {
 				t.Fatalf("%s", r)
@@ -213,6 +215,8 @@ func TestConsoleSpacesAccessAgents(t *testing.T) {
 				t.Fatalf("%.800s", p.body)
 			}
 			in.owner.do(t, http.MethodPost, api("channels", ch.ID, "archive"), nil).want(t, http.StatusNotFound)
+			in.owner.do(t, http.MethodPost, api("threads", ch.MainThreadID, "messages"), map[string]any{"content": "anyone?"}).
+				want(t, http.StatusNotFound)
 		})
 
 		var agentID, token string
@@ -266,7 +270,7 @@ func TestConsoleSpacesAccessAgents(t *testing.T) {
 			in.owner.mustPost(t, ch.MainThreadID, "@echo are you there?")
 			p := b.get("/console/agents/"+agentID).want(t, http.StatusOK)
 			if !p.has("agent-online") || p.row("run-row", "data-status", "queued") == "" ||
-				!strings.Contains(p.body, "/console/chat/threads/"+ch.MainThreadID) {
+				!strings.Contains(p.body, "/console/threads/"+ch.MainThreadID) {
 				t.Fatalf("%.1500s", p.body)
 			}
 			if p := b.get("/console/agents").want(t, http.StatusOK); !p.has("agent-online") || !strings.Contains(p.body, "queued") {

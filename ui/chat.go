@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"bothy.dev/bothy/app/chat"
@@ -23,6 +24,11 @@ import (
 type ReactionSource interface {
 	// ReactionsOf lists the reactions on the messages ids, in no particular order.
 	ReactionsOf(ctx context.Context, ids []kernel.ID) ([]messaging.Reaction, error)
+}
+
+// LogHead is the event log's head without I/O (storage's DB).
+type LogHead interface {
+	Head() int64
 }
 
 // The chat view's sizes: one page of messages (older ones behind a link), the runs looked at
@@ -125,6 +131,13 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		}
 		before = id
 	}
+	// The log's head before the messages are read: the script identifies from it, so an event
+	// committed between this read and its connection is replayed rather than missed (one
+	// replayed twice only refreshes what the page shows).
+	var cursor int64 = -1
+	if c.d.LogHead != nil {
+		cursor = c.d.LogHead.Head()
+	}
 	// ListMessages decides message.read on the thread: a thread the person may not see
 	// answers 404 before anything else is read.
 	msgs, more, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{Before: before, Limit: chatPageMessages})
@@ -147,6 +160,9 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		return err
 	}
 	tv.Draft, tv.Error = draft, errText
+	if cursor >= 0 {
+		tv.Cursor = strconv.FormatInt(cursor, 10)
+	}
 	nav, err := c.chatNav(rq, ch.ID, th.ID)
 	if err != nil {
 		return err

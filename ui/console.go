@@ -61,6 +61,9 @@ type Deps struct {
 	AgentsSeen  AgentsSeen
 	// Reactions reads the reactions under the chat view's messages (chat.go); nil shows none.
 	Reactions ReactionSource
+	// LogHead is the event log's head, which the chat view's script identifies from (chat.go);
+	// nil: the script starts at the head it connects at.
+	LogHead LogHead
 }
 
 // Console serves the console's pages.

@@ -33,10 +33,9 @@ type AgentsSeen interface {
 }
 
 // agentOnlineWithin is how recent a sign of life must be for the console to call an agent
-// online. The consumer's seen_at moves with its connection and every acknowledgement, so an agent
-// that works is seen often; one that sits idle on a quiet instance may show "offline" with its
-// last-seen time.
-const agentOnlineWithin = 5 * time.Minute
+// online. The gateway marks the agents connected to it seen every second and a REST poll waits
+// at most 25 s, so a minute tells a connected agent from a gone one with room to spare.
+const agentOnlineWithin = time.Minute
 
 // agentRunsShown is how many runs an agent's page lists.
 const agentRunsShown = 10
@@ -155,7 +154,7 @@ func (c *Console) agentRunRows(rq *request, id kernel.ID, limit int) ([]pages.Ru
 
 // runThreadHref is where the chat view shows a run's thread.
 func runThreadHref(r runs.Run) string {
-	return "/console/chat/threads/" + string(r.ThreadID)
+	return "/console/threads/" + string(r.ThreadID)
 }
 
 // agoText says how long ago at was, coarsely.

@@ -34,5 +34,11 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
 		return nil
 	})
+	if err == nil {
+		// The cached thread refs of this node would still let a message into the channel's
+		// threads; the store no longer answers them.
+		s.refs.Clear()
+		s.refsLen.Store(0)
+	}
 	return c, err
 }

@@ -108,7 +108,7 @@
 
   // The gateway: identify by the cookie, focus the thread, resume from the last seq after a
   // drop; stop on the close codes that say reconnecting would not help.
-  var cursor = null, backoff = 1000, beat = 0;
+  var cursor = thread.dataset.cursor ? +thread.dataset.cursor : null, backoff = 1000, beat = 0;
   function connect() {
     var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/v1/gateway");
     function op(name, d) { if (ws.readyState === 1) ws.send(JSON.stringify({ op: name, d: d })); }

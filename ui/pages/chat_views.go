@@ -45,6 +45,9 @@ type ThreadView struct {
 	OlderHref string
 	// Latest is true on the newest page, where the script appends what comes live.
 	Latest bool
+	// Cursor is the seq of the log's head when the page was read ("" when unknown): the script
+	// identifies from it, so that nothing committed meanwhile is missed.
+	Cursor string
 	Items  []ThreadItem
 	// CanPost shows the composer.
 	CanPost bool

@@ -69,7 +69,7 @@ func TestAccessPage(t *testing.T) {
 
 func TestAgentPage(t *testing.T) {
 	v := pages.AgentView{Chrome: chrome, URL: "https://chat.example", Agent: pages.AgentRow{ID: "a1", Handle: "echo", Name: "Echo", Active: true},
-		Runs: []pages.RunRow{{ID: "r1", Status: "failed", Reason: "interrupted", ThreadHref: "/console/chat/threads/t1"}}}
+		Runs: []pages.RunRow{{ID: "r1", Status: "failed", Reason: "interrupted", ThreadHref: "/console/threads/t1"}}}
 	t.Run("without a token shows no secret, with the runs and the disable button", func(t *testing.T) {
 		html := mustRender(t, pages.Agent(v))
 		if has(html, "agent-token") || has(html, "agent-connect") || !has(html, "agent-disable") || has(html, "agent-enable") ||
