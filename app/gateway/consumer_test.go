@@ -176,3 +176,18 @@ func (f *fakeConsumers) seenAt(agent kernel.ID) time.Time {
 	defer f.mu.Unlock()
 	return f.seen[agent]
 }
+
+func TestAConsumerMayAckOnTopOfTheFrameLimit(t *testing.T) {
+	w, _ := consumerWorld(t)
+	c := w.connect()
+	c.identify("bot", -1)
+	c.catchUp()
+	limit := w.g.cfg.frameLimit() + ackAllowance // 120 + 120: the identify counts too
+	for range limit - 2 {
+		c.send(`{"op":"ack","d":{"seq":0}}`)
+	}
+	c.send(`{"op":"heartbeat"}`)
+	c.expect(OpHeartbeatAck)
+	c.send(`{"op":"ack","d":{"seq":0}}`)
+	c.expectClose(CloseRateLimited)
+}

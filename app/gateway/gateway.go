@@ -231,6 +231,10 @@ const (
 	rateMax    = 120
 )
 
+// ackAllowance is what an agent's consumer may send on top of the limit: its acks, up to two a
+// second (the Go client acks once a second at most).
+const ackAllowance = 2 * int(rateWindow/time.Second)
+
 func (c Config) frameLimit() int {
 	return rateMax + int(2*rateWindow/max(c.HeartbeatInterval, time.Millisecond))
 }
