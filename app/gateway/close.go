@@ -62,7 +62,7 @@ var CloseCodes = []CloseInfo{
 	{CloseAuthFailed, "authentication_failed", "a token that is unknown, expired or revoked; the person or agent was disabled; the login session was logged out; the API token was revoked", false, ThenStop, false},
 	{CloseAlreadyAuth, "already_authenticated", "identify or resume on a connection that already did", true, ThenResume, true},
 	{CloseSessionInvalid, "session_invalid", "resume of a session this node does not hold (unknown, expired, another node's, from before a restart), or the session was resumed by a newer connection", true, ThenIdentify, false},
-	{CloseRateLimited, "rate_limited", "more than 120 frames in 60 seconds, heartbeats aside", true, ThenResume, true},
+	{CloseRateLimited, "rate_limited", "more than 120 frames in 60 seconds, heartbeats aside (an agent's consumer: 120 more, for its acks)", true, ThenResume, true},
 	{CloseHeartbeatTimeout, "heartbeat_timeout", "no frame from the client for 1.5 heartbeat intervals", true, ThenResume, true},
 	{CloseServerRestart, "server_restart", "the server is shutting down; the new process holds no session", true, ThenIdentify, false},
 	{CloseSlowConsumer, "slow_consumer", "the connection's outbound queue overflowed (sync.outbound_queue_max) or a write missed gateway.write_timeout", true, ThenResume, true},
