@@ -18,9 +18,12 @@
 //	bothybench gateway-idle -bin bench/out/bothy -connections 10000
 //	bothybench gateway-catchup -bin bench/out/bothy -messages 20000 -events 1000 -repeats 200
 //	bothybench gateway-nodes -engine postgres -bin bench/out/bothy -clients 50 -rate 200
+//	bothybench agents-invoke -bin bench/out/bothy -rate 200 -every 5
+//	bothybench agents-runs -bin bench/out/bothy -clients 100 -runs 8
 //	bothybench authz-warm -n 1000000
+//	bothybench console -bin bench/out/bothy -messages 10000 -samples 400
 //
-// The http-…, serve-… and gateway-… scenarios run a `bothy serve` binary (-bin, built by
+// The http-…, serve-…, gateway-… and agents-… scenarios run a `bothy serve` binary (-bin, built by
 // bench/run with `go build -o bench/out/bothy .`) as a child process on a temp data directory and
 // loopback ports, and load it from this process (gateway-nodes runs two).
 //
@@ -50,7 +53,9 @@ import (
 	"strings"
 	"time"
 
+	agentsbench "bothy.dev/bothy/bench/agents"
 	authzbench "bothy.dev/bothy/bench/authz"
+	consolebench "bothy.dev/bothy/bench/console"
 	"bothy.dev/bothy/bench/driver"
 	gatewaybench "bothy.dev/bothy/bench/gateway"
 	httpbench "bothy.dev/bothy/bench/http"
@@ -83,7 +88,10 @@ var scenarios = map[string]scenario{
 	"gateway-idle":       {"server RSS per idle, identified gateway connection (bench/gateway)", gatewayIdle},
 	"gateway-catchup":    {"identify with a cursor to catchup.complete, replaying N visible events (bench/gateway)", gatewayCatchup},
 	"gateway-nodes":      {"PostgreSQL, two serve --role=api nodes: post on node A, clients on node B (bench/gateway)", gatewayNodes},
+	"agents-invoke":      {"message mentioning an agent → the agent's agent.invocation on its gateway consumer (bench/agents)", agentsInvoke},
+	"agents-runs":        {"an agent's run patch → run.updated at every client focused on the thread (bench/agents)", agentsRuns},
 	"authz-warm":         {"delivery decision from the warm permission cache, p50/p99/max (bench/authz)", authzWarm},
+	"console":            {"console pages' render p99 at the client, and the chat view's first-load bytes (bench/console)", consolePages},
 }
 
 func main() {
@@ -1004,4 +1012,180 @@ func authzWarm(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return authzbench.Run(ctx, out, *n)
+}
+
+// consolePages fills a real bothy serve with -messages messages over the REST API, signs the
+// owner in through the console's form and measures the console: each page's render time
+// (sequential GETs timed at the client, p50/p99 per page and the worst p99), then what the chat
+// view's first load transfers to a browser that accepts gzip (HTML, stylesheets, scripts).
+func consolePages(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("console", flag.ContinueOnError)
+	f := addServerFlags(fs)
+	messages := fs.Int("messages", 10000, "messages in the instance, spread over the channels' main threads")
+	agents := fs.Int("agents", 3, "agents, each with post on every channel")
+	warmup := fs.Int("warmup", 20, "GETs of each page before measuring")
+	samples := fs.Int("samples", 400, "measured GETs of each page")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	s, err := f.start(ctx, dir, 8)
+	if err != nil {
+		return err
+	}
+	in, err := consolebench.Prepare(ctx, s.client, s.target, *messages, *agents)
+	var renders []consolebench.Render
+	var load consolebench.Load
+	if err == nil {
+		v := consolebench.NewVisitor(s.Public)
+		if err = v.SignIn(ctx, consolebench.OwnerHandle, httpbench.Password); err == nil {
+			if renders, err = v.MeasureRender(ctx, consolebench.Pages(in), *warmup, *samples); err == nil {
+				// The visitor keeps no cache: every file is fetched as on a first visit.
+				load, err = v.MeasureFirstLoad(ctx, consolebench.ChatPath(in))
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, s.Logs())
+	}
+	if err = stopped(s, err); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("console/%srender@%d-messages", f.prefix(), *messages)
+	for _, r := range renders {
+		measure.Result(out, name+"/"+r.Page.Name+"/p50", measure.Ms(r.Latencies.P50), "ms")
+		measure.Result(out, name+"/"+r.Page.Name+"/p99", measure.Ms(r.Latencies.P99), "ms")
+	}
+	w := consolebench.Worst(renders)
+	fmt.Fprintf(os.Stderr, "console: the worst p99 is %s's (%s, %d bytes)\n", w.Page.Name, w.Page.Path, w.Bytes)
+	measure.Result(out, name+"/worst-page/p99", measure.Ms(w.Latencies.P99), "ms")
+	name = fmt.Sprintf("console/%sfirst-load@%d-messages/chat-view", f.prefix(), *messages)
+	kib := func(b int64) float64 { return float64(b) / 1024 }
+	measure.Result(out, name, kib(load.Total()), "KiB")
+	measure.Result(out, name+"/html", kib(load.HTML), "KiB")
+	measure.Result(out, name+"/css", kib(load.CSS), "KiB")
+	measure.Result(out, name+"/js", kib(load.JS), "KiB")
+	measure.Result(out, name+"/decoded", kib(load.Decoded), "KiB")
+	return nil
+}
+
+// invokeLayout grants every person invoke on every channel: their mentions of the agent make
+// runs.
+func invokeLayout(channels, people int) gatewaybench.Layout {
+	return gatewaybench.Layout{Channels: channels, People: people, Grant: func(int, int) string { return "invoke" }}
+}
+
+// startAgent starts the server, prepares the instance with layout and creates the agent with
+// post on every channel.
+func (f gatewayFlags) startAgent(ctx context.Context, dir string, layout gatewaybench.Layout) (*nodes, agentsbench.Agent, error) {
+	ns, err := f.startNodes(ctx, dir, 1, layout)
+	if err != nil {
+		return nil, agentsbench.Agent{}, err
+	}
+	a, err := agentsbench.CreateAgent(ctx, ns.client, ns.inst.Base, ns.inst.Owner, ns.inst.ChannelIDs, "post")
+	if err != nil {
+		return nil, a, errors.Join(fmt.Errorf("create the agent: %w", err), ns.stop())
+	}
+	return ns, a, nil
+}
+
+// agentsInvoke: the agent follows the gateway as its consumer; people post open loop, one
+// message in -every mentioning the agent; receipt of each agent.invocation − its message's due.
+func agentsInvoke(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("agents-invoke", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 4, 4)
+	rate := fs.Float64("rate", 200, "messages offered per second, each at its scheduled time (open loop)")
+	every := fs.Int("every", 5, "one message in this many mentions the agent")
+	warmup := fs.Duration("warmup", 2*time.Second, "offer at the rate this long before measuring")
+	dur := fs.Duration("duration", 20*time.Second, "how long to measure")
+	workers := fs.Int("workers", 32, "the poster's HTTP clients")
+	drain := fs.Duration("drain", 10*time.Second, "how long the agent may take after the last create to receive every invocation")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, a, err := f.startAgent(ctx, dir, invokeLayout(*f.channels, *f.people))
+	if err != nil {
+		return err
+	}
+	r, err := agentsbench.RunInvoke(ctx, ns.client, ns.inst, a, agentsbench.Invoke{
+		Rate: *rate, Every: *every, Warmup: *warmup, Duration: *dur, Workers: *workers, Drain: *drain, ServerCPU: ns.servers[0].CPU})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, ns.logs())
+	}
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("agents/%smessage-to-invocation@%g/s-1-in-%d", f.prefix(), *rate, *every)
+	measure.Result(out, name+"/p50", measure.Ms(r.Latency.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.Latency.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(r.Latency.Max), "ms")
+	measure.Result(out, name+"/logged-to-agent/p99", measure.Ms(r.FromLog.P99), "ms")
+	measure.Result(out, name+"/create-p99", measure.Ms(r.Create.P99), "ms")
+	measure.Result(out, name+"/invocations", float64(r.Triggers), "invocations")
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	measure.Result(out, name+"/server-cpu", us(r.ServerCPU), "µs/message")
+	measure.Result(out, name+"/loadgen-cpu", us(r.LoadCPU), "µs/message")
+	return nil
+}
+
+// agentsRuns: clients focused on one thread, the agent patching several runs there at once;
+// PATCH of version v → the first run.updated with a version ≥ v at each client.
+func agentsRuns(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("agents-runs", flag.ContinueOnError)
+	f := addGatewayFlags(fs, 20, 1)
+	clients := fs.Int("clients", 100, "clients focused on the runs' thread (person k mod people)")
+	runs := fs.Int("runs", 8, "runs patched at once, all in one thread")
+	patchMin := fs.Duration("patch-min", 20*time.Millisecond, "least time between two patches of a run")
+	patchMax := fs.Duration("patch-max", 50*time.Millisecond, "most time between two patches of a run")
+	appendBytes := fs.Int("append", 24, "bytes of output_append per patch")
+	background := fs.Float64("background", 0, "ordinary messages per second into the thread meanwhile (0: none)")
+	warmup := fs.Duration("warmup", 2*time.Second, "patch this long before measuring")
+	dur := fs.Duration("duration", 15*time.Second, "how long to measure")
+	drain := fs.Duration("drain", 10*time.Second, "how long the clients may take after the last patch to have every version")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir, clean, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer clean()
+	ns, a, err := f.startAgent(ctx, dir, invokeLayout(*f.channels, *f.people))
+	if err != nil {
+		return err
+	}
+	r, err := agentsbench.RunFanout(ctx, ns.client, ns.inst, a, agentsbench.Fanout{
+		Thread: ns.inst.Threads[0], Clients: *clients, ConnectParallel: 32, Runs: *runs,
+		PatchMin: *patchMin, PatchMax: *patchMax, AppendBytes: *appendBytes,
+		Warmup: *warmup, Duration: *dur, BackgroundRate: *background, BackgroundWorkers: 8, Drain: *drain,
+		ServerCPU: ns.servers[0].CPU})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, ns.logs())
+	}
+	if err = errors.Join(err, ns.stop()); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("agents/%srun-patch/%d-focused-%d-runs", f.prefix(), *clients, *runs)
+	if *background > 0 {
+		name += fmt.Sprintf("+%gmsg/s", *background)
+	}
+	measure.Result(out, name+"/p50", measure.Ms(r.Latency.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(r.Latency.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(r.Latency.Max), "ms")
+	measure.Result(out, name+"/patch-p99", measure.Ms(r.Patch.P99), "ms")
+	measure.Result(out, name+"/patches", float64(r.Patches)/r.Elapsed.Seconds(), "patches/s")
+	measure.Result(out, name+"/frames-per-patch", r.FramesPerPatch, "frames")
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	measure.Result(out, name+"/server-cpu", us(r.ServerCPU), "µs/patch")
+	measure.Result(out, name+"/loadgen-cpu", us(r.LoadCPU), "µs/patch")
+	return nil
 }
