@@ -97,3 +97,47 @@ func TestAgentInvocationIsPrepared(t *testing.T) {
 		})
 	}
 }
+
+// blockingPreparer holds every preparation until release is closed.
+type blockingPreparer struct {
+	fakePreparer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingPreparer) Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
+	b.started <- struct{}{}
+	<-b.release
+	return b.fakePreparer.Prepare(ctx, agent, e)
+}
+
+// The Preparer runs on the agent's connection, not on the hub: while it is slow, everyone else
+// gets their events, and the agent gets its own in seq order once it is done.
+func TestASlowPreparationHoldsUpOnlyItsConnection(t *testing.T) {
+	w := newWorld(t, Config{})
+	prep := &blockingPreparer{started: make(chan struct{}, 4), release: make(chan struct{})}
+	w.g.deps.Preparer, w.g.hub.prepare = prep, prep
+	w.az.grant(w.bot.ID, w.open, true)
+	w.runTail()
+	bot := w.connect()
+	bot.identify("bot", -1)
+	bot.catchUp()
+	ada := w.connect()
+	ada.identify("ada", -1)
+	ada.catchUp()
+
+	inv := w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
+	<-prep.started
+	m := w.post(w.open, w.openTh, "while the agent's invocation is prepared")
+	if e := ada.expectEvent(); e.Seq != m {
+		t.Fatalf("ada got %+v, want the message at %d", e, m)
+	}
+	bot.quiet()
+	close(prep.release)
+	if e := bot.expectEvent(); e.Seq != inv || !strings.Contains(string(e.Data), `"token":"for-`) {
+		t.Fatalf("the agent got %+v %s first, want its prepared invocation at %d", e, e.Data, inv)
+	}
+	if e := bot.expectEvent(); e.Seq != m {
+		t.Fatalf("the agent got %+v, want the message at %d after its invocation", e, m)
+	}
+}

@@ -110,7 +110,12 @@ func (c *conn) drainHeldLocked() bool {
 		p := c.buf[0]
 		c.buf[0] = pending{}
 		c.buf = c.buf[1:]
-		if p.seq > c.lastSent {
+		switch {
+		case p.seq <= c.lastSent:
+		case p.ev != nil || len(c.prep) > 0:
+			c.lastSent = p.seq
+			c.pushPrepLocked(p)
+		default:
 			c.queue = append(c.queue, p.frame)
 			c.lastSent = p.seq
 		}

@@ -44,13 +44,20 @@ type conn struct {
 	catchingUp bool
 	buf        []pending // live events held while catching up
 	overflow   bool      // buf overflowed: the catch-up pins again
-	queue      [][]byte  // frames for the writer
-	spare      [][]byte
-	lastSent   int64 // the highest seq queued once live
-	scheduled  bool  // with the flusher (queued, being written, or with its own slow writer)
-	code       CloseCode
-	reason     string
-	gone       bool // the reader ended: the transport is closed or closing
+
+	// prep holds, in seq order, the live events behind an agent.invocation whose Preparer call
+	// (a read and a signature) runs on the connection's own goroutine, not the hub's (prepare.go);
+	// preparing: that goroutine runs.
+	prep      []pending
+	preparing bool
+
+	queue     [][]byte // frames for the writer
+	spare     [][]byte
+	lastSent  int64 // the highest seq queued once live
+	scheduled bool  // with the flusher (queued, being written, or with its own slow writer)
+	code      CloseCode
+	reason    string
+	gone      bool // the reader ended: the transport is closed or closing
 
 	focusThread kernel.ID // guarded by c.mu, indexed by the hub
 	device      deviceKey // the device c is bound to (device.go), guarded by c.mu
@@ -59,6 +66,8 @@ type conn struct {
 type pending struct {
 	seq   int64
 	frame []byte
+	// ev is set instead of frame for an event that goes through the Preparer first.
+	ev *kernel.LoggedEvent
 }
 
 func newConn(g *Gateway, t Transport, info ConnInfo) *conn {
@@ -84,7 +93,7 @@ func (c *conn) closeLocked(code CloseCode, reason string) {
 		reason = Info(code).Name
 	}
 	c.code, c.reason = code, reason
-	c.queue, c.buf = nil, nil
+	c.queue, c.buf, c.prep = nil, nil, nil
 	c.cond.Broadcast()
 	c.kickLocked()
 }
@@ -126,7 +135,14 @@ func (c *conn) catchUpRoom() int { return max(1, c.g.cfg.OutboundQueueMax/2) }
 
 // offer hands the connection a live event from the hub; it never blocks. While catching up the
 // event is held; once live it is queued, and a full queue closes the connection with 4014.
-func (c *conn) offer(seq int64, f []byte) {
+func (c *conn) offer(seq int64, f []byte) { c.offerPending(pending{seq: seq, frame: f}) }
+
+// offerUnprepared hands the connection a live event that goes through the Preparer before it is
+// queued; like offer it never blocks: the preparation runs on the connection's goroutine.
+func (c *conn) offerUnprepared(e kernel.LoggedEvent) { c.offerPending(pending{seq: e.Seq, ev: &e}) }
+
+func (c *conn) offerPending(p pending) {
+	seq, f := p.seq, p.frame
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -139,9 +155,13 @@ func (c *conn) offer(seq int64, f []byte) {
 			c.overflow, c.buf = true, nil
 			return
 		}
-		c.buf = append(c.buf, pending{seq, f})
+		c.buf = append(c.buf, p)
 	case seq <= c.lastSent:
 		// Queued by the catch-up already: the hub pinned its position before this event.
+	case p.ev != nil || len(c.prep) > 0:
+		// To be prepared, or behind one that is: in order, after it.
+		c.lastSent = seq
+		c.pushPrepLocked(p)
 	case len(c.queue) >= c.g.cfg.OutboundQueueMax:
 		c.closeLocked(CloseSlowConsumer, "")
 	default:

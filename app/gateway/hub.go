@@ -307,23 +307,17 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 				continue
 			}
 		}
-		f := frame
 		if needsPrepare(h.prepare, t.actor, e.Type, e.Scope) {
-			var deliver bool
-			var err error
-			if f, deliver, err = preparedFrame(ctx, h.prepare, t.actor, e); err != nil || !deliver {
-				if err != nil {
-					h.log.Error("gateway: prepare a delivery", "seq", e.Seq, "principal", t.actor.ID, "err", err)
-					for _, c := range t.conns {
-						c.closeWith(CloseUnknownError, "")
-					}
-				}
-				h.targets[i] = target{}
-				continue
+			// The Preparer reads the run and signs a token: the connection does it on its own
+			// goroutine, so that no other delivery waits for it.
+			for _, c := range t.conns {
+				c.offerUnprepared(e)
 			}
+			h.targets[i] = target{}
+			continue
 		}
 		for _, c := range t.conns {
-			c.offer(e.Seq, f)
+			c.offer(e.Seq, frame)
 		}
 		h.targets[i] = target{}
 	}
