@@ -325,6 +325,25 @@ func TestAgentGateway(t *testing.T) {
 			m := w.alice.mustPost(t, w.sharedTh.Thread.ID, "welcome back")
 			seq := seqOf(t, w.in.owner, start, "the new message", func(e event) bool { return e.Data["id"] == m.ID })
 			again.waitSeq(t, seq, 10*time.Second)
+
+			t.Run("a reset token closes the agent's connection with 4004; the old token stops, the new one works", func(t *testing.T) {
+				var reset agent
+				w.in.owner.do(t, http.MethodPost, api("agents", a.ID, "token"), nil).want(t, http.StatusOK).decode(t, &reset)
+				if reset.ID != a.ID || !strings.HasPrefix(reset.Token, "bothy_") || reset.Token == a.Token {
+					t.Fatalf("reset answered %+v", reset)
+				}
+				select {
+				case <-again.done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the agent's bot still runs 10 s after its token was reset")
+				}
+				if err := again.stop(t); !errors.Is(err, botclient.ErrAuthenticationFailed) {
+					t.Errorf("the bot ended with %v, want ErrAuthenticationFailed", err)
+				}
+				ac.do(t, http.MethodGet, api("me"), nil).want(t, http.StatusUnauthorized)
+				as(w.in.srv, reset.Token).do(t, http.MethodGet, api("me"), nil).want(t, http.StatusOK)
+				w.alice.do(t, http.MethodPost, api("agents", a.ID, "token"), nil).want(t, http.StatusForbidden)
+			})
 		})
 	})
 }

@@ -254,6 +254,21 @@ func TestConsoleSpacesAccessAgents(t *testing.T) {
 			}
 		})
 
+		t.Run("a reset token is shown once on the agent's page; the old one stops", func(t *testing.T) {
+			reset := b.post("/console/agents/"+agentID+"/token", url.Values{}).want(t, http.StatusSeeOther)
+			p := b.get(reset.location()).want(t, http.StatusOK)
+			m := tokenShown.FindStringSubmatch(p.body)
+			if m == nil || m[1] == token || !p.has("flash") {
+				t.Fatalf("no new token: %.1200s", p.body)
+			}
+			as(in.srv, token).do(t, http.MethodGet, api("me"), nil).want(t, http.StatusUnauthorized)
+			as(in.srv, m[1]).do(t, http.MethodGet, api("me"), nil).want(t, http.StatusOK)
+			token = m[1]
+			if again := b.get(reset.location()).want(t, http.StatusOK); again.has("agent-token") {
+				t.Fatal("the new token was shown twice")
+			}
+		})
+
 		t.Run("a taken handle is refused on the form, which keeps what was typed", func(t *testing.T) {
 			p := b.post("/console/agents", url.Values{"handle": {"pia"}, "display_name": {"Not Pia"}}).want(t, http.StatusUnprocessableEntity)
 			if !p.has("form-error") || !strings.Contains(p.body, `value="Not Pia"`) {

@@ -15,7 +15,7 @@ var contractRoutes = []string{
 	"POST /api/v1/users", "GET /api/v1/users", "POST /api/v1/users/{id}/disable",
 	"POST /api/v1/tokens", "GET /api/v1/tokens", "DELETE /api/v1/tokens/{id}",
 	"POST /api/v1/agents", "GET /api/v1/agents", "GET /api/v1/agents/{id}",
-	"POST /api/v1/agents/{id}/disable", "POST /api/v1/agents/{id}/enable",
+	"POST /api/v1/agents/{id}/disable", "POST /api/v1/agents/{id}/enable", "POST /api/v1/agents/{id}/token",
 	"POST /api/v1/spaces", "GET /api/v1/spaces", "GET /api/v1/spaces/{id}", "PATCH /api/v1/spaces/{id}",
 	"POST /api/v1/spaces/{id}/channels", "GET /api/v1/spaces/{id}/channels", "GET /api/v1/channels/{id}", "PATCH /api/v1/channels/{id}",
 	"POST /api/v1/channels/{id}/grants", "GET /api/v1/channels/{id}/grants", "DELETE /api/v1/channels/{id}/grants/{principal_id}",

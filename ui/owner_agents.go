@@ -54,6 +54,7 @@ func (c *Console) agentRoutes() {
 	c.handle("GET /console/agents/{id}", ownerOnly, c.agentPage)
 	c.handle("POST /console/agents/{id}/disable", ownerOnly, c.agentDisable)
 	c.handle("POST /console/agents/{id}/enable", ownerOnly, c.agentEnable)
+	c.handle("POST /console/agents/{id}/token", ownerOnly, c.agentResetToken)
 }
 
 func (c *Console) agentsPage(rq *request) error {
@@ -187,9 +188,31 @@ func (c *Console) agentCreate(rq *request) error {
 	default:
 		return err
 	}
-	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)),
-		Path: agentPath(a.ID), MaxAge: 300, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	c.leaveAgentToken(rq, a.ID, token)
 	return c.formOutcome(rq, nil, agentPath(a.ID), "Agent @"+a.Handle+" created.")
+}
+
+// leaveAgentToken keeps a new token for the agent's page, which shows it once (takeAgentToken).
+func (c *Console) leaveAgentToken(rq *request, id kernel.ID, token string) {
+	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)),
+		Path: agentPath(id), MaxAge: 300, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+}
+
+// agentResetToken gives the agent a new token (its others stop at once, its connections close)
+// and shows it once on the agent's page, as at creation.
+func (c *Console) agentResetToken(rq *request) error {
+	if c.d.Agents == nil {
+		return kernel.ErrNotFound
+	}
+	id, err := idFromPath(rq)
+	if err != nil {
+		return err
+	}
+	a, token, err := c.d.Agents.ResetToken(rq.ctx(), rq.actor, id)
+	if err == nil {
+		c.leaveAgentToken(rq, a.ID, token)
+	}
+	return c.formOutcome(rq, err, agentPath(id), "Agent @"+a.Handle+" has a new token: the old one no longer works.")
 }
 
 // takeAgentToken reads the token agentCreate left for the agent's page and clears it, so that a

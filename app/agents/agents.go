@@ -76,6 +76,9 @@ type Principals interface {
 	// SetAgentStatus makes an agent's principal active or disabled and returns it; its tokens stay
 	// and authenticate again once it is active. Errors: not_found, validation_failed (status).
 	SetAgentStatus(ctx context.Context, id kernel.ID, status string) (identity.User, error)
+	// ResetAgentToken revokes the agent's API tokens (logged as token.revoked by actorID) and
+	// returns a new one's value, shown once. Errors: not_found.
+	ResetAgentToken(ctx context.Context, actorID, id kernel.ID) (string, error)
 }
 
 var _ Principals = (*identity.Service)(nil)

@@ -280,3 +280,39 @@ func TestDisableEnable(t *testing.T) {
 		}
 	})
 }
+
+func TestResetToken(t *testing.T) {
+	t.Run("the owner gets a new token for the agent, shown once", func(t *testing.T) {
+		f := mustAgents(t)
+		a, first := f.mustCreate(t, "bot")
+		got, token, err := f.svc.ResetToken(ctx, owner, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != a.ID || token == "" || token == first || f.principals.tokens[a.ID] != token {
+			t.Fatalf("agent %+v, token %q (was %q)", got, token, first)
+		}
+		if c := f.authz.Last(); c.Action != kernel.ActAgentTokenReset || c.Resource.ID != a.ID {
+			t.Fatalf("authorized %+v", c)
+		}
+	})
+	t.Run("nobody else may, and an unknown agent is not found", func(t *testing.T) {
+		f := mustAgents(t)
+		a, first := f.mustCreate(t, "bot")
+		f.authz.Fn = func(actor kernel.Actor, _ kernel.Action, _ kernel.Resource) error {
+			if actor.ID != owner.ID {
+				return kernel.Errorf(kernel.CodeForbidden, "not allowed")
+			}
+			return nil
+		}
+		if _, _, err := f.svc.ResetToken(ctx, person, a.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("a person: %v", err)
+		}
+		if f.principals.tokens[a.ID] != first {
+			t.Fatal("a refused reset changed the token")
+		}
+		if _, _, err := f.svc.ResetToken(ctx, owner, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("an unknown agent: %v", err)
+		}
+	})
+}

@@ -132,6 +132,19 @@ func (f *fakePrincipals) CreateAgentPrincipal(ctx context.Context, handle, displ
 	return u, f.tokens[u.ID], nil
 }
 
+func (f *fakePrincipals) ResetAgentToken(ctx context.Context, actorID, id kernel.ID) (string, error) {
+	if !kerneltest.InUnit(ctx) {
+		return "", errOutsideUnit
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if u, ok := f.users[id]; !ok || u.Kind != kernel.KindAgent {
+		return "", kernel.ErrNotFound
+	}
+	f.tokens[id] = identity.APITokenPrefix + "reset-" + string(kernel.NewID())
+	return f.tokens[id], nil
+}
+
 func (f *fakePrincipals) SetAgentStatus(ctx context.Context, id kernel.ID, status string) (identity.User, error) {
 	if !kerneltest.InUnit(ctx) {
 		return identity.User{}, errOutsideUnit

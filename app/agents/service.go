@@ -139,3 +139,26 @@ func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kern
 	})
 	return out, err
 }
+
+// ResetToken gives the agent a new API token and revokes its others (agent.token.reset, owners
+// only), for a token that leaked or was lost: the agent's connections close with 4004 and it
+// connects again with the new token, shown once. Errors: unauthenticated, forbidden, not_found.
+func (s *Service) ResetToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, string, error) {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentTokenReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+		return Agent{}, "", err
+	}
+	var a Agent
+	var token string
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if a, err = s.store.Agent(ctx, id); err != nil {
+			return err
+		}
+		token, err = s.principals.ResetAgentToken(ctx, actor.ID, id)
+		return err
+	})
+	if err != nil {
+		return Agent{}, "", err
+	}
+	return a, token, nil
+}

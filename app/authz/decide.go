@@ -65,6 +65,8 @@ var rules = map[kernel.Action]rule{
 	kernel.ActAgentDisable: {kind: ruleOwner},
 	kernel.ActAgentEnable:  {kind: ruleOwner},
 
+	kernel.ActAgentTokenReset: {kind: ruleOwner},
+
 	kernel.ActSpaceRead:     {kind: ruleSpaceRead},
 	kernel.ActSpaceUpdate:   {kind: ruleSpaceLevel, need: LevelManage},
 	kernel.ActChannelCreate: {kind: ruleSpaceLevel, need: LevelManage},

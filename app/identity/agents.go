@@ -89,3 +89,37 @@ func (s *Service) SetAgentStatus(ctx context.Context, id kernel.ID, status strin
 	})
 	return out, err
 }
+
+// ResetAgentToken revokes every live API token of the agent id and makes a new one, in the Unit
+// of Work of ctx: the owner's "reset token" when a bot's token leaked or was lost. It returns the
+// new token's value, shown once. Each revoked token is logged as token.revoked (by actorID), so
+// the agent's connections close with 4004 on every node. Errors: not_found (no agent with this id).
+func (s *Service) ResetAgentToken(ctx context.Context, actorID, id kernel.ID) (string, error) {
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	value := APITokenPrefix + randomToken(tokenBytes)
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		u, err := s.store.Principal(ctx, id)
+		if err != nil {
+			return err
+		}
+		if u.Kind != kernel.KindAgent {
+			return kernel.ErrNotFound
+		}
+		live, err := s.store.Tokens(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, t := range live {
+			if err := s.store.RevokeToken(ctx, t.ID, now); err != nil {
+				return err
+			}
+			s.events.Append(ctx, kernel.Event{Type: kernel.EvTokenRevoked, Scope: kernel.Scope{PrincipalID: id},
+				SubjectID: t.ID, ActorID: actorID, Payload: map[string]kernel.ID{"token_id": t.ID}})
+		}
+		return s.store.CreateToken(ctx, Token{ID: kernel.NewID(), PrincipalID: id, Name: AgentTokenName, TokenHash: digest(value), CreatedAt: now})
+	})
+	if err != nil {
+		return "", err
+	}
+	return value, nil
+}

@@ -48,6 +48,7 @@ const (
 	ActAgentRead          Action = "agent.read"
 	ActAgentDisable       Action = "agent.disable"
 	ActAgentEnable        Action = "agent.enable"
+	ActAgentTokenReset    Action = "agent.token.reset"
 	ActChannelOperatorSet Action = "channel.operator.set"
 )
 

@@ -16,6 +16,7 @@ type AgentUseCases interface {
 	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
 	Disable(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
 	Enable(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
+	ResetToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, string, error)
 }
 
 var _ AgentUseCases = (*agents.Service)(nil)
@@ -44,7 +45,7 @@ func AgentRoutes(svc AgentUseCases) []Route {
 		}
 	}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: kernel.ActAgentCreate, Handler: func(r *Request) (int, any, error) {
+		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: kernel.ActAgentCreate, Secret: true, Handler: func(r *Request) (int, any, error) {
 			var in struct {
 				Handle      string `json:"handle"`
 				DisplayName string `json:"display_name"`
@@ -76,5 +77,18 @@ func AgentRoutes(svc AgentUseCases) []Route {
 		{Method: http.MethodGet, Pattern: "/api/v1/agents/{id}", Action: kernel.ActAgentRead, Handler: status(svc.Get)},
 		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/disable", Action: kernel.ActAgentDisable, Handler: status(svc.Disable)},
 		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/enable", Action: kernel.ActAgentEnable, Handler: status(svc.Enable)},
+		// A new token for the agent, its others revoked: shown once, like at creation.
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/token", Action: kernel.ActAgentTokenReset, Secret: true,
+			Handler: func(r *Request) (int, any, error) {
+				id, err := r.PathID("id")
+				if err != nil {
+					return 0, nil, err
+				}
+				a, token, err := svc.ResetToken(r.Context(), r.Actor, id)
+				if err != nil {
+					return 0, nil, err
+				}
+				return http.StatusOK, createdAgentView{Agent: a, Token: token}, nil
+			}},
 	}
 }

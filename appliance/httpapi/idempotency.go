@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 
 	"bothy.dev/bothy/app/kernel"
 )
@@ -76,7 +78,13 @@ func (i *Idempotency) serve(req *Request, key string, route *Route, checks *kern
 			}
 		}
 		status = st
-		return i.store.SaveIdempotency(ctx, req.Actor.ID, key, kernel.IdempotencyRecord{Fingerprint: fp, Status: st, Body: out})
+		kept := out
+		if route.Secret {
+			if kept, err = withoutSecret(out); err != nil {
+				return err
+			}
+		}
+		return i.store.SaveIdempotency(ctx, req.Actor.ID, key, kernel.IdempotencyRecord{Fingerprint: fp, Status: st, Body: kept})
 	})
 	if err != nil {
 		return 0, nil, err
@@ -85,4 +93,36 @@ func (i *Idempotency) serve(req *Request, key string, route *Route, checks *kern
 		req.header.Set("Idempotent-Replayed", "true")
 	}
 	return status, out, nil
+}
+
+// withoutSecret is the answer body as an Idempotency-Key replay gets it: without its "token"
+// member, the others as they were, in their order. A secret is shown once and is never kept in
+// the database in the clear; a client that lost the first answer resets the agent's token or
+// revokes the token and makes another.
+func withoutSecret(body []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("idempotency: a secret answer that is not an object")
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("idempotency: a secret answer: %w", err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("idempotency: a secret answer: %w", err)
+		}
+		name, _ := t.(string)
+		if name == "token" {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(name)
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	return append(out, '}'), nil
 }

@@ -206,7 +206,7 @@ func IdentityRoutes(svc IdentityUseCases) []Route {
 			return http.StatusOK, viewUser(u), nil
 		}},
 
-		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Handler: func(r *Request) (int, any, error) {
+		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Secret: true, Handler: func(r *Request) (int, any, error) {
 			var in struct {
 				Name string `json:"name"`
 			}

@@ -35,7 +35,10 @@ type Route struct {
 	Pattern string
 	Action  kernel.Action
 	// Public routes need no credentials (setup, login); all others answer 401 without them.
-	Public  bool
+	Public bool
+	// Secret marks an answer whose "token" member is a secret shown once (a new API token):
+	// the answer kept for an Idempotency-Key replay leaves it out (idempotency.go).
+	Secret  bool
 	Handler Handler
 }
 
