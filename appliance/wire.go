@@ -138,6 +138,9 @@ func wire(ctx context.Context, a *App) error {
 		ReplayBufferEvents: replayBuffer(a.Config.Gateway.ReplayBufferEvents),
 		OutboundQueueMax:   a.Config.Sync.OutboundQueueMax,
 		RunPatchCoalesce:   runPatchCoalesce(a.Config.Sync.RunPatchCoalesceInterval),
+		// A quarter of the stall timeout, within 1 to 30 s: the stall check sees a connected
+		// agent alive, and an idle instance writes at most twice a minute.
+		ConsumerSeenInterval: min(max(a.Config.Agent.StallTimeout/4, time.Second), 30*time.Second),
 	}
 	// Several nodes (cluster.mode multi, PostgreSQL): each process is a node with an id of its
 	// own, new at every start; typing and presence cross nodes as id-only signals on the channel

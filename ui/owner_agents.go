@@ -33,9 +33,10 @@ type AgentsSeen interface {
 }
 
 // agentOnlineWithin is how recent a sign of life must be for the console to call an agent
-// online. The gateway marks the agents connected to it seen every second and a REST poll waits
-// at most 25 s, so a minute tells a connected agent from a gone one with room to spare.
-const agentOnlineWithin = time.Minute
+// online. The gateway marks the agents connected to it seen at least every 30 s (a quarter of
+// agent.stall_timeout, at most 30 s) and a REST poll waits at most 25 s, so a minute and a half
+// tells a connected agent from a gone one with room to spare.
+const agentOnlineWithin = 90 * time.Second
 
 // agentRunsShown is how many runs an agent's page lists.
 const agentRunsShown = 10

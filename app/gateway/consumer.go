@@ -38,10 +38,6 @@ type consumers struct {
 	seenAt time.Time
 }
 
-// seenInterval is how often the connected agents are marked seen: well below the shortest
-// sensible agent.stall_timeout, and one small write for all of them.
-const seenInterval = time.Second
-
 // consumerStart returns the cursor an agent's connection replays from: the acknowledged seq, or,
 // for an agent that never consumed, cursor (the head when nil), which becomes its first cursor.
 func (g *Gateway) consumerStart(ctx context.Context, agent kernel.ID, cursor *int64, head int64) (int64, error) {
@@ -139,7 +135,7 @@ func (g *Gateway) saveAcks(ctx context.Context) {
 	acks := maps.Clone(g.consumers.acked)
 	now := g.clock.Now()
 	var seen []kernel.ID
-	if now.Sub(g.consumers.seenAt) >= seenInterval {
+	if now.Sub(g.consumers.seenAt) >= g.cfg.ConsumerSeenInterval {
 		for agent := range g.consumers.held {
 			seen = append(seen, agent)
 		}

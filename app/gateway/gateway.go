@@ -177,6 +177,11 @@ type Config struct {
 	// PresenceGrace is how long a person whose last connection went stays online for the
 	// others (5s; below 0: none): a reload or a reconnect does not flap offline → online.
 	PresenceGrace time.Duration
+	// ConsumerSeenInterval is how often the agents holding a connection are marked seen, in one
+	// small write for all of them (30s): well within agent.stall_timeout, so that runs' stall
+	// check finds a connected agent alive, and rare enough that an idle instance does not keep
+	// its disk awake.
+	ConsumerSeenInterval time.Duration
 	// RunPatchCoalesce is the window in which a run's patches are merged into one run.updated
 	// frame (sync.run_patch_coalesce_interval, 50ms; below 0: none, every patch is a frame).
 	RunPatchCoalesce time.Duration
@@ -202,6 +207,7 @@ func (c Config) withDefaults() Config {
 	def(&c.TailPoll, time.Second)
 	def(&c.PresenceFlushInterval, 2*time.Second)
 	def(&c.PresenceTTL, 10*time.Second)
+	def(&c.ConsumerSeenInterval, 30*time.Second)
 	switch {
 	case c.PresenceGrace == 0:
 		c.PresenceGrace = 5 * time.Second
