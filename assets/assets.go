@@ -102,7 +102,7 @@ func Handler() http.Handler {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 		h.Set("Vary", "Accept-Encoding")
 		body, tag := a.body, a.hashed
-		if a.gz != nil && acceptsGzip(r) {
+		if a.gz != nil && AcceptsGzip(r) {
 			body, tag = a.gz, a.hashed+".gz"
 			h.Set("Content-Encoding", "gzip")
 		}
@@ -111,8 +111,8 @@ func Handler() http.Handler {
 	})
 }
 
-// acceptsGzip reports whether the request's Accept-Encoding takes gzip (every browser's does).
-func acceptsGzip(r *http.Request) bool {
+// AcceptsGzip reports whether the request's Accept-Encoding takes gzip (every browser's does).
+func AcceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		coding, q, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.TrimSpace(q) != "q=0" {

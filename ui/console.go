@@ -11,12 +11,14 @@ package ui
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -28,6 +30,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/assets"
 	"bothy.dev/bothy/ui/layouts"
 	"bothy.dev/bothy/ui/pages"
 )
@@ -218,11 +221,34 @@ func (c *Console) render(rq *request, status int, page templ.Component) error {
 	if err := page.Render(rq.ctx(), &buf); err != nil {
 		return err
 	}
-	rq.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	h := rq.w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Vary", "Accept-Encoding")
+	body := buf.Bytes()
+	if len(body) >= gzipMin && assets.AcceptsGzip(rq.r) {
+		// A thread page is mostly markup that repeats: gzip at its fastest takes it to about
+		// a fifth, for some tens of microseconds.
+		zw := gzipWriters.Get().(*gzip.Writer)
+		var zbuf bytes.Buffer
+		zw.Reset(&zbuf)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		gzipWriters.Put(zw)
+		body = zbuf.Bytes()
+		h.Set("Content-Encoding", "gzip")
+	}
 	rq.w.WriteHeader(status)
-	_, _ = rq.w.Write(buf.Bytes())
+	_, _ = rq.w.Write(body)
 	return nil
 }
+
+// gzipMin is the smallest page worth compressing: below it the header costs what gzip saves.
+const gzipMin = 1400
+
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
 
 // redirect ends a form with 303 to target, carrying f to the next page.
 func (c *Console) redirect(rq *request, target string, f layouts.Flash) {
