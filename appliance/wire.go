@@ -124,7 +124,7 @@ func wire(ctx context.Context, a *App) error {
 		CatchUp:   catchUp,
 		Log:       db,
 		Structure: chats,
-		Observer:  az,
+		Observer:  observers{az, chats},
 		Consumers: storage.NewConsumerStore(db),
 		Preparer:  runSvc,
 		Runs:      storage.NewRunStore(db),
@@ -228,4 +228,15 @@ func replayBuffer(n int) int {
 		return -1
 	}
 	return n
+}
+
+// observers hands each event of the log tail to several observers, in order: the permission
+// cache first (the hub decides from it), then chat, which forgets cached thread refs when a
+// channel is archived on any node.
+type observers []gateway.Observer
+
+func (o observers) Observe(e kernel.LoggedEvent) {
+	for _, x := range o {
+		x.Observe(e)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -223,6 +224,27 @@ func TestSeveralNodes(t *testing.T) {
 				u.Document.Output != strings.Repeat("x", u.Version) {
 				t.Fatalf("run.updated on node B: %+v", u)
 			}
+		}
+	})
+
+	t.Run("a channel archived through node A takes no more messages through node B", func(t *testing.T) {
+		ch := w.in.owner.mustCreateChannel(t, w.shared.SpaceID, "attic")
+		onB := as(b, w.in.owner.token)
+		post := func(text string) *response {
+			return onB.do(t, http.MethodPost, api("threads", ch.MainThreadID, "messages"), map[string]any{"content": text})
+		}
+		post("before").want(t, http.StatusCreated) // node B now knows the thread
+		w.in.owner.do(t, http.MethodPost, api("channels", ch.ID, "archive"), nil).want(t, http.StatusOK)
+		deadline := time.Now().Add(10 * time.Second)
+		for i := 0; ; i++ {
+			r := post(fmt.Sprint("after ", i))
+			if r.status == http.StatusNotFound {
+				break
+			}
+			if r.status != http.StatusCreated || time.Now().After(deadline) {
+				t.Fatalf("a post through node B after the archive: %d %s", r.status, r.code())
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 

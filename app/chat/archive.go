@@ -36,9 +36,25 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 	})
 	if err == nil {
 		// The cached thread refs of this node would still let a message into the channel's
-		// threads; the store no longer answers them.
-		s.refs.Clear()
-		s.refsLen.Store(0)
+		// threads; the store no longer answers them. The other nodes drop theirs when their
+		// log tail brings them channel.archived (Observe).
+		s.forgetRefs()
 	}
 	return c, err
+}
+
+// Observe takes the events of the log as the log tail hands them on every node: a channel
+// archived on any node makes this one forget its cached thread refs, so that no message gets
+// into the archived channel's threads through it either.
+func (s *Service) Observe(e kernel.LoggedEvent) {
+	if e.Type == EvChannelArchived {
+		s.forgetRefs()
+	}
+}
+
+// forgetRefs drops every cached thread ref (an archive is rare; the cache fills again as
+// messages come).
+func (s *Service) forgetRefs() {
+	s.refs.Clear()
+	s.refsLen.Store(0)
 }

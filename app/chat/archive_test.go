@@ -65,3 +65,30 @@ func TestArchiveChannel(t *testing.T) {
 		}
 	})
 }
+
+// A channel archived on another node reaches this one through its log tail (Observe): the thread
+// refs this node cached stop letting messages in.
+func TestArchivedElsewhereDropsCachedRefs(t *testing.T) {
+	ctx := context.Background()
+	f := mustChat(t)
+	sp := mustSpace(t, f, alice, "A")
+	c := mustChannel(t, f, alice, sp.ID, "old")
+	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
+		t.Fatal(err)
+	}
+	// Another node archives it: this node's store answers not found, its cache does not know.
+	f.store.mu.Lock()
+	delete(f.store.threads, c.MainThreadID)
+	f.store.mu.Unlock()
+	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
+		t.Fatalf("the cached ref: %v", err)
+	}
+	f.svc.Observe(kernel.LoggedEvent{Seq: 9, Type: kernel.EvChannelCreated})
+	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
+		t.Fatalf("another event dropped the cache: %v", err)
+	}
+	f.svc.Observe(kernel.LoggedEvent{Seq: 10, Type: chat.EvChannelArchived})
+	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); !kernel.IsCode(err, kernel.CodeNotFound) {
+		t.Fatalf("after channel.archived: %v, want not_found", err)
+	}
+}
