@@ -33,7 +33,8 @@ func runsJobs(role string) bool { return role != "api" }
 const JobIdempotencyCleanup = "sync.idempotency_cleanup"
 
 // registerRunJobs registers the handlers of the jobs of runs (DESIGN §7) on q: the two a run's
-// Unit of Work enqueues, and the periodic stall check every interval (agent.stall_check_interval).
+// Unit of Work enqueues, the periodic stall check every interval (agent.stall_check_interval),
+// and the rotation of the invocation signing key every runs.KeyRotationCheck.
 func registerRunJobs(q *jobs.Queue, svc *runs.Service, interval time.Duration, logger *slog.Logger) {
 	q.Register(runs.JobQueuedExpiry, runJob(svc.ExpireQueued))
 	q.Register(runs.JobCancelTimeout, runJob(svc.TimeoutCancel))
@@ -41,6 +42,16 @@ func registerRunJobs(q *jobs.Queue, svc *runs.Service, interval time.Duration, l
 		n, err := svc.FailStalled(ctx)
 		if n > 0 {
 			logger.Info("stalled runs failed", "runs", n)
+		}
+		return err
+	})
+	q.RegisterPeriodic(runs.JobSigningKeyRotation, runs.KeyRotationCheck, func(ctx context.Context, _ json.RawMessage) error {
+		r, err := svc.RotateSigningKey(ctx)
+		if r.Rotated {
+			logger.Info("invocation signing key rotated", "kid", r.KID)
+		}
+		if r.Deleted > 0 {
+			logger.Info("retired signing keys deleted", "keys", r.Deleted)
 		}
 		return err
 	})

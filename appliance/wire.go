@@ -79,9 +79,11 @@ func wire(ctx context.Context, a *App) error {
 	})
 	catchUp := appsync.New(db, az)
 	// The invocation tokens are signed with the instance's key, made by the first node that
-	// needs it and shared through the database (migrate 0007_signing_keys).
+	// needs it, shared through the database and rotated by runs.signing_key_rotation (migrate
+	// 0007_signing_keys, 0010_signing_key_rotation).
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
-		Authz: az, Clock: clock, Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock),
+		Authz: az, Clock: clock, Keys: runs.NewKeyringWith(storage.NewSigningKeyStore(db), clock, runs.KeyringOptions{
+			Rotation: a.Config.Agent.SigningKeyRotation, TokenTTL: a.Config.Agent.InvocationTokenTTL}),
 		Issuer: a.Config.Server.PublicURL, TokenTTL: a.Config.Agent.InvocationTokenTTL, Jobs: jobQueue,
 		QueuedTimeout: a.Config.Agent.QueuedTimeout, StallTimeout: a.Config.Agent.StallTimeout, CancelGrace: a.Config.Agent.CancelGrace})
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)

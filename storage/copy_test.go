@@ -103,7 +103,8 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
 		`INSERT INTO gateway_presence VALUES ('n1', 'p1', 2, '` + t0 + `')`,
 		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `', '` + t0 + `')`,
-		`INSERT INTO signing_keys VALUES ('k1', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `')`,
+		`INSERT INTO signing_keys VALUES ('k1', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `', NULL)`,
+		`INSERT INTO signing_keys VALUES ('k0', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `', '` + t0 + `')`,
 		// A pending job, in goqite's text times (UTC, milliseconds), which PostgreSQL reads into
 		// timestamptz; received 1: a job between two attempts moves as it is.
 		`INSERT INTO goqite VALUES ('k:runs.queued_expiry:r1', '2025-01-02T03:04:05.000Z', '2025-01-02T03:04:06.000Z', 'bothy',

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,8 +150,10 @@ func (s *Service) IssueToken(ctx context.Context, r Run) (InvocationToken, error
 }
 
 // CheckToken verifies an invocation token sent by actor and returns its claims: the token must
-// be valid now, for run wantRun (NilID: any run) and issued to actor. Errors:
-// invocation_token_invalid, invocation_token_expired, internal (no key).
+// be valid now, for run wantRun (NilID: any run) and issued to actor, and signed by the current
+// key or a retired one within its verification window (Keyring). Errors:
+// invocation_token_invalid (also a key id no such key has), invocation_token_expired, internal
+// (no keyring, or the keys could not be read).
 func (s *Service) CheckToken(ctx context.Context, actor kernel.Actor, token string, wantRun kernel.ID) (InvocationClaims, error) {
 	if token == "" {
 		return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenInvalid, "send the invocation token as Invocation-Token")
@@ -158,11 +161,18 @@ func (s *Service) CheckToken(ctx context.Context, actor kernel.Actor, token stri
 	if s.keys == nil {
 		return InvocationClaims{}, errors.New("runs: no keyring to check invocation tokens")
 	}
-	keyFor, err := s.keys.keyFor(ctx)
-	if err != nil {
-		return InvocationClaims{}, err
+	// The token names its key (kid): the current one or a retired one within its window. A
+	// failed read of the keys is the server's fault, not the token's: it is returned as it is.
+	var readErr error
+	keyFor := func(kid string) (ed25519.PublicKey, bool) {
+		pub, ok, err := s.keys.publicKey(ctx, kid)
+		readErr = err
+		return pub, ok
 	}
 	c, err := Check(token, keyFor, s.clock.Now(), wantRun)
+	if readErr != nil {
+		return InvocationClaims{}, readErr
+	}
 	if err != nil {
 		return InvocationClaims{}, err
 	}

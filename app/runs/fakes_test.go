@@ -241,27 +241,6 @@ func mustRuns(tb testing.TB) *fixture {
 	return f
 }
 
-// fakeKeys keeps the first signing key of each purpose.
-type fakeKeys struct {
-	mu   sync.Mutex
-	keys map[string]runs.SigningKey
-}
-
-var _ runs.SigningKeys = (*fakeKeys)(nil)
-
-func (f *fakeKeys) EnsureSigningKey(ctx context.Context, c runs.SigningKey) (runs.SigningKey, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.keys == nil {
-		f.keys = map[string]runs.SigningKey{}
-	}
-	if k, ok := f.keys[c.Purpose]; ok {
-		return k, nil
-	}
-	f.keys[c.Purpose] = c
-	return c, nil
-}
-
 // decide is the fake of authz's rules on the fixture's one channel.
 func (f *fixture) decide(actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
 	if !actor.Authenticated() {

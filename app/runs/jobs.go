@@ -23,7 +23,14 @@ const (
 	// JobCancelTimeout ends a run still not ended agent.cancel_grace after a person asked to
 	// cancel it, cancelled with cancel_timeout (TimeoutCancel). Enqueued by Cancel; args JobArgs.
 	JobCancelTimeout = "runs.cancel_timeout"
+	// JobSigningKeyRotation replaces the invocation signing key once it has signed for
+	// agent.signing_key_rotation and deletes the retired keys past their verification window
+	// (RotateSigningKey, Keyring.Rotate). Periodic every KeyRotationCheck, no args.
+	JobSigningKeyRotation = "runs.signing_key_rotation"
 )
+
+// KeyRotationCheck is how often runs.signing_key_rotation looks: a rotation is at most this late.
+const KeyRotationCheck = time.Minute
 
 // Defaults of the jobs' timings when Deps leaves them zero (agent.queued_timeout,
 // agent.stall_timeout, agent.cancel_grace) and the batch of one stall check.
@@ -111,6 +118,15 @@ func (s *Service) FailStalled(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// RotateSigningKey is the job runs.signing_key_rotation (Keyring.Rotate); a service with no
+// keyring has nothing to rotate. Errors: internal, unavailable.
+func (s *Service) RotateSigningKey(ctx context.Context) (KeyRotation, error) {
+	if s.keys == nil {
+		return KeyRotation{}, nil
+	}
+	return s.keys.Rotate(ctx)
 }
 
 // judge moves run id on t in a Unit of Work when applies holds for the run as it is now.

@@ -278,3 +278,31 @@ func TestStallCheck(t *testing.T) {
 		}
 	})
 }
+
+func TestSigningKeyRotationJob(t *testing.T) {
+	t.Run("replaces the key once it has signed for the default rotation", func(t *testing.T) {
+		f := mustRuns(t)
+		tok, err := f.svc.IssueToken(bg, tokenRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(runs.DefaultKeyRotation - time.Second)
+		if r, err := f.svc.RotateSigningKey(bg); err != nil || r.Rotated {
+			t.Fatalf("rotation before due %+v, %v", r, err)
+		}
+		f.clock.Advance(time.Second)
+		r, err := f.svc.RotateSigningKey(bg)
+		if err != nil || !r.Rotated || r.KID == kidOf(t, tok.Token) {
+			t.Fatalf("rotation when due %+v, %v", r, err)
+		}
+	})
+
+	t.Run("a service without a keyring has nothing to rotate", func(t *testing.T) {
+		f := mustRuns(t)
+		svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.tx, Events: f.tx,
+			Authz: f.authz, Clock: f.clock, Jobs: f.tx})
+		if r, err := svc.RotateSigningKey(bg); err != nil || r != (runs.KeyRotation{}) {
+			t.Fatalf("rotation %+v, %v", r, err)
+		}
+	})
+}

@@ -17,6 +17,14 @@ const PurposeInvocation = "invocation"
 // AlgorithmEdDSA is the algorithm of every signing key (app/kernel/jose signs EdDSA only).
 const AlgorithmEdDSA = "EdDSA"
 
+// DefaultKeyRotation is how long a key signs when agent.signing_key_rotation is not set.
+const DefaultKeyRotation = 30 * 24 * time.Hour
+
+// KeyRefresh is how long a keyring trusts the keys it read before it reads them again, so that
+// a node learns of a rotation made by another within it. It is also how long after a rotation a
+// node may still sign with the key it retired, which the verification window allows for.
+const KeyRefresh = time.Minute
+
 // SigningKey is one of the instance's signing keys. Seed is the Ed25519 private key's seed.
 type SigningKey struct {
 	KID       string
@@ -24,70 +32,242 @@ type SigningKey struct {
 	Algorithm string
 	Seed      []byte
 	CreatedAt time.Time
+	// RetiredAt is when the key stopped signing; nil for the current key of its purpose, the one
+	// that signs. A retired key still verifies for the keyring's VerifyWindow after it.
+	RetiredAt *time.Time
 }
 
-// SigningKeys is the port of the instance's signing keys.
+// SigningKeys is the port of the instance's signing keys. A purpose has at most one current
+// key (RetiredAt nil) at any time, whatever the nodes do at once, and any number of retired ones.
 type SigningKeys interface {
-	// EnsureSigningKey stores candidate if no key of its purpose exists yet, and returns the key
-	// of that purpose that is stored, candidate or the one another node stored first: every node
-	// signs with the same key. Errors: internal.
+	// EnsureSigningKey stores candidate as the current key of its purpose if the purpose has no
+	// current key yet, and returns the current key: candidate or the one another node stored
+	// first, so that every node signs with the same key. Errors: internal.
 	EnsureSigningKey(ctx context.Context, candidate SigningKey) (SigningKey, error)
+	// RotateSigningKey retires the current key of candidate's purpose at candidate.CreatedAt and
+	// stores candidate as the current key, in one Unit of Work, but only while the current key
+	// is still the one named current: when another node rotated first it changes nothing. It
+	// returns the current key after it and whether candidate became it. Errors: not_found (the
+	// purpose has no current key), internal.
+	RotateSigningKey(ctx context.Context, current string, candidate SigningKey) (SigningKey, bool, error)
+	// SigningKeys returns the keys of purpose that may still verify: the current one and those
+	// retired at or after retiredSince. Errors: internal.
+	SigningKeys(ctx context.Context, purpose string, retiredSince time.Time) ([]SigningKey, error)
+	// DeleteRetiredSigningKeys deletes the keys of purpose retired before cutoff and returns how
+	// many it deleted; the current key is never deleted. Errors: internal.
+	DeleteRetiredSigningKeys(ctx context.Context, purpose string, cutoff time.Time) (int64, error)
 }
 
-// Keyring holds the instance's invocation signing key, loaded (made on first use) once per
-// process. The key never changes while a process runs; a later rotation will reload it.
+// KeyringOptions time a keyring's rotation. Zero values take the defaults.
+type KeyringOptions struct {
+	// Rotation is how long a key signs before the job runs.signing_key_rotation replaces it
+	// (agent.signing_key_rotation; 0: DefaultKeyRotation).
+	Rotation time.Duration
+	// TokenTTL is how long the tokens the keys sign are valid (agent.invocation_token_ttl;
+	// 0: DefaultTokenTTL); it sets the verification window of a retired key.
+	TokenTTL time.Duration
+}
+
+// Keyring holds the instance's invocation signing keys: the current one, which signs, and the
+// retired ones that still verify the tokens they signed. Every node reads them from the store
+// and keeps them for KeyRefresh; the key that signs is made by the first node that needs one and
+// replaced by the job runs.signing_key_rotation (Rotate) every Rotation.
+//
+// A node learns of another's rotation when a token names a key it does not know (it reads the
+// keys again), when it has held the keys for KeyRefresh, and when its signing key is due for
+// rotation. So a node may sign with a retired key for at most KeyRefresh after the rotation
+// (plus the skew of the nodes' clocks); a retired key therefore verifies for VerifyWindow =
+// TokenTTL + KeyRefresh + MaxClockSkew after it stopped signing, which outlives every token it
+// signed, and is deleted after that.
 type Keyring struct {
-	store SigningKeys
-	clock kernel.Clock
+	store    SigningKeys
+	clock    kernel.Clock
+	rotation time.Duration
+	window   time.Duration
 
-	mu   sync.Mutex
-	kid  string
-	priv ed25519.PrivateKey
+	mu       sync.Mutex
+	loadedAt time.Time
+	current  *loadedKey
+	keys     map[string]*loadedKey // by key id: the current key and the retired ones in their window
 }
 
-// NewKeyring returns a keyring on store; clock stamps a key it makes (nil: the system clock).
+// loadedKey is a key as a keyring holds it.
+type loadedKey struct {
+	kid       string
+	priv      ed25519.PrivateKey
+	pub       ed25519.PublicKey
+	createdAt time.Time
+	retiredAt *time.Time
+}
+
+// NewKeyring returns a keyring on store with the default timings; clock stamps the keys it makes
+// and times their rotation (nil: the system clock).
 func NewKeyring(store SigningKeys, clock kernel.Clock) *Keyring {
+	return NewKeyringWith(store, clock, KeyringOptions{})
+}
+
+// NewKeyringWith is NewKeyring with the timings of o.
+func NewKeyringWith(store SigningKeys, clock kernel.Clock, o KeyringOptions) *Keyring {
 	if clock == nil {
 		clock = kernel.SystemClock{}
 	}
-	return &Keyring{store: store, clock: clock}
+	rotation, ttl := orDefault(o.Rotation, DefaultKeyRotation), orDefault(o.TokenTTL, DefaultTokenTTL)
+	return &Keyring{store: store, clock: clock, rotation: rotation, window: ttl + KeyRefresh + MaxClockSkew}
 }
 
-// Signer returns the signing key and its key id, loading or making it on first use.
+// VerifyWindow is how long a retired key still verifies after it stopped signing.
+func (k *Keyring) VerifyWindow() time.Duration { return k.window }
+
+// Signer returns the current signing key and its key id, reading the keys (and making the first
+// key) when the keyring holds none, has held them for KeyRefresh or its key is due for rotation.
 // Errors: internal.
 func (k *Keyring) Signer(ctx context.Context) (ed25519.PrivateKey, string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.priv != nil {
-		return k.priv, k.kid, nil
+	now := k.clock.Now()
+	if k.stale(now) {
+		if err := k.load(ctx, now); err != nil {
+			return nil, "", err
+		}
 	}
-	seed := make([]byte, ed25519.SeedSize)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, "", fmt.Errorf("runs: signing key: %w", err)
-	}
-	got, err := k.store.EnsureSigningKey(ctx, SigningKey{KID: string(kernel.NewID()), Purpose: PurposeInvocation,
-		Algorithm: AlgorithmEdDSA, Seed: seed, CreatedAt: k.clock.Now().UTC().Truncate(time.Microsecond)})
-	if err != nil {
-		return nil, "", err
-	}
-	if got.Algorithm != AlgorithmEdDSA || len(got.Seed) != ed25519.SeedSize {
-		return nil, "", fmt.Errorf("runs: signing key %s is not an Ed25519 seed (%s)", got.KID, got.Algorithm)
-	}
-	k.priv, k.kid = ed25519.NewKeyFromSeed(got.Seed), got.KID
-	return k.priv, k.kid, nil
+	return k.current.priv, k.current.kid, nil
 }
 
-// keyFor returns a lookup of the public key by key id for Check, after loading the key.
-func (k *Keyring) keyFor(ctx context.Context) (func(kid string) (ed25519.PublicKey, bool), error) {
-	priv, kid, err := k.Signer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pub := priv.Public().(ed25519.PublicKey)
-	return func(want string) (ed25519.PublicKey, bool) {
-		if want != kid {
-			return nil, false
+// publicKey returns the public key of kid if it may verify a token now: the current key, or a
+// retired one within its window. A kid the keyring does not know makes it read the keys again
+// once, for a key another node made since. That read is not throttled, so that a token of a
+// key made a moment ago always verifies; it is one small query, only for a kid that is a UUIDv7
+// as the server's own are, and the request that sends it is an agent's, authenticated already.
+// Errors: internal (the read failed).
+func (k *Keyring) publicKey(ctx context.Context, kid string) (ed25519.PublicKey, bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	reloaded := false
+	if k.stale(now) {
+		if err := k.load(ctx, now); err != nil {
+			return nil, false, err
 		}
-		return pub, true
-	}, nil
+		reloaded = true
+	}
+	key, ok := k.keys[kid]
+	if _, err := kernel.ParseID(kid); !ok && !reloaded && err == nil {
+		if err := k.load(ctx, now); err != nil {
+			return nil, false, err
+		}
+		key, ok = k.keys[kid]
+	}
+	if !ok || (key.retiredAt != nil && !now.Before(key.retiredAt.Add(k.window))) {
+		return nil, false, nil
+	}
+	return key.pub, true, nil
+}
+
+// KeyRotation is what one run of the job runs.signing_key_rotation did.
+type KeyRotation struct {
+	// Rotated is set when this run made a new current key, KID.
+	Rotated bool
+	KID     string
+	// Deleted counts the retired keys deleted, past their verification window.
+	Deleted int64
+}
+
+// Rotate is the job runs.signing_key_rotation: when the current key has signed for Rotation, it
+// makes a new one current and retires the old, which keeps verifying for VerifyWindow; and it
+// deletes the keys retired longer ago than that. Two nodes rotating at once leave one current
+// key: the store's rotation is conditional on the key it replaces, and the node that lost reads
+// the winner's key. Errors: internal, unavailable (the job is tried again).
+func (k *Keyring) Rotate(ctx context.Context) (KeyRotation, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	var out KeyRotation
+	if err := k.load(ctx, now); err != nil {
+		return out, err
+	}
+	if !now.Before(k.current.createdAt.Add(k.rotation)) {
+		candidate, err := newKey(now)
+		if err != nil {
+			return out, err
+		}
+		got, rotated, err := k.store.RotateSigningKey(ctx, k.current.kid, candidate)
+		if err != nil {
+			return out, err
+		}
+		if rotated {
+			out.Rotated, out.KID = true, got.KID
+		}
+		if err := k.load(ctx, now); err != nil {
+			return out, err
+		}
+	}
+	n, err := k.store.DeleteRetiredSigningKeys(ctx, PurposeInvocation, now.Add(-k.window))
+	out.Deleted = n
+	return out, err
+}
+
+// stale reports whether the keyring must read the keys again before it signs at now: it holds
+// none, has held them for KeyRefresh, or its signing key fell due for rotation since it read it.
+func (k *Keyring) stale(now time.Time) bool {
+	if k.current == nil || now.Sub(k.loadedAt) >= KeyRefresh {
+		return true
+	}
+	due := k.current.createdAt.Add(k.rotation)
+	return k.loadedAt.Before(due) && !now.Before(due)
+}
+
+// load reads the keys that may verify at now, making the first key when there is none.
+func (k *Keyring) load(ctx context.Context, now time.Time) error {
+	stored, err := k.store.SigningKeys(ctx, PurposeInvocation, now.Add(-k.window))
+	if err != nil {
+		return err
+	}
+	keys := map[string]*loadedKey{}
+	var current *loadedKey
+	for _, s := range stored {
+		l, err := loadKey(s)
+		if err != nil {
+			return err
+		}
+		keys[l.kid] = l
+		if l.retiredAt == nil {
+			current = l
+		}
+	}
+	if current == nil {
+		candidate, err := newKey(now)
+		if err != nil {
+			return err
+		}
+		got, err := k.store.EnsureSigningKey(ctx, candidate)
+		if err != nil {
+			return err
+		}
+		if current, err = loadKey(got); err != nil {
+			return err
+		}
+		keys[current.kid] = current
+	}
+	k.keys, k.current, k.loadedAt = keys, current, now
+	return nil
+}
+
+// newKey returns a fresh Ed25519 key of purpose invocation, made at now.
+func newKey(now time.Time) (SigningKey, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := rand.Read(seed); err != nil {
+		return SigningKey{}, fmt.Errorf("runs: signing key: %w", err)
+	}
+	return SigningKey{KID: string(kernel.NewID()), Purpose: PurposeInvocation, Algorithm: AlgorithmEdDSA, Seed: seed,
+		CreatedAt: now.UTC().Truncate(time.Microsecond)}, nil
+}
+
+// loadKey derives the key pair of a stored key.
+func loadKey(s SigningKey) (*loadedKey, error) {
+	if s.Algorithm != AlgorithmEdDSA || len(s.Seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("runs: signing key %s is not an Ed25519 seed (%s)", s.KID, s.Algorithm)
+	}
+	priv := ed25519.NewKeyFromSeed(s.Seed)
+	return &loadedKey{kid: s.KID, priv: priv, pub: priv.Public().(ed25519.PublicKey), createdAt: s.CreatedAt,
+		retiredAt: s.RetiredAt}, nil
 }

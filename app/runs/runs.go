@@ -17,7 +17,8 @@
 // Start, Patch, Finish with the invocation token, RenewToken, and Prepare, which signs the token
 // into agent.invocation at delivery); and the jobs (jobs.go) that end the runs an agent left
 // behind: ExpireQueued, FailStalled, TimeoutCancel. The Keyring (keyring.go) holds the
-// instance's Ed25519 key, made on first use and kept in the database. It owns the durable events
+// instance's Ed25519 signing keys, kept in the database: the current one, made on first use and
+// rotated by the job runs.signing_key_rotation, and the retired ones that still verify. It owns the durable events
 // agent.invocation, run.state_changed and run.cancel_requested.
 //
 // # Patches, as an agent author sees them

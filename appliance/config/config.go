@@ -136,6 +136,10 @@ type AgentConfig struct {
 	// InvocationTokenTTL is how long an invocation token is valid; the agent renews it with
 	// POST /api/v1/runs/{id}/token.
 	InvocationTokenTTL time.Duration
+	// SigningKeyRotation is how long a key signs invocation tokens before the job
+	// runs.signing_key_rotation makes a new one the signer; the retired key keeps verifying
+	// until every token it signed has expired, then the job deletes it.
+	SigningKeyRotation time.Duration
 	// QueuedTimeout is how long a run may stay queued before the job runs.queued_expiry fails it
 	// with agent_unavailable.
 	QueuedTimeout time.Duration

@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 			IdempotencyCleanupBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
 			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000},
-		Agent: AgentConfig{InvocationTokenTTL: 15 * time.Minute, QueuedTimeout: 5 * time.Minute, StallTimeout: 5 * time.Minute,
+		Agent: AgentConfig{InvocationTokenTTL: 15 * time.Minute, SigningKeyRotation: 720 * time.Hour, QueuedTimeout: 5 * time.Minute, StallTimeout: 5 * time.Minute,
 			StallCheckInterval: 30 * time.Second, CancelGrace: 30 * time.Second},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
@@ -156,6 +156,8 @@ log.level: debug
 			"server.data_dir", "./bothy-data", FromDefault},
 		{"an int64 key parses", Input{Flags: []Override{{Key: "http.max_json_body_bytes", Value: "2097152", Flag: "--set"}}},
 			"http.max_json_body_bytes", int64(2097152), FromFlag},
+		{"a signing key rotation of one hour is the shortest taken", Input{Env: []string{"BOTHY_AGENT__SIGNING_KEY_ROTATION=1h"}},
+			"agent.signing_key_rotation", time.Hour, FromEnv},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,6 +279,10 @@ func TestRefusals(t *testing.T) {
 			wantKey: "sync.idempotency_key_ttl", wantText: []string{"from 1m"}},
 		{name: "refuses an idempotency cleanup batch of zero", in: Input{Env: []string{"BOTHY_SYNC__IDEMPOTENCY_CLEANUP_BATCH_SIZE=0"}},
 			wantKey: "sync.idempotency_cleanup_batch_size", wantText: []string{"between 1 and 100000"}},
+		{name: "refuses a signing key rotation below an hour", in: Input{Flags: []Override{{Key: "agent.signing_key_rotation", Value: "59m", Flag: "--set"}}},
+			wantKey: "agent.signing_key_rotation", wantText: []string{"from 1h", "flag --set"}},
+		{name: "refuses a signing key rotation of zero", in: Input{Env: []string{"BOTHY_AGENT__SIGNING_KEY_ROTATION=0s"}},
+			wantKey: "agent.signing_key_rotation", wantText: []string{"from 1h"}},
 		{name: "refuses a heartbeat interval below 100ms", in: Input{Env: []string{"BOTHY_GATEWAY__HEARTBEAT_INTERVAL=10ms"}},
 			wantKey: "gateway.heartbeat_interval", wantText: []string{"from 100ms to 1h"}},
 		{name: "refuses a write timeout of zero", in: Input{Flags: []Override{{Key: "gateway.write_timeout", Value: "0s", Flag: "--set"}}},

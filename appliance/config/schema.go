@@ -131,6 +131,8 @@ var schema = []key{
 
 	{name: "agent.invocation_token_ttl", def: "15m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},
+	{name: "agent.signing_key_rotation", def: "720h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Agent.SigningKeyRotation }, check: durationBetween(time.Hour, 8760*time.Hour)},
 	{name: "agent.queued_timeout", def: "5m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.QueuedTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
 	{name: "agent.stall_timeout", def: "5m", kind: kindDuration,
