@@ -182,6 +182,34 @@ func TestConsoleSignIn(t *testing.T) {
 			b.get("/console/").want(t, http.StatusOK)
 		})
 
+		t.Run("a person changes their password on their account page; their other sessions end", func(t *testing.T) {
+			other := newBrowser(t, srv.public)
+			other.get("/console/signin")
+			other.post("/console/signin", url.Values{"handle": {"olga"}, "password": {pw}}).want(t, http.StatusSeeOther)
+			other.get("/console/").want(t, http.StatusOK)
+			if p := b.get("/console/account").want(t, http.StatusOK); !p.has("password-form") {
+				t.Fatalf("%.600s", p.body)
+			}
+			const next = "a new horse battery"
+			p := b.post("/console/account/password", url.Values{"current_password": {"wrong one"}, "new_password": {next},
+				"new_password2": {next}}).want(t, http.StatusUnprocessableEntity)
+			if !p.has("form-error") {
+				t.Fatalf("%.600s", p.body)
+			}
+			b.post("/console/account/password", url.Values{"current_password": {pw}, "new_password": {next},
+				"new_password2": {next + "!"}}).want(t, http.StatusUnprocessableEntity)
+			b.post("/console/account/password", url.Values{"current_password": {pw}, "new_password": {next},
+				"new_password2": {next}}).want(t, http.StatusSeeOther)
+			if p := b.get("/console/account").want(t, http.StatusOK); !p.has("flash") {
+				t.Fatalf("no flash: %.600s", p.body)
+			}
+			other.get("/console/").want(t, http.StatusSeeOther) // signed out
+			c := newBrowser(t, srv.public)
+			c.get("/console/signin")
+			c.post("/console/signin", url.Values{"handle": {"olga"}, "password": {pw}}).want(t, http.StatusUnauthorized)
+			c.post("/console/signin", url.Values{"handle": {"olga"}, "password": {next}}).want(t, http.StatusSeeOther)
+		})
+
 		t.Run("failed sign-ins are limited like the API's", func(t *testing.T) {
 			c := newBrowser(t, srv.public)
 			c.get("/console/signin")

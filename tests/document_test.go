@@ -29,7 +29,7 @@ var contractRoutes = []string{
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
-	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "GET /api/v1/instance", "PUT /api/v1/instance", // issue 6
+	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "POST /api/v1/me/password", "GET /api/v1/instance", "PUT /api/v1/instance", // issue 6
 }
 
 var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true}

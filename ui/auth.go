@@ -23,6 +23,7 @@ func (c *Console) routes() {
 	c.handle("/console/", anyone, func(rq *request) error { c.notFound(rq); return nil })
 	c.ownerRoutes()
 	c.chatRoutes()
+	c.accountRoutes()
 }
 
 func (c *Console) setupPage(rq *request) error {

@@ -40,6 +40,7 @@ var rules = map[kernel.Action]rule{
 
 	kernel.ActLogout:        {kind: ruleAuthenticated},
 	kernel.ActSelfRead:      {kind: ruleAuthenticated},
+	kernel.ActSelfPassword:  {kind: ruleAuthenticated},
 	kernel.ActUserRead:      {kind: ruleAuthenticated},
 	kernel.ActEventsCatchUp: {kind: ruleAuthenticated},
 

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +279,90 @@ func TestDisableUserKeepsTheLastOwner(t *testing.T) {
 	if kernel.CodeOf(err) != kernel.CodeLastOwner || e.store.users[e.owner.ID].Status != StatusActive {
 		t.Fatalf("%v", err)
 	}
+}
+
+func (m *memStore) RevokeSession(_ context.Context, id kernel.ID, _ time.Time) error {
+	if s := m.sessions[id]; s != nil {
+		s.revoked = true
+	}
+	return nil
+}
+
+func (m *memStore) LoginCredential(_ context.Context, key string) (User, string, error) {
+	for id, u := range m.users {
+		if HandleKey(u.Handle) == key {
+			return u, m.passwords[id], nil
+		}
+	}
+	return User{}, "", kernel.ErrNotFound
+}
+
+func TestChangePassword(t *testing.T) {
+	ctx := context.Background()
+	env := func(t *testing.T) (*peopleEnv, kernel.Actor, kernel.ID, kernel.ID) {
+		e := newPeopleEnv(t)
+		e.az.Fn = nil // every person may change their own
+		e.store.passwords[e.alice.ID] = "plain:the old password"
+		here, other := e.session(e.alice.ID, time.Hour), e.session(e.alice.ID, time.Hour)
+		return e, kernel.Actor{ID: e.alice.ID, Kind: kernel.KindPerson, Handle: "alice", SessionID: here}, here, other
+	}
+
+	t.Run("with the current password it stores the new one and ends the other sessions only", func(t *testing.T) {
+		e, alice, here, other := env(t)
+		if err := e.svc.ChangePassword(ctx, alice, "the old password", "a brand new password"); err != nil {
+			t.Fatal(err)
+		}
+		if e.store.passwords[e.alice.ID] != "plain:a brand new password" {
+			t.Fatalf("stored %q", e.store.passwords[e.alice.ID])
+		}
+		if e.store.sessions[here].revoked || !e.store.sessions[other].revoked {
+			t.Fatalf("this session revoked %v, the other %v", e.store.sessions[here].revoked, e.store.sessions[other].revoked)
+		}
+		evs := e.tx.Events()
+		if len(evs) != 1 || evs[0].Type != kernel.EvSessionRevoked || evs[0].SubjectID != other {
+			t.Fatalf("events %+v", evs)
+		}
+		if c := e.az.Last(); c.Action != kernel.ActSelfPassword || c.Resource.ID != e.alice.ID {
+			t.Fatalf("decided %+v", c)
+		}
+	})
+
+	t.Run("a wrong current password changes nothing, and too many are limited", func(t *testing.T) {
+		e, alice, here, _ := env(t)
+		err := e.svc.ChangePassword(ctx, alice, "not it", "a brand new password")
+		if code, field := kernel.CodeOf(err), fieldOf(err); code != kernel.CodeValidation || field != "current_password" {
+			t.Fatalf("err %v", err)
+		}
+		if e.store.passwords[e.alice.ID] != "plain:the old password" || e.store.sessions[here].revoked || len(e.tx.Events()) != 0 {
+			t.Fatal("a refused change changed something")
+		}
+		limited := false
+		for range 20 {
+			if kernel.IsCode(e.svc.ChangePassword(ctx, alice, "not it", "a brand new password"), kernel.CodeRateLimited) {
+				limited = true
+				break
+			}
+		}
+		if !limited {
+			t.Fatal("wrong current passwords were never limited")
+		}
+	})
+
+	t.Run("a new password that is too short is refused before anything is checked", func(t *testing.T) {
+		e, alice, _, _ := env(t)
+		if err := e.svc.ChangePassword(ctx, alice, "the old password", "short"); !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Fatalf("err %v", err)
+		}
+		if e.hasher.hashes != 0 {
+			t.Fatal("a refused password was hashed")
+		}
+	})
+}
+
+func fieldOf(err error) string {
+	var ke *kernel.Error
+	if errors.As(err, &ke) {
+		return ke.Field
+	}
+	return ""
 }

@@ -606,6 +606,61 @@ func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kern
 	return out, err
 }
 
+// ChangePassword sets a person's own password after checking the current one (self.password.change),
+// and ends their other sessions: the one it is called with stays, so the person stays signed in
+// where they changed it. Wrong current passwords count against the same limits as failed
+// logins. Errors: unauthenticated (no person's session, or a wrong current password),
+// rate_limited, validation_failed (the new password).
+func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, current, password string) error {
+	if err := s.authz.Authorize(ctx, actor, kernel.ActSelfPassword, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID}); err != nil {
+		return err
+	}
+	if actor.Kind != kernel.KindPerson {
+		return kernel.Errorf(kernel.CodeUnauthenticated, "only a person has a password")
+	}
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	key := "handle:" + HandleKey(actor.Handle)
+	if wait, ok := s.limiter.Take(LimitKey{Key: key, Limit: s.cfg.LoginFailuresPerHandle}); !ok {
+		return &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many wrong passwords; try again later",
+			RetryAfterSeconds: max(1, int((wait+time.Second-1)/time.Second))}
+	}
+	_, hash, err := s.loginCredential(ctx, HandleKey(actor.Handle), current)
+	if err != nil {
+		return err
+	}
+	if good, _ := s.hasher.Verify(hash, current); hash == "" || !good {
+		return kernel.Invalid("current_password", "the current password is wrong")
+	}
+	s.limiter.Release(key)
+	newHash, err := s.hasher.Hash(password)
+	if err != nil {
+		return err
+	}
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		now := s.clock.Now().UTC().Truncate(time.Microsecond)
+		if err := s.store.SetPassword(ctx, actor.ID, newHash, now); err != nil {
+			return err
+		}
+		live, err := s.store.LiveSessions(ctx, actor.ID, now)
+		if err != nil {
+			return err
+		}
+		for _, sid := range live {
+			if sid == actor.SessionID {
+				continue
+			}
+			if err := s.store.RevokeSession(ctx, sid, now); err != nil {
+				return err
+			}
+			s.events.Append(ctx, kernel.Event{Type: kernel.EvSessionRevoked, Scope: kernel.Scope{PrincipalID: actor.ID},
+				SubjectID: sid, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": sid}})
+		}
+		return nil
+	})
+}
+
 // person loads the person with id and decides action on it: an agent or a missing principal
 // is not_found, like one the actor may not see.
 func (s *Service) person(ctx context.Context, actor kernel.Actor, action kernel.Action, id kernel.ID) (User, error) {

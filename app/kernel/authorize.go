@@ -14,6 +14,7 @@ const (
 	ActLogin             Action = "auth.login.complete"
 	ActLogout            Action = "auth.logout"
 	ActSelfRead          Action = "self.read"
+	ActSelfPassword      Action = "self.password.change"
 	ActUserRead          Action = "user.read"
 	ActUserCreate        Action = "user.create"
 	ActUserDisable       Action = "user.disable"

@@ -21,6 +21,7 @@ type IdentityUseCases interface {
 	DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
 	EnableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
 	ResetPassword(ctx context.Context, actor kernel.Actor, id kernel.ID, password string) (identity.User, error)
+	ChangePassword(ctx context.Context, actor kernel.Actor, current, password string) error
 	CreateToken(ctx context.Context, actor kernel.Actor, name string) (identity.Token, string, error)
 	ListTokens(ctx context.Context, actor kernel.Actor) ([]identity.Token, error)
 	RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error
@@ -129,7 +130,23 @@ func IdentityRoutes(svc IdentityUseCases) []Route {
 			return http.StatusOK, viewUser(u), nil
 		}},
 
-		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Handler: func(r *Request) (int, any, error) {
+		// A person changes their own password with the current one; their other sessions end.
+		// The body holds passwords: like every handler here, it is never logged.
+		{Method: http.MethodPost, Pattern: "/api/v1/me/password", Action: kernel.ActSelfPassword, Password: true, Handler: func(r *Request) (int, any, error) {
+			var in struct {
+				CurrentPassword string `json:"current_password"`
+				NewPassword     string `json:"new_password"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			if err := svc.ChangePassword(r.Context(), r.Actor, in.CurrentPassword, in.NewPassword); err != nil {
+				return 0, nil, err
+			}
+			return http.StatusNoContent, nil, nil
+		}},
+
+		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Password: true, Handler: func(r *Request) (int, any, error) {
 			var in struct {
 				Handle      string `json:"handle"`
 				DisplayName string `json:"display_name"`
@@ -188,7 +205,7 @@ func IdentityRoutes(svc IdentityUseCases) []Route {
 
 		// An owner sets a person's password; the person's sessions end. The body holds a
 		// password: like every handler here, it is never logged.
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Handler: func(r *Request) (int, any, error) {
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Password: true, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")
 			if err != nil {
 				return 0, nil, err

@@ -38,8 +38,11 @@ type Route struct {
 	Public bool
 	// Secret marks an answer whose "token" member is a secret shown once (a new API token):
 	// the answer kept for an Idempotency-Key replay leaves it out (idempotency.go).
-	Secret  bool
-	Handler Handler
+	Secret bool
+	// Password marks a request whose body holds a password: it takes no Idempotency-Key, since
+	// the key's record would keep a fast hash of the body, and with it of the password.
+	Password bool
+	Handler  Handler
 }
 
 // Authenticator resolves a bearer token to the actor.
@@ -310,7 +313,7 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 		body   any
 		err    error
 	)
-	if key := r.Header.Get("Idempotency-Key"); key != "" && rt.idem != nil && r.Method == http.MethodPost && req.Actor.Authenticated() {
+	if key := r.Header.Get("Idempotency-Key"); key != "" && rt.idem != nil && r.Method == http.MethodPost && req.Actor.Authenticated() && !route.Password {
 		var raw []byte
 		status, raw, err = rt.idem.serve(req, key, route, checks)
 		if raw != nil {

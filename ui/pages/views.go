@@ -35,3 +35,11 @@ type ErrorView struct {
 	Title  string
 	Detail string
 }
+
+// AccountView is the signed-in person's own page.
+type AccountView struct {
+	Chrome              layouts.Chrome
+	Handle, DisplayName string
+	IsOwner             bool
+	Error               string
+}
