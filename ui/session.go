@@ -80,7 +80,7 @@ func (c *Console) takeFlash(w http.ResponseWriter, r *http.Request) layouts.Flas
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
 	kind, enc, _ := strings.Cut(ck.Value, ":")
 	text, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil || (kind != "ok" && kind != "error") || len(text) > 500 {
+	if err != nil || (kind != "ok" && kind != "error") || len(text) == 0 || len(text) > 500 {
 		return layouts.Flash{}
 	}
 	return layouts.Flash{Kind: kind, Text: string(text)}
