@@ -230,25 +230,107 @@ func TestRunStore(t *testing.T) {
 			e := newRunEnv(t, eng)
 			m := e.post(t, e.pia, "@echo go")
 			r := e.threadRuns(t, m.ThreadID)[0]
-			doc, err := runs.Apply(r.Document, runs.Patch{Version: 1, Status: ptrTo("Reading — ü"),
-				Steps: []runs.Step{{ID: "s1", Kind: runs.StepToolCall, Title: "search", Detail: `{"q":"?"}`}}, OutputAppend: "$1 and ?"})
-			if err != nil {
-				t.Fatal(err)
-			}
 			at := e.clock.Now().Add(time.Second).UTC().Truncate(time.Microsecond)
-			r.Document, r.Version, r.Status, r.StartedAt, r.LastActivityAt, r.UpdatedAt = doc, doc.Version, runs.StatusRunning, &at, at, at
+			r.Status, r.StartedAt, r.LastActivityAt, r.UpdatedAt = runs.StatusRunning, &at, at, at
 			if err := e.db.Do(bg, func(ctx context.Context) error { return e.runs.UpdateRun(ctx, r) }); err != nil {
 				t.Fatal(err)
 			}
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 1, Status: ptrTo("Reading — ü"),
+				Steps: []runs.Step{{ID: "s1", Kind: runs.StepToolCall, Title: "search", Detail: `{"q":"?"}`}}, OutputAppend: "$1 and ?"})
 			got, err := e.runs.Run(bg, r.ID)
 			if err != nil || !reflect.DeepEqual(got, r) {
 				t.Fatalf("read back %+v (%v)\nwant %+v", got, err, r)
+			}
+			head := r
+			head.Document.Output = ""
+			if got, err := e.runs.RunHead(bg, r.ID); err != nil || !reflect.DeepEqual(got, head) {
+				t.Fatalf("head %+v (%v)\nwant %+v", got, err, head)
 			}
 			unknown := r
 			unknown.ID = kernel.NewID()
 			err = e.db.Do(bg, func(ctx context.Context) error { return e.runs.UpdateRun(ctx, unknown) })
 			wantCode(t, err, kernel.CodeNotFound)
 			_, err = e.runs.Run(bg, unknown.ID)
+			wantCode(t, err, kernel.CodeNotFound)
+		})
+
+		t.Run("the output is stored in parts and read back whole, in order", func(t *testing.T) {
+			e := newRunEnv(t, eng)
+			r := e.threadRuns(t, e.post(t, e.pia, "@echo stream").ThreadID)[0]
+			if r.Document.Output != "" || r.OutputBytes != 0 {
+				t.Fatalf("a new run: %+v", r)
+			}
+			want := ""
+			for v := 1; v <= 300; v++ {
+				chunk := fmt.Sprintf("%d—ü ", v)
+				if v%7 == 0 {
+					chunk = "" // a patch without output writes no part
+				}
+				r = mustPatchRun(t, e, r, runs.Patch{Version: v, OutputAppend: chunk})
+				want += chunk
+			}
+			wantOutput(t, e, r.ID, 300, want)
+			// The parts are folded as they come (a Fenwick tree over the versions): few remain.
+			if n := e.parts(t, r.ID); n < 2 || n > 9 {
+				t.Fatalf("%d parts after 300 patches", n)
+			}
+
+			// Nor do they pile up when only every other patch carries output.
+			all := e.threadRuns(t, e.post(t, e.pia, "@echo heartbeat").ThreadID)
+			odd := all[len(all)-1]
+			wantOdd := ""
+			for v := 1; v <= 256; v++ {
+				chunk := ""
+				if v%2 == 1 {
+					chunk = fmt.Sprintf("<%d>", v)
+				}
+				odd = mustPatchRun(t, e, odd, runs.Patch{Version: v, OutputAppend: chunk})
+				wantOdd += chunk
+			}
+			wantOutput(t, e, odd.ID, 256, wantOdd)
+			if n := e.parts(t, odd.ID); n > 9 {
+				t.Fatalf("%d parts after 256 patches, every other one with output", n)
+			}
+
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 301, Output: ptrTo("replaced"), OutputAppend: " and more"})
+			wantOutput(t, e, r.ID, 301, "replaced and more")
+			if n := e.parts(t, r.ID); n != 1 {
+				t.Fatalf("%d parts after a replace", n)
+			}
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 302, OutputAppend: "!"})
+			wantOutput(t, e, r.ID, 302, "replaced and more!")
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 303, Output: ptrTo("")})
+			wantOutput(t, e, r.ID, 303, "")
+			if n := e.parts(t, r.ID); n != 0 {
+				t.Fatalf("%d parts after clearing the output", n)
+			}
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 304, OutputAppend: "again"})
+
+			// A change of state keeps the document and its output as they are.
+			r.Status = runs.StatusSucceeded
+			if err := e.db.Do(bg, func(ctx context.Context) error { return e.runs.UpdateRun(ctx, r) }); err != nil {
+				t.Fatal(err)
+			}
+			wantOutput(t, e, r.ID, 304, "again")
+			if list := e.threadRuns(t, r.ThreadID); list[0].Document.Output != "again" || list[0].OutputBytes != 5 {
+				t.Fatalf("listed %+v", list[0].Document)
+			}
+		})
+
+		t.Run("a patch of a version stored already writes nothing", func(t *testing.T) {
+			e := newRunEnv(t, eng)
+			r := e.threadRuns(t, e.post(t, e.pia, "@echo twice").ThreadID)[0]
+			r = mustPatchRun(t, e, r, runs.Patch{Version: 1, OutputAppend: "once"})
+			stale := r
+			stale.Version, stale.OutputBytes = 1, 8
+			err := e.db.Do(bg, func(ctx context.Context) error {
+				return e.runs.PatchRun(ctx, stale, runs.Patch{Version: 1, OutputAppend: "once"})
+			})
+			wantCode(t, err, runs.CodeRunVersionConflict)
+			wantOutput(t, e, r.ID, 1, "once")
+			unknown := r
+			unknown.ID, unknown.Version = kernel.NewID(), 2
+			err = e.db.Do(bg, func(ctx context.Context) error { return e.runs.PatchRun(ctx, unknown, runs.Patch{Version: 2}) })
 			wantCode(t, err, kernel.CodeNotFound)
 		})
 
@@ -373,4 +455,49 @@ func TestRunStoreAgentRuns(t *testing.T) {
 			}
 		})
 	})
+}
+
+// mustPatchRun applies p to r as the agent's patch does (ApplyHead, then PatchRun in a unit) and
+// returns r as it is now, with its output as the store keeps it.
+func mustPatchRun(tb testing.TB, e *runEnv, r runs.Run, p runs.Patch) runs.Run {
+	tb.Helper()
+	doc, n, err := runs.ApplyHead(runs.Document{Version: r.Version, Status: r.Document.Status, Steps: r.Document.Steps}, r.OutputBytes, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := r.Document.Output
+	if p.Output != nil {
+		out = *p.Output
+	}
+	doc.Output = out + p.OutputAppend
+	r.Document, r.Version, r.OutputBytes = doc, doc.Version, n
+	if err := e.db.Do(bg, func(ctx context.Context) error { return e.runs.PatchRun(ctx, r, p) }); err != nil {
+		tb.Fatalf("patch %d: %v", p.Version, err)
+	}
+	return r
+}
+
+// wantOutput reads run id whole and as its head and checks its version and output.
+func wantOutput(tb testing.TB, e *runEnv, id kernel.ID, version int, output string) {
+	tb.Helper()
+	got, err := e.runs.Run(bg, id)
+	if err != nil || got.Version != version || got.Document.Version != version || got.Document.Output != output || got.OutputBytes != len(output) {
+		tb.Fatalf("run at version %d, %d bytes, output %q (%v); want version %d, output %q", got.Version, got.OutputBytes,
+			got.Document.Output, err, version, output)
+	}
+	head, err := e.runs.RunHead(bg, id)
+	if err != nil || head.Version != version || head.Document.Output != "" || head.OutputBytes != len(output) ||
+		!reflect.DeepEqual(head.Document.Steps, got.Document.Steps) || head.Document.Status != got.Document.Status {
+		tb.Fatalf("head %+v (%v)", head, err)
+	}
+}
+
+// parts counts the rows of run_output of run id.
+func (e *runEnv) parts(tb testing.TB, id kernel.ID) int {
+	tb.Helper()
+	var n int
+	if err := storage.ScanIn(bg, e.db, `SELECT COUNT(*) FROM run_output WHERE run_id = ?`, &n, string(id)); err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }

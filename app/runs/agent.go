@@ -58,30 +58,46 @@ func (s *Service) Start(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 	})
 }
 
-// Patch applies the agent's patch to the run document (Apply) and stores the document with its
-// new version; a patch is not logged, but told to OnPatched after the commit. Errors:
-// unauthenticated, not_found, invocation_token_invalid, invocation_token_expired, run_ended,
-// conflict (the run is still queued: start it first), run_version_conflict, validation_failed.
+// Patch applies the agent's patch to the run document (ApplyHead) and stores it with its new
+// version (Store.PatchRun: the output by parts, so the write costs the patch, not the output so
+// far); a patch is not logged, but told to OnPatched after the commit. It answers the run whole,
+// as GET does, read back in the same Unit of Work. Errors: unauthenticated, not_found,
+// invocation_token_invalid, invocation_token_expired, run_ended, conflict (the run is still
+// queued: start it first), run_version_conflict, validation_failed.
 func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, p Patch) (Run, error) {
-	r, err := s.agentChange(ctx, actor, id, token, func(ctx context.Context, r *Run, now time.Time) error {
+	if _, err := s.CheckToken(ctx, actor, token, id); err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		r, err := s.ownRunWith(ctx, actor, id, s.store.RunHead)
+		if err != nil {
+			return err
+		}
 		if r.Status.Terminal() {
 			return kernel.Errorf(CodeRunEnded, "the run has ended: it is %s", r.Status)
 		}
 		if r.Status == StatusQueued {
 			return kernel.Errorf(kernel.CodeConflict, "the run is queued: start it before patching it")
 		}
-		doc, err := Apply(r.Document, p)
+		doc, n, err := ApplyHead(r.Document, r.OutputBytes, p)
 		if err != nil {
 			return err
 		}
-		r.Document, r.Version, r.LastActivityAt, r.UpdatedAt = doc, doc.Version, now, now
-		return nil
+		now := s.now()
+		r.Document, r.OutputBytes, r.Version, r.LastActivityAt, r.UpdatedAt = doc, n, doc.Version, now, now
+		if err := s.store.PatchRun(ctx, r, p); err != nil {
+			return err
+		}
+		// PATCH answers the run as GET does, with the whole output: it is read, not rewritten.
+		out, err = s.store.Run(ctx, id)
+		return err
 	})
 	if err == nil && s.onPatched != nil {
 		// The request may end the moment it is answered; the fan-out must not end with it.
-		s.onPatched(context.WithoutCancel(ctx), Patched{Run: r, Patch: p})
+		s.onPatched(context.WithoutCancel(ctx), Patched{Run: out, Patch: p})
 	}
-	return r, err
+	return out, err
 }
 
 // Finish ends the run as the agent says: succeeded, failed (with its error code as the reason,
@@ -185,10 +201,16 @@ func (s *Service) CheckToken(ctx context.Context, actor kernel.Actor, token stri
 // ownRun reads run id for its agent: another principal's run is not_found, and the agent must
 // still be allowed to read the run's thread (run.read).
 func (s *Service) ownRun(ctx context.Context, actor kernel.Actor, id kernel.ID) (Run, error) {
+	return s.ownRunWith(ctx, actor, id, s.store.Run)
+}
+
+// ownRunWith is ownRun reading the run with read (Store.Run, or Store.RunHead for a patch).
+func (s *Service) ownRunWith(ctx context.Context, actor kernel.Actor, id kernel.ID,
+	read func(context.Context, kernel.ID) (Run, error)) (Run, error) {
 	if !actor.Authenticated() {
 		return Run{}, kernel.Errorf(kernel.CodeUnauthenticated, "no principal")
 	}
-	r, err := s.store.Run(ctx, id)
+	r, err := read(ctx, id)
 	if err != nil {
 		return Run{}, err
 	}

@@ -3,6 +3,7 @@ package runs_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestAgentCalls(t *testing.T) {
 			got.Version != 2 || got.Document.Output != "hello" {
 			t.Fatalf("patch 2: %+v, %v", got, err)
 		}
-		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.Document.Output != "hello" {
+		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.Document.Output != "hello" || stored.OutputBytes != 5 {
 			t.Fatalf("stored %+v", stored)
 		}
 		if got, err = f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeSucceeded}); err != nil ||
@@ -65,6 +66,33 @@ func TestAgentCalls(t *testing.T) {
 		}
 		if _, err := f.svc.RenewToken(bg, echoActor, r.ID); !kernel.IsCode(err, runs.CodeRunEnded) {
 			t.Fatalf("renew after the end: %v", err)
+		}
+	})
+
+	t.Run("a patch is bounded by the stored output's length and answers the whole output", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		full := strings.Repeat("o", runs.MaxOutputBytes-1)
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 1, Output: &full}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 2, OutputAppend: "!"})
+		if err != nil || got.Document.Output != full+"!" || got.OutputBytes != runs.MaxOutputBytes {
+			t.Fatalf("patch 2: %d bytes, %v", len(got.Document.Output), err)
+		}
+		_, err = f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 3, OutputAppend: "?"})
+		if kernel.CodeOf(err) != kernel.CodeValidation {
+			t.Fatalf("an append past the bound: %v", err)
+		}
+		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.OutputBytes != runs.MaxOutputBytes {
+			t.Fatalf("stored version %d, %d bytes", stored.Version, stored.OutputBytes)
+		}
+		// A change of state leaves the document as the patches left it.
+		if got, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeSucceeded}); err != nil ||
+			got.Document.Output != full+"!" || got.Version != 2 {
+			t.Fatalf("finish: version %d, %d bytes, %v", got.Version, len(got.Document.Output), err)
 		}
 	})
 

@@ -126,11 +126,27 @@ func (p Patch) versions() int { return max(p.span, 1) }
 // does not apply to doc's version (the message says which version to send); validation_failed
 // with the field's name when p or the resulting document breaks a bound.
 func Apply(doc Document, p Patch) (Document, error) {
+	next, _, err := ApplyHead(doc, len(doc.Output), p)
+	if err != nil {
+		return doc, err
+	}
+	if p.Output != nil {
+		next.Output = *p.Output
+	}
+	next.Output += p.OutputAppend
+	return next, nil
+}
+
+// ApplyHead is Apply for a caller that does not hold the output, only its length outputBytes:
+// the stored output grows by parts (Store.PatchRun), so a patch must not cost the output so far.
+// It returns the next document with doc's Output left as it was, and the length of the output
+// after p. It checks and refuses exactly as Apply does.
+func ApplyHead(doc Document, outputBytes int, p Patch) (Document, int, error) {
 	if p.BaseVersion() != doc.Version {
-		return doc, kernel.Errorf(CodeRunVersionConflict, "the run document is at version %d: the next patch has version %d", doc.Version, doc.Version+1)
+		return doc, outputBytes, kernel.Errorf(CodeRunVersionConflict, "the run document is at version %d: the next patch has version %d", doc.Version, doc.Version+1)
 	}
 	if err := checkPatch(p); err != nil {
-		return doc, err
+		return doc, outputBytes, err
 	}
 	next := Document{Version: p.Version, Status: doc.Status, Steps: slices.Clone(doc.Steps), Output: doc.Output}
 	if p.Status != nil {
@@ -142,7 +158,7 @@ func Apply(doc Document, p Patch) (Document, error) {
 			continue
 		}
 		if s.Kind == "" {
-			return doc, kernel.Invalid(stepField(i, "kind"), "step %q is new and needs a kind", s.ID)
+			return doc, outputBytes, kernel.Invalid(stepField(i, "kind"), "step %q is new and needs a kind", s.ID)
 		}
 		if s.Status == "" {
 			s.Status = StepRunning
@@ -150,20 +166,20 @@ func Apply(doc Document, p Patch) (Document, error) {
 		next.Steps = append(next.Steps, s)
 	}
 	if len(next.Steps) > MaxSteps {
-		return doc, kernel.Invalid("steps", "a run has at most %d steps", MaxSteps)
+		return doc, outputBytes, kernel.Invalid("steps", "a run has at most %d steps", MaxSteps)
 	}
+	n := outputBytes
 	if p.Output != nil {
-		next.Output = *p.Output
+		n = len(*p.Output)
 	}
-	if len(next.Output)+len(p.OutputAppend) > MaxOutputBytes {
+	if n+len(p.OutputAppend) > MaxOutputBytes {
 		field := "output"
 		if p.OutputAppend != "" {
 			field = "output_append"
 		}
-		return doc, kernel.Invalid(field, "the output of a run is at most %d bytes", MaxOutputBytes)
+		return doc, outputBytes, kernel.Invalid(field, "the output of a run is at most %d bytes", MaxOutputBytes)
 	}
-	next.Output += p.OutputAppend
-	return next, nil
+	return next, n + len(p.OutputAppend), nil
 }
 
 // Merge returns one patch that does what a and then b do, for the fan-out: the run.updated

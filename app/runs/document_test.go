@@ -89,6 +89,15 @@ func TestApply(t *testing.T) {
 			if !reflect.DeepEqual(doc, started(t)) {
 				t.Fatalf("the input document changed: %+v", doc)
 			}
+			// ApplyHead, on the document without its output, makes the same head and tells
+			// the length of the output Apply makes.
+			head := started(t)
+			head.Output = ""
+			gotHead, n, err := ApplyHead(head, len(doc.Output), tt.patch)
+			want.Output = ""
+			if err != nil || !reflect.DeepEqual(gotHead, want) || n != len(got.Output) {
+				t.Fatalf("ApplyHead: %+v, %d bytes, %v; want %+v, %d bytes", gotHead, n, err, want, len(got.Output))
+			}
 		})
 	}
 
@@ -190,6 +199,13 @@ func TestApplyRefuses(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.doc) {
 				t.Fatalf("the refused patch changed the document: %+v", got)
+			}
+			// ApplyHead refuses it alike, from the output's length alone.
+			head := tt.doc
+			head.Output = ""
+			_, n, err := ApplyHead(head, len(tt.doc.Output), tt.patch)
+			if !errors.As(err, &ke) || ke.Code != tt.code || ke.Field != tt.field || n != len(tt.doc.Output) {
+				t.Fatalf("ApplyHead: err = %#v, %d bytes; want %s on %q", err, n, tt.code, tt.field)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -101,9 +102,50 @@ func (f *fakeStore) UpdateRun(ctx context.Context, r runs.Run) error {
 	if f.fail != nil {
 		return f.fail
 	}
-	if _, ok := f.runs[r.ID]; !ok {
+	old, ok := f.runs[r.ID]
+	if !ok {
 		return kernel.ErrNotFound
 	}
+	// As the store: the document (and its version) is PatchRun's to write.
+	r.Version, r.Document, r.OutputBytes = old.Version, old.Document, old.OutputBytes
+	f.runs[r.ID] = r
+	return nil
+}
+
+// RunHead is Run without the output, with its length.
+func (f *fakeStore) RunHead(ctx context.Context, id kernel.ID) (runs.Run, error) {
+	r, err := f.Run(ctx, id)
+	r.OutputBytes, r.Document.Output = len(r.Document.Output), ""
+	return r, err
+}
+
+// PatchRun writes r as the store does: the stored output changes by p's output only, never by
+// r.Document.Output, which a patched run does not hold.
+func (f *fakeStore) PatchRun(ctx context.Context, r runs.Run, p runs.Patch) error {
+	if !kerneltest.InUnit(ctx) {
+		panic("PatchRun outside a unit of work")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	old, ok := f.runs[r.ID]
+	if !ok {
+		return kernel.ErrNotFound
+	}
+	if old.Version != p.BaseVersion() {
+		return kernel.Errorf(runs.CodeRunVersionConflict, "stored version %d", old.Version)
+	}
+	out := old.Document.Output
+	if p.Output != nil {
+		out = *p.Output
+	}
+	out += p.OutputAppend
+	if len(out) != r.OutputBytes {
+		panic(fmt.Sprintf("PatchRun: output_bytes %d for an output of %d bytes", r.OutputBytes, len(out)))
+	}
+	r.Document.Output = out
 	f.runs[r.ID] = r
 	return nil
 }

@@ -43,6 +43,9 @@ type Summary struct {
 type Run struct {
 	Summary
 	Document Document `json:"document"`
+	// OutputBytes is the length of the output in bytes, kept by the store, so that a patch is
+	// bounded without the output read (Store.RunHead).
+	OutputBytes int `json:"-"`
 	// ChannelKind is loaded with the run so that it can be authorized without a second read.
 	ChannelKind string `json:"-"`
 }
@@ -140,13 +143,19 @@ func worse(a, b TriggerState) TriggerState {
 }
 
 // Store is the runs repository (implemented in storage/runs.go). Methods join the Unit of Work of
-// ctx when there is one; reads outside one use the read pool.
+// ctx when there is one; reads outside one use the read pool. The output of a run is stored in
+// parts, appended by each patch, so that a patch costs the size of the patch and not of the
+// output so far; the reads that answer a run (Run and the lists) join the parts into
+// Document.Output.
 type Store interface {
 	// CreateRun inserts r with its document. Errors: conflict (the agent has a run for the same
 	// trigger message already).
 	CreateRun(ctx context.Context, r Run) error
-	// Run loads a run with its document and channel kind. Errors: not_found.
+	// Run loads a run with its whole document and channel kind. Errors: not_found.
 	Run(ctx context.Context, id kernel.ID) (Run, error)
+	// RunHead loads a run as Run does but without its output: Document.Output is empty and
+	// OutputBytes says how long the output is. Errors: not_found.
+	RunHead(ctx context.Context, id kernel.ID) (Run, error)
 	// ThreadRuns lists one page of a thread's runs in id order (chat.Page: the newest page by
 	// default) and whether more lie beyond it in the direction of the page. Errors: internal.
 	ThreadRuns(ctx context.Context, threadID kernel.ID, p chat.Page) ([]Run, bool, error)
@@ -156,10 +165,16 @@ type Store interface {
 	// StalledRuns lists at most limit runs that are running or waiting for input and whose
 	// last_activity_at is before before, least recently active first. Errors: internal.
 	StalledRuns(ctx context.Context, before time.Time, limit int) ([]Run, error)
-	// UpdateRun writes what may change of r: status, reason, version, document,
-	// cancel_requested_at, started_at, ended_at, last_activity_at and updated_at.
-	// Errors: not_found.
+	// UpdateRun writes the state of r: status, reason, cancel_requested_at, started_at,
+	// ended_at, last_activity_at and updated_at. It writes nothing of the document (PatchRun
+	// does). Errors: not_found.
 	UpdateRun(ctx context.Context, r Run) error
+	// PatchRun stores patch p, which r is the result of (ApplyHead): what UpdateRun writes, the
+	// version r.Version and the output length r.OutputBytes, the status line and steps of
+	// r.Document when p changes them, and p's output: p.Output replaces the stored output, then
+	// p.OutputAppend is appended as a new part. r.Document.Output is not read. It writes only
+	// if the stored version is still p.BaseVersion(). Errors: not_found, run_version_conflict.
+	PatchRun(ctx context.Context, r Run, p Patch) error
 }
 
 // Agents is what runs reads of principals: which of some principals are agents and their status,

@@ -7,7 +7,9 @@
 //   - Next is the transition function of the run states,
 //     queued → running ⇄ waiting_input → succeeded | failed | cancelled.
 //   - Apply applies an agent's patch to the run document, Merge folds consecutive patches into
-//     one for the fan-out of run.updated.
+//     one for the fan-out of run.updated. ApplyHead is Apply without the output text, bounded by
+//     the output's length: the Store keeps the output in parts and appends a patch's own, so
+//     that a run streaming its answer costs each patch its size, not the output so far.
 //   - Issue and Check sign and verify the invocation token (app/kernel/jose, EdDSA).
 //
 // The Service (service.go, trigger.go) holds the use cases on the runs table, through its Store

@@ -58,8 +58,10 @@ type Service struct {
 	onPatched func(context.Context, Patched)
 }
 
-// Patched is a patch after its commit: the run as it is now, with the document at the patch's
-// version, and the patch as the agent sent it. The gateway fans it out as run.updated.
+// Patched is a patch after its commit: the run as it is now, with the whole document at the
+// patch's version (read back in the patch's Unit of Work, output included, so that the gateway
+// can send it as a snapshot), and the patch as the agent sent it. The gateway fans it out as
+// run.updated.
 type Patched struct {
 	Run   Run
 	Patch Patch
