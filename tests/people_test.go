@@ -210,3 +210,33 @@ func TestPeople(t *testing.T) {
 		})
 	})
 }
+
+// TestChangeOwnPassword is POST /api/v1/me/password: the current password is checked, the
+// session it is called with stays, the person's other sessions end, and the new password signs
+// in. The same request again with an Idempotency-Key is not replayed: a body with a password
+// keeps no record.
+func TestChangeOwnPassword(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng)
+		const old, next = "carol's long password", "carol's new long password"
+		in.owner.do(t, http.MethodPost, api("users"), map[string]any{"handle": "carol", "display_name": "Carol", "password": old}).
+			want(t, http.StatusCreated)
+		here, elsewhere := mustLogin(t, in.srv, "carol", old), mustLogin(t, in.srv, "carol", old)
+		r := here.do(t, http.MethodPost, api("me", "password"), map[string]any{"current_password": "not it", "new_password": next})
+		r.want(t, http.StatusBadRequest)
+		if r.code() != "validation_failed" {
+			t.Fatalf("a wrong current password: %s", r.code())
+		}
+		here.do(t, http.MethodPost, api("me", "password"), map[string]any{"current_password": old, "new_password": next},
+			header("Idempotency-Key", "change-1")).want(t, http.StatusNoContent)
+		here.do(t, http.MethodGet, api("me"), nil).want(t, http.StatusOK)
+		elsewhere.do(t, http.MethodGet, api("me"), nil).want(t, http.StatusUnauthorized)
+		// Not replayed: the current password is now the new one, so the same body is refused.
+		if r := here.do(t, http.MethodPost, api("me", "password"), map[string]any{"current_password": old, "new_password": next},
+			header("Idempotency-Key", "change-1")); r.status != http.StatusBadRequest || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("the same request again: %d %s (replayed %q)", r.status, r.code(), r.header.Get("Idempotent-Replayed"))
+		}
+		mustLogin(t, in.srv, "carol", next)
+	})
+}
