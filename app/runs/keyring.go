@@ -89,6 +89,10 @@ type Keyring struct {
 	loadedAt time.Time
 	current  *loadedKey
 	keys     map[string]*loadedKey // by key id: the current key and the retired ones in their window
+
+	// missBudget and missAt are the bucket of reads that unknown key ids may cause.
+	missBudget float64
+	missAt     time.Time
 }
 
 // loadedKey is a key as a keyring holds it.
@@ -134,11 +138,11 @@ func (k *Keyring) Signer(ctx context.Context) (ed25519.PrivateKey, string, error
 }
 
 // publicKey returns the public key of kid if it may verify a token now: the current key, or a
-// retired one within its window. A kid the keyring does not know makes it read the keys again
-// once, for a key another node made since. That read is not throttled, so that a token of a
-// key made a moment ago always verifies; it is one small query, only for a kid that is a UUIDv7
-// as the server's own are, and the request that sends it is an agent's, authenticated already.
-// Errors: internal (the read failed).
+// retired one within its window. A kid the keyring does not know makes it read the keys again,
+// for a key another node made since, as long as such reads stay within unknownKidReads a
+// second (a small bucket): an agent that sends made-up key ids (the kid is read before the
+// signature is checked) costs the store a few reads a second, not one a request, while the
+// token of a key made a moment ago still finds it. Errors: internal (the read failed).
 func (k *Keyring) publicKey(ctx context.Context, kid string) (ed25519.PublicKey, bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -151,7 +155,7 @@ func (k *Keyring) publicKey(ctx context.Context, kid string) (ed25519.PublicKey,
 		reloaded = true
 	}
 	key, ok := k.keys[kid]
-	if _, err := kernel.ParseID(kid); !ok && !reloaded && err == nil {
+	if _, err := kernel.ParseID(kid); !ok && !reloaded && err == nil && k.takeMissRead(now) {
 		if err := k.load(ctx, now); err != nil {
 			return nil, false, err
 		}
@@ -161,6 +165,22 @@ func (k *Keyring) publicKey(ctx context.Context, kid string) (ed25519.PublicKey,
 		return nil, false, nil
 	}
 	return key.pub, true, nil
+}
+
+// unknownKidReads is how many reads of the keys tokens with unknown key ids may cause a second,
+// and at once.
+const unknownKidReads = 3
+
+// takeMissRead reports whether an unknown key id may read the keys now, taking one from the
+// bucket of unknownKidReads a second. The caller holds k.mu.
+func (k *Keyring) takeMissRead(now time.Time) bool {
+	k.missBudget = min(unknownKidReads, k.missBudget+now.Sub(k.missAt).Seconds()*unknownKidReads)
+	k.missAt = now
+	if k.missBudget < 1 {
+		return false
+	}
+	k.missBudget--
+	return true
 }
 
 // KeyRotation is what one run of the job runs.signing_key_rotation did.

@@ -17,8 +17,9 @@ import (
 // fakeKeys is the signing key store in memory, with the store's rules: one current key per
 // purpose, a rotation conditional on the key it replaces.
 type fakeKeys struct {
-	mu   sync.Mutex
-	keys []runs.SigningKey
+	mu    sync.Mutex
+	keys  []runs.SigningKey
+	reads int
 }
 
 var _ runs.SigningKeys = (*fakeKeys)(nil)
@@ -61,6 +62,7 @@ func (f *fakeKeys) RotateSigningKey(ctx context.Context, current string, c runs.
 func (f *fakeKeys) SigningKeys(ctx context.Context, purpose string, since time.Time) ([]runs.SigningKey, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	var out []runs.SigningKey
 	for _, k := range f.keys {
 		if k.Purpose == purpose && (k.RetiredAt == nil || !k.RetiredAt.Before(since)) {
@@ -299,6 +301,38 @@ func TestSigningKeyRotation(t *testing.T) {
 		}
 		if ka, kb := kidOf(t, a.issue(t)), kidOf(t, b.issue(t)); ka != ra.KID || kb != ra.KID {
 			t.Fatalf("nodes sign with %s and %s, want %s", ka, kb, ra.KID)
+		}
+	})
+
+	t.Run("made-up key ids make the keyring read the keys a few times a second, not once each", func(t *testing.T) {
+		f := mustRuns(t)
+		store := &fakeKeys{}
+		a := mustKeyNode(t, f, store)
+		a.issue(t)
+		_, stranger, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims := runs.NewInvocationClaims("bothy", echo, tokenRun.ID, tokenRun.ThreadID, tokenRun.ChannelID, f.clock.Now(), time.Minute)
+		forged := func() string {
+			tok, err := runs.Issue(stranger, string(kernel.NewID()), claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		f.clock.Advance(2 * time.Second)
+		store.mu.Lock()
+		before := store.reads
+		store.mu.Unlock()
+		for range 50 {
+			wantInvalid(t, a.check(forged()))
+		}
+		store.mu.Lock()
+		reads := store.reads - before
+		store.mu.Unlock()
+		if reads > 3 {
+			t.Fatalf("50 made-up key ids within an instant read the keys %d times, want at most 3", reads)
 		}
 	})
 
