@@ -16,3 +16,20 @@ func (s *ChatStore) ArchiveChannel(ctx context.Context, c chat.Channel) error {
 		fmtTime(*c.ArchivedAt), fmtTime(c.UpdatedAt), string(c.ID))
 	return s.db.oneRowOrNotFound(res, err, "channel")
 }
+
+// ArchiveSpace implements chat.Store: the space and, at the same time, its channels that are not
+// archived yet; a second archive of the space is not_found.
+func (s *ChatStore) ArchiveSpace(ctx context.Context, sp chat.Space) error {
+	if sp.ArchivedAt == nil {
+		panic("storage: ArchiveSpace without ArchivedAt")
+	}
+	at, upd := fmtTime(*sp.ArchivedAt), fmtTime(sp.UpdatedAt)
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE spaces SET archived_at = ?, updated_at = ? WHERE id = ? AND archived_at IS NULL`,
+		at, upd, string(sp.ID))
+	if err := s.db.oneRowOrNotFound(res, err, "space"); err != nil {
+		return err
+	}
+	_, err = s.db.q(ctx).ExecContext(ctx, `UPDATE channels SET archived_at = ?, updated_at = ? WHERE space_id = ? AND archived_at IS NULL`,
+		at, upd, string(sp.ID))
+	return s.db.mapErr(err, "channels")
+}

@@ -57,3 +57,45 @@ func TestChatStoreArchive(t *testing.T) {
 		})
 	})
 }
+
+func TestChatStoreArchiveSpace(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newChatEnv(t, eng)
+		sp, other := e.space(t, "A"), e.space(t, "B")
+		c := e.channel(t, sp.ID, "in-it")
+		kept := e.channel(t, other.ID, "elsewhere")
+		th, err := e.store.Thread(ctx, c.MainThreadID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(logged(t, e.db))
+		got, err := e.svc.ArchiveSpace(ctx, e.alice, sp.ID)
+		if err != nil || got.ArchivedAt == nil {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		if _, err := e.store.Space(ctx, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("an archived space loads: %v", err)
+		}
+		if _, err := e.store.Channel(ctx, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("a channel of an archived space loads: %v", err)
+		}
+		if _, err := e.store.Thread(ctx, th.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("a thread of an archived space loads: %v", err)
+		}
+		if _, err := e.store.Channel(ctx, kept.ID); err != nil {
+			t.Fatalf("another space's channel: %v", err)
+		}
+		spaces, err := e.store.Spaces(ctx)
+		if err != nil || len(spaces) != 1 || spaces[0].ID != other.ID {
+			t.Fatalf("spaces %+v, %v", spaces, err)
+		}
+		evs := logged(t, e.db)[before:]
+		if len(evs) != 1 || evs[0].Type != chat.EvSpaceArchived || evs[0].Scope.SpaceID != sp.ID {
+			t.Fatalf("events %+v", evs)
+		}
+		if _, err := e.svc.ArchiveSpace(ctx, e.alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("a second archive: %v", err)
+		}
+	})
+}

@@ -219,6 +219,30 @@ func TestConsoleSpacesAccessAgents(t *testing.T) {
 				want(t, http.StatusNotFound)
 		})
 
+		t.Run("the owner archives a space: it and its channels are gone from the console and the API", func(t *testing.T) {
+			attic := in.owner.mustCreateSpace(t, "Attic")
+			ch := in.owner.mustCreateChannel(t, attic.ID, "boxes")
+			in.owner.do(t, http.MethodPost, api("threads", ch.MainThreadID, "messages"), map[string]any{"content": "old stuff"}).
+				want(t, http.StatusCreated)
+			b.get("/console/spaces/"+attic.ID).want(t, http.StatusOK)
+			p := b.followOK(t, b.post("/console/spaces/"+attic.ID+"/archive", url.Values{}), "/console/spaces")
+			if strings.Contains(p.body, attic.ID) || !p.has("flash") {
+				t.Fatalf("%.800s", p.body)
+			}
+			b.get("/console/spaces/"+attic.ID).want(t, http.StatusNotFound)
+			in.owner.do(t, http.MethodGet, api("spaces", attic.ID), nil).want(t, http.StatusNotFound)
+			in.owner.do(t, http.MethodGet, api("channels", ch.ID), nil).want(t, http.StatusNotFound)
+			in.owner.do(t, http.MethodPost, api("threads", ch.MainThreadID, "messages"), map[string]any{"content": "anyone?"}).
+				want(t, http.StatusNotFound)
+			// The API answers the archived space once, with archived_at; then it is gone.
+			other := in.owner.mustCreateSpace(t, "Cellar")
+			r := in.owner.do(t, http.MethodPost, api("spaces", other.ID, "archive"), nil).want(t, http.StatusOK)
+			if r.obj()["id"] != other.ID || r.obj()["archived_at"] == nil {
+				t.Fatalf("%s", r)
+			}
+			in.owner.do(t, http.MethodPost, api("spaces", other.ID, "archive"), nil).want(t, http.StatusNotFound)
+		})
+
 		var agentID, token string
 		t.Run("the owner creates an agent; its token is shown once and works", func(t *testing.T) {
 			p := b.get("/console/agents").want(t, http.StatusOK)

@@ -20,7 +20,7 @@ var contractRoutes = []string{
 	"POST /api/v1/spaces/{id}/channels", "GET /api/v1/spaces/{id}/channels", "GET /api/v1/channels/{id}", "PATCH /api/v1/channels/{id}",
 	"POST /api/v1/channels/{id}/grants", "GET /api/v1/channels/{id}/grants", "DELETE /api/v1/channels/{id}/grants/{principal_id}",
 	"PUT /api/v1/channels/{id}/operator", "DELETE /api/v1/channels/{id}/operator",
-	"POST /api/v1/channels/{id}/archive", // issue 6: the console archives through the same use case
+	"POST /api/v1/channels/{id}/archive", "POST /api/v1/spaces/{id}/archive", // issue 6: the console archives through the same use cases
 	"POST /api/v1/channels/{id}/threads", "GET /api/v1/channels/{id}/threads",
 	"POST /api/v1/threads/{id}/messages", "GET /api/v1/threads/{id}/messages",
 	"GET /api/v1/messages/{id}", "PATCH /api/v1/messages/{id}", "DELETE /api/v1/messages/{id}",

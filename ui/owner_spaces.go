@@ -33,6 +33,7 @@ func (c *Console) spaceRoutes() {
 	c.handle("POST /console/spaces", ownerOnly, c.spaceCreate)
 	c.handle("GET /console/spaces/{id}", ownerOnly, c.spacePage)
 	c.handle("POST /console/spaces/{id}/rename", ownerOnly, c.spaceRename)
+	c.handle("POST /console/spaces/{id}/archive", ownerOnly, c.spaceArchive)
 	c.handle("POST /console/spaces/{id}/channels", ownerOnly, c.channelCreate)
 	c.handle("POST /console/channels/{id}/edit", ownerOnly, c.channelEdit)
 	c.handle("POST /console/channels/{id}/archive", ownerOnly, c.channelArchive)
@@ -161,6 +162,19 @@ func (c *Console) spaceRename(rq *request) error {
 	name := rq.r.PostFormValue("name")
 	sp, err := c.d.Chat.UpdateSpace(rq.ctx(), rq.actor, id, chat.SpacePatch{Name: &name})
 	return c.formOutcome(rq, err, spacePath(id), "Space renamed to "+sp.Name+".")
+}
+
+// spaceArchive archives the space with its channels and goes back to the list of spaces.
+func (c *Console) spaceArchive(rq *request) error {
+	if c.d.Chat == nil {
+		return kernel.ErrNotFound
+	}
+	id, err := idFromPath(rq)
+	if err != nil {
+		return err
+	}
+	sp, err := c.d.Chat.ArchiveSpace(rq.ctx(), rq.actor, id)
+	return c.formOutcome(rq, err, "/console/spaces", "Space "+sp.Name+" archived with its channels: they are gone from every list.")
 }
 
 func (c *Console) channelCreate(rq *request) error {

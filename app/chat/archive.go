@@ -6,6 +6,10 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
+// EvSpaceArchived is the durable event of an archived space, whose channels are archived with
+// it; its payload is the space with archived_at set.
+const EvSpaceArchived = "space.archived"
+
 // EvChannelArchived is the durable event of an archived channel (seed 4.7, chat's events); its
 // payload is the channel with archived_at set.
 const EvChannelArchived = "channel.archived"
@@ -47,7 +51,7 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 // archived on any node makes this one forget its cached thread refs, so that no message gets
 // into the archived channel's threads through it either.
 func (s *Service) Observe(e kernel.LoggedEvent) {
-	if e.Type == EvChannelArchived {
+	if e.Type == EvChannelArchived || e.Type == EvSpaceArchived {
 		s.forgetRefs()
 	}
 }
@@ -57,4 +61,33 @@ func (s *Service) Observe(e kernel.LoggedEvent) {
 func (s *Service) forgetRefs() {
 	s.refs.Clear()
 	s.refsLen.Store(0)
+}
+
+// ArchiveSpace archives a space and every channel in it (space.update: manage on the space, the
+// right that renames it), like ArchiveChannel does one: they are gone from every list and read,
+// their rows stay. It appends space.archived. Errors: not_found (no such space, archived
+// already, or invisible to actor), forbidden.
+func (s *Service) ArchiveSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (Space, error) {
+	var sp Space
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if sp, err = s.store.Space(ctx, id); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceUpdate, sp.Resource()); err != nil {
+			return err
+		}
+		now := s.now()
+		sp.UpdatedAt, sp.ArchivedAt = now, &now
+		if err := s.store.ArchiveSpace(ctx, sp); err != nil {
+			return err
+		}
+		s.events.Append(ctx, kernel.Event{Type: EvSpaceArchived, Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		return nil
+	})
+	if err == nil {
+		s.forgetRefs()
+	}
+	return sp, err
 }

@@ -92,3 +92,51 @@ func TestArchivedElsewhereDropsCachedRefs(t *testing.T) {
 		t.Fatalf("after channel.archived: %v, want not_found", err)
 	}
 }
+
+func TestArchiveSpace(t *testing.T) {
+	ctx := context.Background()
+	t.Run("archives the space and its channels, appends space.archived and hides them", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		c := mustChannel(t, f, alice, sp.ID, "in-it")
+		other := mustSpace(t, f, alice, "B")
+		kept := mustChannel(t, f, alice, other.ID, "elsewhere")
+		got, err := f.svc.ArchiveSpace(ctx, alice, sp.ID)
+		if err != nil || got.ArchivedAt == nil || got.ID != sp.ID {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != kernel.ActSpaceUpdate || last.Resource.ID != sp.ID {
+			t.Fatalf("authorized %+v", last)
+		}
+		evs := f.tx.Events()
+		if ev := evs[len(evs)-1]; ev.Type != chat.EvSpaceArchived || ev.SubjectID != sp.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID}) {
+			t.Fatalf("event %+v", ev)
+		}
+		if _, err := f.svc.GetSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("the archived space reads back: %v", err)
+		}
+		if _, err := f.store.Channel(ctx, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("its channel reads back: %v", err)
+		}
+		if _, err := f.store.Channel(ctx, kept.ID); err != nil {
+			t.Fatalf("another space's channel went too: %v", err)
+		}
+		if _, err := f.svc.ArchiveSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("archived twice: %v", err)
+		}
+	})
+	t.Run("refuses whom authz refuses and changes nothing", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		before := len(f.tx.Events())
+		f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error {
+			return &kernel.Error{Code: kernel.CodeForbidden, Message: "no"}
+		}
+		if _, err := f.svc.ArchiveSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("err = %v", err)
+		}
+		if _, err := f.store.Space(ctx, sp.ID); err != nil || len(f.tx.Events()) != before {
+			t.Fatalf("a refused archive changed something: %v", err)
+		}
+	})
+}

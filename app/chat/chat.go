@@ -26,6 +26,9 @@ type Space struct {
 	CreatedBy kernel.ID `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// ArchivedAt is set only in what ArchiveSpace answers and in space.archived: the store never
+	// loads an archived space.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 }
 
 // Channel lives in a space and has one main thread, created with it (R-DM-11). OperatorID is the
@@ -139,6 +142,10 @@ type Store interface {
 	// ArchiveChannel writes archived_at and updated_at of c; from then on Channel and Channels
 	// no longer find it. Errors: not_found (also for a channel archived already).
 	ArchiveChannel(ctx context.Context, c Channel) error
+	// ArchiveSpace writes archived_at and updated_at of sp and archives every channel of it that
+	// is not archived yet, at the same time; from then on none of them is found.
+	// Errors: not_found (also for a space archived already).
+	ArchiveSpace(ctx context.Context, sp Space) error
 
 	// CreateThread inserts t. Errors: conflict.
 	CreateThread(ctx context.Context, t Thread) error

@@ -153,6 +153,21 @@ func (f *fakeStore) ArchiveChannel(ctx context.Context, c chat.Channel) error {
 	return nil
 }
 
+func (f *fakeStore) ArchiveSpace(ctx context.Context, sp chat.Space) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.spaces[sp.ID]; !ok {
+		return kernel.ErrNotFound
+	}
+	delete(f.spaces, sp.ID) // the store never loads an archived space, nor its channels
+	for id, c := range f.channels {
+		if c.SpaceID == sp.ID {
+			delete(f.channels, id)
+		}
+	}
+	return nil
+}
+
 // fakePrincipals knows the principals put into it.
 type fakePrincipals map[kernel.ID]chat.PrincipalRef
 

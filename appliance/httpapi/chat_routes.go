@@ -23,6 +23,7 @@ type ChatUseCases interface {
 	SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (chat.Channel, error)
 	ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (chat.Channel, error)
 	ArchiveChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
+	ArchiveSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Space, error)
 }
 
 var _ ChatUseCases = (*chat.Service)(nil)
@@ -215,6 +216,17 @@ func ChatRoutes(c ChatUseCases) []Route {
 				return 0, nil, err
 			}
 			return http.StatusNoContent, nil, nil
+		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: kernel.ActSpaceUpdate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			sp, err := c.ArchiveSpace(r.Context(), r.Actor, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, sp, nil
 		}},
 		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: kernel.ActChannelUpdate, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")
