@@ -206,11 +206,34 @@ func TestConsoleChat(t *testing.T) {
 			}
 		})
 
+		t.Run("a person starts a thread from the channel's page and lands in it", func(t *testing.T) {
+			p := alice.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK)
+			if !p.has("new-thread-form") {
+				t.Fatalf("no new thread form: %.2000s", p.body)
+			}
+			p = alice.post("/console/channels/"+w.shared.ID+"/threads", url.Values{"title": {"Release notes"},
+				"content": {"what goes into **1.0**?"}, "client_msg_id": {"new-thread-1"}}).want(t, http.StatusSeeOther)
+			if !strings.HasPrefix(p.location(), "/console/threads/") {
+				t.Fatalf("started a thread, went to %q", p.location())
+			}
+			page := alice.get(p.location()).want(t, http.StatusOK)
+			if !strings.Contains(page.body, "Release notes") || !strings.Contains(page.body, "<strong>1.0</strong>") || page.has("new-thread") {
+				t.Fatalf("%.3000s", page.body)
+			}
+			if nav := alice.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK); !strings.Contains(nav.body, `href="`+p.location()+`"`) {
+				t.Fatalf("the new thread is not in the channel's list: %.3000s", nav.body)
+			}
+			p = alice.post("/console/channels/"+w.shared.ID+"/threads", url.Values{"content": {""}}).want(t, http.StatusSeeOther)
+			if page := alice.get(p.location()); !page.has("flash") {
+				t.Fatalf("an empty thread was not refused with a flash: %.2000s", page.body)
+			}
+		})
+
 		t.Run("a reader who may not post sees no composer and no reaction palette", func(t *testing.T) {
 			w.in.owner.mustGrant(t, w.shared.ID, w.bobU.ID, "view")
 			bob := mustSignIn(t, w.in.srv, "bob", "bob-password-1")
 			p := bob.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK)
-			if p.has("composer") || !p.has("read-only") || p.has("react") {
+			if p.has("composer") || !p.has("read-only") || p.has("react") || p.has("new-thread") {
 				t.Fatalf("%.3000s", p.body)
 			}
 			bob.post("/console/threads/"+mainTh+"/messages", url.Values{"content": {"hi"}}).want(t, http.StatusNotFound)

@@ -56,6 +56,7 @@ func (con *Console) chatRoutes() {
 	c.handle("GET /console/channels/{id}", signedIn, c.channelPage)
 	c.handle("GET /console/threads/{id}", signedIn, c.threadPage)
 	c.handle("POST /console/threads/{id}/messages", signedIn, c.postMessage)
+	c.handle("POST /console/channels/{id}/threads", signedIn, c.startThread)
 	c.handle("POST /console/messages/{id}/reactions", signedIn, c.toggleReaction)
 	c.handle("POST /console/runs/{id}/cancel", signedIn, c.cancelRun)
 	c.handle("GET /console/messages/{id}/fragment", signedIn, c.messageFragment)
@@ -272,6 +273,8 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 		return messageView(m, dir, reactions[m.ID], rq.actor.ID, canReact, rq.csrf)
 	})
 	tv.CanPost = canPost
+	// A channel's page offers a new thread to whoever may open one there.
+	tv.CanStartThread = th.IsMain && c.allowed(ctx, rq.actor, kernel.ActThreadCreate, ch.Resource())
 	if canPost {
 		tv.Members = strings.Join(c.members(ctx, ch, dir), " ")
 	}
@@ -426,6 +429,32 @@ func refuseFragment(rq *request, status int, text string) {
 
 // postMessage posts the composer's message and goes back to the thread, at the message. A
 // refused message comes back in the composer with the reason.
+// startThread opens a thread in the channel with its first message (messaging.CreateThread: the
+// same use case as POST /api/v1/channels/{id}/threads) and goes to it; a mention in the first
+// message invokes an agent as in any message, and a channel's operator is invoked by the thread.
+func (c *chatView) startThread(rq *request) error {
+	if !c.chatReady() {
+		return errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return err
+	}
+	f := rq.r.PostForm
+	th, _, _, err := c.d.Messages.CreateThread(rq.ctx(), rq.actor, id, messaging.NewThread{Title: f.Get("title"),
+		Content: f.Get("content"), ClientMsgID: f.Get("client_msg_id")})
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+		c.redirect(rq, "/console/channels/"+string(id), layouts.Flash{Kind: "error", Text: formError(err)})
+		return nil
+	default:
+		return err
+	}
+	c.redirect(rq, threadHref(th), layouts.Flash{})
+	return nil
+}
+
 func (c *chatView) postMessage(rq *request) error {
 	if !c.chatReady() {
 		return errNoChat

@@ -51,6 +51,8 @@ type ThreadView struct {
 	Items  []ThreadItem
 	// CanPost shows the composer.
 	CanPost bool
+	// CanStartThread shows the form of a new thread (on a channel's main thread).
+	CanStartThread bool
 	// Members are the handles of who may read the channel, for the composer's @ completion.
 	Members string
 	// Draft and Error are a refused message and why it was refused.
