@@ -14,9 +14,6 @@ import (
 // when a committed *_templ.go differs from what its .templ generates, or is missing (STYLE 23):
 // `make generate` was not run after a change.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go tool templ")
-	}
 	tmp := t.TempDir()
 	committed := map[string][]byte{}
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
