@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
@@ -195,8 +194,7 @@ func (c *Console) agentCreate(rq *request) error {
 
 // leaveAgentToken keeps a new token for the agent's page, which shows it once (takeAgentToken).
 func (c *Console) leaveAgentToken(rq *request, id kernel.ID, token string) {
-	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)),
-		Path: agentPath(id), MaxAge: 300, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	c.leaveSecret(rq.w, agentTokenCookie, agentPath(id), token)
 }
 
 // agentResetToken gives the agent a new token (its others stop at once, its connections close)
@@ -219,17 +217,8 @@ func (c *Console) agentResetToken(rq *request) error {
 // takeAgentToken reads the token agentCreate left for the agent's page and clears it, so that a
 // reload no longer shows it.
 func (c *Console) takeAgentToken(rq *request, id kernel.ID) string {
-	ck, err := rq.r.Cookie(agentTokenCookie)
-	if err != nil {
-		return ""
-	}
-	http.SetCookie(rq.w, &http.Cookie{Name: agentTokenCookie, Value: "", Path: agentPath(id), MaxAge: -1,
-		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
-	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
-	if err != nil || len(b) > 512 {
-		return ""
-	}
-	return string(b)
+	token, _ := c.takeSecret(rq.w, rq.r, agentTokenCookie, agentPath(id))
+	return token
 }
 
 func (c *Console) agentPage(rq *request) error {

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 
@@ -56,8 +55,7 @@ func (c *Console) tokenCreate(rq *request) error {
 	default:
 		return err
 	}
-	http.SetCookie(rq.w, &http.Cookie{Name: newTokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(t.Name)) + "." + value,
-		Path: tokensPath, MaxAge: 120, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	c.leaveSecret(rq.w, newTokenCookie, tokensPath, t.Name+"\n"+value)
 	c.redirect(rq, tokensPath, layouts.Flash{Kind: "ok", Text: "Token " + t.Name + " created."})
 	return nil
 }
@@ -65,18 +63,12 @@ func (c *Console) tokenCreate(rq *request) error {
 // takeNewToken reads the token the last create left and clears it, so a reload does not show it
 // again.
 func (c *Console) takeNewToken(rq *request) *pages.CreatedToken {
-	ck, err := rq.r.Cookie(newTokenCookie)
-	if err != nil {
+	kept, ok := c.takeSecret(rq.w, rq.r, newTokenCookie, tokensPath)
+	name, value, cut := strings.Cut(kept, "\n")
+	if !ok || !cut || !strings.HasPrefix(value, identity.APITokenPrefix) {
 		return nil
 	}
-	http.SetCookie(rq.w, &http.Cookie{Name: newTokenCookie, Value: "", Path: tokensPath, MaxAge: -1,
-		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
-	enc, value, ok := strings.Cut(ck.Value, ".")
-	name, err := base64.RawURLEncoding.DecodeString(enc)
-	if !ok || err != nil || !strings.HasPrefix(value, identity.APITokenPrefix) || len(value) > 256 {
-		return nil
-	}
-	return &pages.CreatedToken{Name: string(name), Value: value}
+	return &pages.CreatedToken{Name: name, Value: value}
 }
 
 func (c *Console) tokenRevoke(rq *request) error {

@@ -85,3 +85,26 @@ func (c *Console) takeFlash(w http.ResponseWriter, r *http.Request) layouts.Flas
 	}
 	return layouts.Flash{Kind: kind, Text: string(text)}
 }
+
+// leaveSecret keeps value (a new API token) for the next GET of path, which shows it once
+// (takeSecret): the value never travels in a URL, only path gets the cookie, and scripts cannot
+// read it. A value not read within five minutes is gone.
+func (c *Console) leaveSecret(w http.ResponseWriter, name, path, value string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: base64.RawURLEncoding.EncodeToString([]byte(value)), Path: path,
+		MaxAge: 300, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+}
+
+// takeSecret reads what leaveSecret left for path and clears it, so that a reload shows nothing.
+func (c *Console) takeSecret(w http.ResponseWriter, r *http.Request, name, path string) (string, bool) {
+	ck, err := r.Cookie(name)
+	if err != nil {
+		return "", false
+	}
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(b) > 512 {
+		return "", false
+	}
+	return string(b), true
+}
