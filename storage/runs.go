@@ -234,13 +234,13 @@ func (s *RunStore) ThreadRuns(ctx context.Context, threadID kernel.ID, p chat.Pa
 
 // UnendedRuns implements runs.Store on the index (agent_id, status).
 func (s *RunStore) UnendedRuns(ctx context.Context, agentID kernel.ID) ([]runs.Run, error) {
-	return s.list(ctx, runSelect+` WHERE r.agent_id = ? AND r.status IN (?, ?, ?) ORDER BY r.id`, string(agentID),
+	return s.list(ctx, runHeadSelect+` WHERE r.agent_id = ? AND r.status IN (?, ?, ?) ORDER BY r.id`, string(agentID),
 		string(runs.StatusQueued), string(runs.StatusRunning), string(runs.StatusWaitingInput))
 }
 
 // StalledRuns implements runs.Store.
 func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]runs.Run, error) {
-	return s.list(ctx, runSelect+` WHERE r.status IN (?, ?) AND r.last_activity_at < ? ORDER BY r.last_activity_at, r.id LIMIT ?`,
+	return s.list(ctx, runHeadSelect+` WHERE r.status IN (?, ?) AND r.last_activity_at < ? ORDER BY r.last_activity_at, r.id LIMIT ?`,
 		string(runs.StatusRunning), string(runs.StatusWaitingInput), fmtTime(before), limit)
 }
 
@@ -337,7 +337,8 @@ func nullIDPtr(id *kernel.ID) any {
 }
 
 // AgentRuns returns the latest limit runs of an agent, newest first, for the console's page of
-// the agent (ui's port). It authorizes nothing: the caller decides run.read on each.
+// the agent (ui's port), without their output. It authorizes nothing: the caller decides run.read
+// on each.
 func (s *RunStore) AgentRuns(ctx context.Context, agentID kernel.ID, limit int) ([]runs.Run, error) {
-	return s.list(ctx, runSelect+` WHERE r.agent_id = ? ORDER BY r.id DESC LIMIT ?`, string(agentID), limit)
+	return s.list(ctx, runHeadSelect+` WHERE r.agent_id = ? ORDER BY r.id DESC LIMIT ?`, string(agentID), limit)
 }

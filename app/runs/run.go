@@ -160,10 +160,11 @@ type Store interface {
 	// default) and whether more lie beyond it in the direction of the page. Errors: internal.
 	ThreadRuns(ctx context.Context, threadID kernel.ID, p chat.Page) ([]Run, bool, error)
 	// UnendedRuns lists the runs of agent that are queued, running or waiting for input, oldest
-	// first. Errors: internal.
+	// first, without their output (as RunHead). Errors: internal.
 	UnendedRuns(ctx context.Context, agentID kernel.ID) ([]Run, error)
 	// StalledRuns lists at most limit runs that are running or waiting for input and whose
-	// last_activity_at is before before, least recently active first. Errors: internal.
+	// last_activity_at is before before, least recently active first, without their output (as
+	// RunHead). Errors: internal.
 	StalledRuns(ctx context.Context, before time.Time, limit int) ([]Run, error)
 	// UpdateRun writes the state of r: status, reason, cancel_requested_at, started_at,
 	// ended_at, last_activity_at and updated_at. It writes nothing of the document (PatchRun
