@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 )
 
 // nested is a body whose "name" value is nested depth levels deep in arrays.
@@ -72,6 +75,21 @@ func TestBadInputChangesNothing(t *testing.T) {
 				name: "an unknown field names the field", as: "owner", method: "POST", path: api("spaces"),
 				body: map[string]any{"name": "x", "colour": "red"}, opts: []reqOption{bad}, status: http.StatusBadRequest,
 				fields: map[string]any{"code": "validation_failed", "field": "colour"},
+			},
+			{
+				name: "a key that differs from a member only in case is an unknown field", as: "owner", method: "POST", path: api("spaces"),
+				opts: []reqOption{rawBody([]byte(`{"name":"a","NAME":"b"}`)), bad}, status: http.StatusBadRequest,
+				fields: map[string]any{"code": "validation_failed", "field": "NAME"},
+			},
+			{
+				name: "a capitalised member is an unknown field", as: "owner", method: "POST", path: api("spaces"),
+				opts: []reqOption{rawBody([]byte(`{"Name":"x"}`)), bad}, status: http.StatusBadRequest,
+				fields: map[string]any{"code": "validation_failed", "field": "Name"},
+			},
+			{
+				name: "a login with the handle twice in two cases signs nobody in", method: "POST", path: api("auth", "login"),
+				opts:   []reqOption{rawBody([]byte(`{"handle":"nobody","HANDLE":"owner","password":"` + ownerPassword + `"}`)), bad},
+				status: http.StatusBadRequest, fields: map[string]any{"code": "validation_failed", "field": "HANDLE"},
 			},
 			{
 				name: "an array instead of an object is refused", as: "owner", method: "POST", path: api("spaces"),
@@ -158,6 +176,18 @@ func TestBadInputChangesNothing(t *testing.T) {
 				path:   api("threads", "{ch.main}", "messages") + "?before={ch.main}&after={ch.main}",
 				status: http.StatusBadRequest,
 			},
+		})
+
+		t.Run("a gateway identify whose token differs from the member only in case is a decode error", func(t *testing.T) {
+			rc := mustDialGateway(t, in.srv.public, dialOptions{})
+			rc.mustWrite(t, websocket.MessageText, []byte(`{"op":"identify","d":{"token":"not-a-token","TOKEN":"`+in.owner.token+`"}}`))
+			if code, frames := rc.closeCode(10 * time.Second); code != 4002 {
+				ops := make([]string, len(frames))
+				for i, f := range frames {
+					ops[i] = f.Op
+				}
+				t.Fatalf("close code %d after the frames %v, want 4002", code, ops)
+			}
 		})
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/jsonkeys"
 )
 
 // Ops of the protocol (docs/gateway.md). A frame is a JSON text message {"op": …, "d": {…}}.
@@ -143,10 +144,23 @@ func EncodeFrame(f Frame) []byte {
 }
 
 // decodeD decodes a frame's payload into v; a missing payload leaves v as it is. Members v does
-// not know are ignored (a newer client may send more); a member of the wrong type is ErrDecode.
+// not know are ignored (a newer client may send more); a member of the wrong type, a member
+// given twice, or a key that differs from a member's name only in case ("TOKEN", which
+// encoding/json would bind to "token"), is ErrDecode.
 func decodeD(d json.RawMessage, v any) error {
 	if d == nil {
 		return nil
+	}
+	if err := jsonkeys.Exact(d, v); err != nil {
+		var me *jsonkeys.MismatchError
+		var de *jsonkeys.DuplicateError
+		switch {
+		case errors.As(err, &me):
+			return decodeErr("payload: key " + strconv.Quote(me.Path) + " is not " + strconv.Quote(me.Member))
+		case errors.As(err, &de):
+			return decodeErr("payload: key " + strconv.Quote(de.Path) + " given twice")
+		}
+		return decodeErr("payload: not JSON")
 	}
 	if err := json.Unmarshal(d, v); err != nil {
 		return decodeErr("payload: " + err.Error())

@@ -61,6 +61,29 @@ func TestDecodeFrame(t *testing.T) {
 	}
 }
 
+func TestDecodePayload(t *testing.T) {
+	refuse := map[string]string{
+		"a key that differs from a member only in case": `{"token":"mine","TOKEN":"theirs"}`,
+		"a capitalised member":                          `{"Token":"theirs"}`,
+		"a member given twice":                          `{"token":"mine","token":"theirs"}`,
+		"a member of the wrong type":                    `{"token":1}`,
+	}
+	for name, d := range refuse {
+		t.Run("refuses "+name, func(t *testing.T) {
+			var id identifyD
+			if err := decodeD(json.RawMessage(d), &id); !errors.Is(err, ErrDecode) {
+				t.Fatalf("decodeD(%s) = %+v, %v; want ErrDecode", d, id, err)
+			}
+		})
+	}
+	t.Run("ignores members it does not know", func(t *testing.T) {
+		var id identifyD
+		if err := decodeD(json.RawMessage(`{"token":"mine","colour":"red","Colour":1}`), &id); err != nil || id.Token != "mine" {
+			t.Fatalf("%+v, %v", id, err)
+		}
+	})
+}
+
 func TestServerFrames(t *testing.T) {
 	id := kernel.NewID()
 	tests := []struct {

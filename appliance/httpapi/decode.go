@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/jsonkeys"
 )
 
 // checkJSON is the JSON guard (seed SEC-IN-2): invalid UTF-8, nesting deeper than maxDepth and
@@ -88,8 +89,16 @@ func checkJSON(body []byte, maxDepth int) error {
 }
 
 // decodeInto decodes a guarded body into v, refusing unknown fields and wrong types with an
-// error that names the field.
+// error that names the field. A key must be its member's name byte for byte: encoding/json
+// alone would bind "NAME" or "Name" to the member "name", so a key that differs only in case
+// is an unknown field too.
 func decodeInto(body []byte, v any) error {
+	var mismatch *jsonkeys.MismatchError
+	if err := jsonkeys.Exact(body, v); errors.As(err, &mismatch) {
+		return kernel.Invalid(mismatch.Path, "unknown field %s (the member is %s)", mismatch.Path, mismatch.Member)
+	} else if err != nil { // checkJSON has refused duplicates and broken JSON already
+		return kernel.Errorf(kernel.CodeMalformedRequest, "the body does not match the expected shape")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -133,6 +133,8 @@ func TestRouterGuards(t *testing.T) {
 		{"refuses invalid UTF-8", "POST", "/api/v1/things", "alice", "{\"name\":\"\xff\"}", nil, 400, "malformed_request"},
 		{"refuses wrong types naming the field", "POST", "/api/v1/things", "alice", `{"name":"a","count":"x"}`, nil, 400, "validation_failed"},
 		{"refuses unknown fields", "POST", "/api/v1/things", "alice", `{"name":"a","extra":1}`, nil, 400, "validation_failed"},
+		{"refuses a key that differs from a member only in case", "POST", "/api/v1/things", "alice", `{"name":"a","NAME":"b"}`, nil, 400, "validation_failed"},
+		{"refuses a capitalised member as an unknown field", "POST", "/api/v1/things", "alice", `{"Name":"a"}`, nil, 400, "validation_failed"},
 		{"refuses trailing data", "POST", "/api/v1/things", "alice", `{"name":"a"} {}`, nil, 400, "malformed_request"},
 		{"refuses a non-JSON media type", "POST", "/api/v1/things", "alice", `{"name":"a"}`, map[string]string{"Content-Type": "text/plain"}, 415, "unsupported_media_type"},
 		{"answers a panic with 500 and no stack", "GET", "/api/v1/boom", "alice", "", nil, 500, "internal_error"},
