@@ -74,9 +74,9 @@ func (s *RunStore) CreateRun(ctx context.Context, r runs.Run) error {
 
 // UpdateRun implements runs.Store: the state columns only, never the document.
 func (s *RunStore) UpdateRun(ctx context.Context, r runs.Run) error {
-	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, cancel_requested_at = ?,
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE runs SET status = ?, reason = ?, error_message = ?, cancel_requested_at = ?,
 		started_at = ?, ended_at = ?, last_activity_at = ?, updated_at = ? WHERE id = ?`,
-		string(r.Status), emptyAsNull(string(r.Reason)), fmtTimePtr(r.CancelRequestedAt),
+		string(r.Status), emptyAsNull(string(r.Reason)), nullStringPtr(r.ErrorMessage), fmtTimePtr(r.CancelRequestedAt),
 		fmtTimePtr(r.StartedAt), fmtTimePtr(r.EndedAt), fmtTime(r.LastActivityAt), fmtTime(r.UpdatedAt), string(r.ID))
 	return s.db.oneRowOrNotFound(res, err, "run")
 }
@@ -176,7 +176,7 @@ func (s *RunStore) insertPart(ctx context.Context, id kernel.ID, part int, text 
 // (NULL without any), runHeadSelect does without it.
 const runColumns = `SELECT r.id, r.agent_id, r.thread_id, r.channel_id, r.space_id, r.trigger_message_id, r.invoked_by, r.status,
 	r.reason, r.version, r.document, r.cancel_requested_at, r.created_at, r.started_at, r.ended_at, r.last_activity_at,
-	r.updated_at, c.kind, r.output_bytes`
+	r.updated_at, c.kind, r.output_bytes, r.error_message`
 
 const (
 	runSelect = runColumns + `, (SELECT string_agg(o.text, '' ORDER BY o.part) FROM run_output o WHERE o.run_id = r.id)
@@ -186,10 +186,10 @@ const (
 
 func scanRun(sc interface{ Scan(...any) error }) (runs.Run, error) {
 	var r runs.Run
-	var trigger, reason, cancel, started, ended, output sql.NullString
+	var trigger, reason, cancel, started, ended, errMsg, output sql.NullString
 	var status, doc, created, active, updated string
 	if err := sc.Scan(&r.ID, &r.AgentID, &r.ThreadID, &r.ChannelID, &r.SpaceID, &trigger, &r.InvokedBy, &status, &reason,
-		&r.Version, &doc, &cancel, &created, &started, &ended, &active, &updated, &r.ChannelKind, &r.OutputBytes, &output); err != nil {
+		&r.Version, &doc, &cancel, &created, &started, &ended, &active, &updated, &r.ChannelKind, &r.OutputBytes, &errMsg, &output); err != nil {
 		return r, err
 	}
 	if trigger.Valid {
@@ -197,6 +197,9 @@ func scanRun(sc interface{ Scan(...any) error }) (runs.Run, error) {
 		r.TriggerMessageID = &id
 	}
 	r.Status, r.Reason = runs.Status(status), runs.Reason(reason.String)
+	if errMsg.Valid {
+		r.ErrorMessage = &errMsg.String
+	}
 	if !r.Status.Valid() {
 		return r, fmt.Errorf("run %s is in unknown state %q", r.ID, status)
 	}
@@ -334,6 +337,13 @@ func nullIDPtr(id *kernel.ID) any {
 		return nil
 	}
 	return nullID(*id)
+}
+
+func nullStringPtr(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
 }
 
 // AgentRuns returns the latest limit runs of an agent, newest first, for the console's page of

@@ -254,6 +254,24 @@ func TestRunStore(t *testing.T) {
 			wantCode(t, err, kernel.CodeNotFound)
 		})
 
+		t.Run("a failed run keeps the agent's error message", func(t *testing.T) {
+			e := newRunEnv(t, eng)
+			r := e.threadRuns(t, e.post(t, e.pia, "@echo fail").ThreadID)[0]
+			if r.ErrorMessage != nil {
+				t.Fatalf("a new run has the error message %q", *r.ErrorMessage)
+			}
+			at := e.clock.Now().Add(time.Second).UTC().Truncate(time.Microsecond)
+			r.Status, r.Reason, r.ErrorMessage, r.EndedAt, r.UpdatedAt = runs.StatusFailed, "quota", ptrTo("Out of quota — ü"), &at, at
+			if err := e.db.Do(bg, func(ctx context.Context) error { return e.runs.UpdateRun(ctx, r) }); err != nil {
+				t.Fatal(err)
+			}
+			for _, read := range []func(context.Context, kernel.ID) (runs.Run, error){e.runs.Run, e.runs.RunHead} {
+				if got, err := read(bg, r.ID); err != nil || got.ErrorMessage == nil || *got.ErrorMessage != "Out of quota — ü" {
+					t.Fatalf("read back %+v (%v)", got, err)
+				}
+			}
+		})
+
 		t.Run("the output is stored in parts and read back whole, in order", func(t *testing.T) {
 			e := newRunEnv(t, eng)
 			r := e.threadRuns(t, e.post(t, e.pia, "@echo stream").ThreadID)[0]

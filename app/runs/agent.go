@@ -27,7 +27,7 @@ const (
 )
 
 // RunError is the error an agent gives with outcome failed: Code becomes the run's reason (see
-// Fail), Message is for the log only.
+// Fail), Message the run's error_message, which the thread's readers see with it.
 type RunError struct {
 	Code    Reason `json:"code"`
 	Message string `json:"message,omitempty"`
@@ -103,7 +103,7 @@ func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 // Finish ends the run as the agent says: succeeded, failed (with its error code as the reason,
 // agent_error without one) or cancelled (only after a cancel request), logged as
 // run.state_changed. Errors: unauthenticated, not_found, invocation_token_invalid,
-// invocation_token_expired, run_ended, validation_failed (outcome, reason), conflict
+// invocation_token_expired, run_ended, validation_failed (outcome, reason, error.message), conflict
 // (finishing a queued run, or cancelled without a cancel request).
 func (s *Service) Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, token string, f Finish) (Run, error) {
 	var t Trigger
@@ -114,6 +114,9 @@ func (s *Service) Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, 
 		var reason Reason
 		if f.Error != nil {
 			reason = f.Error.Code
+			if err := checkText("error.message", f.Error.Message, MaxErrorMessageBytes); err != nil {
+				return Run{}, err
+			}
 		}
 		t = Fail(reason)
 	case OutcomeCancelled:
@@ -125,6 +128,10 @@ func (s *Service) Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, 
 		if f.Outcome == OutcomeCancelled && r.CancelRequestedAt == nil && !r.Status.Terminal() {
 			return kernel.Errorf(kernel.CodeConflict, "nobody asked to cancel the run: finish it as succeeded or failed")
 		}
+		if f.Outcome == OutcomeFailed && f.Error != nil && f.Error.Message != "" {
+			msg := f.Error.Message
+			r.ErrorMessage = &msg // before move, so that run.state_changed carries it
+		}
 		if err := s.move(ctx, r, t, actor.ID, now); err != nil {
 			return err
 		}
@@ -132,6 +139,10 @@ func (s *Service) Finish(ctx context.Context, actor kernel.Actor, id kernel.ID, 
 		return nil
 	})
 }
+
+// MaxErrorMessageBytes bounds the message an agent gives with a failure: a sentence or a few,
+// not a log.
+const MaxErrorMessageBytes = 2 << 10
 
 // RenewToken signs a new invocation token for the agent's own run that has not ended. The agent's
 // API token is enough: the run must be its own, and it must still be allowed to read the thread.

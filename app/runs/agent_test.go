@@ -111,6 +111,27 @@ func TestAgentCalls(t *testing.T) {
 		}
 	})
 
+	t.Run("a failure keeps the agent's message for the thread's readers; a message with control characters is refused", func(t *testing.T) {
+		f, r, tok := invoked(t)
+		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"bell\a", strings.Repeat("x", runs.MaxErrorMessageBytes+1)} {
+			if _, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeFailed,
+				Error: &runs.RunError{Code: "quota", Message: bad}}); !kernel.IsCode(err, kernel.CodeValidation) {
+				t.Fatalf("message %.20q: %v", bad, err)
+			}
+		}
+		const msg = "The model's quota is used up until 14:00.\nAsk again later."
+		got, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeFailed, Error: &runs.RunError{Code: "quota", Message: msg}})
+		if err != nil || got.ErrorMessage == nil || *got.ErrorMessage != msg {
+			t.Fatalf("finish: %+v, %v", got, err)
+		}
+		if stored, err := f.svc.Get(bg, viewer, r.ID); err != nil || stored.ErrorMessage == nil || *stored.ErrorMessage != msg {
+			t.Fatalf("stored: %+v, %v", stored, err)
+		}
+	})
+
 	t.Run("the agent confirms a cancel only after one was asked for", func(t *testing.T) {
 		f, r, tok := invoked(t)
 		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {

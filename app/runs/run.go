@@ -25,6 +25,9 @@ type Summary struct {
 	Status    Status    `json:"status"`
 	// Reason says why a run failed or was cancelled (a code), null otherwise.
 	Reason Reason `json:"reason"`
+	// ErrorMessage is what the agent said about its failure (Finish's error.message), shown to
+	// the thread's readers next to the reason; nil when it said nothing or did not fail.
+	ErrorMessage *string `json:"error_message"`
 	// Version is the version of the run document: 0 until the agent's first patch.
 	Version int `json:"version"`
 	// CancelRequestedAt is when a person asked the run to stop; the agent confirms with Cancel.
