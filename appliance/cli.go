@@ -181,6 +181,12 @@ func (cf *configFlags) named(f *flags, name, key, usage string) {
 	})
 }
 
+// dataDir adds --data-dir, which every command that reads the configuration takes: the data
+// directory is where a newcomer's instance lives, and it must be one flag away everywhere.
+func (cf *configFlags) dataDir(f *flags) {
+	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
+}
+
 // load loads the configuration; on failure it prints every problem and returns ExitUsage.
 func (cf *configFlags) load(c *cli) (config.Config, int, bool) {
 	cfg, err := config.Load(config.Input{File: cf.file, Env: c.env, Flags: cf.overrides})

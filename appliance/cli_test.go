@@ -136,6 +136,9 @@ func TestExitCodes(t *testing.T) {
 		{name: "config print shows the cluster keys", args: []string{"config", "print", "--set", "cluster.mode=multi", "--set", "database.driver=postgres",
 			"--set", "database.url_ref=file:/run/secrets/db"},
 			want: 0, stdout: `(?s)server.role: "all"  # default\ncluster.mode: "multi"  # flag\ncluster.presence_flush_interval: "2s"  # default\ncluster.presence_ttl: "10s"  # default\n`},
+		{name: "config check takes --data-dir like the other commands", args: []string{"config", "check", "--data-dir", "/srv/bothy"}, want: 0, stdout: `^configuration ok\n$`},
+		{name: "config print takes --data-dir and names it as a flag", args: []string{"config", "print", "--data-dir", "/srv/bothy"},
+			want: 0, stdout: `server.data_dir: "/srv/bothy"  # flag`},
 		{name: "config with no subcommand is a usage error", args: []string{"config"}, want: 2, stderr: `missing subcommand`},
 
 		{name: "healthcheck passes on 2xx", args: []string{"healthcheck", "--url", health.URL + "/healthz"}, want: 0},
@@ -312,8 +315,31 @@ func TestServe(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("serve = %d on a taken port, want 1: %s", code, c.stderr)
 		}
-		if !strings.Contains(c.stderr.String(), "server.listen_addr") {
-			t.Fatalf("the log does not name server.listen_addr:\n%s", c.stderr)
+		if !strings.Contains(c.stderr.String(), "server.listen_addr") || !strings.Contains(c.stderr.String(), "in use by another process") {
+			t.Fatalf("the log does not say that server.listen_addr is in use:\n%s", c.stderr)
+		}
+	})
+	t.Run("a taken port ends the start before the data directory is created or migrated", func(t *testing.T) {
+		for _, flag := range []string{"--listen-addr", "--internal-listen-addr"} {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			dataDir := filepath.Join(t.TempDir(), "data")
+			args := map[string]string{"--listen-addr": "127.0.0.1:0", "--internal-listen-addr": "127.0.0.1:0"}
+			args[flag] = ln.Addr().String()
+			c := newTestCLI()
+			code := c.run("serve", "--data-dir", dataDir, "--listen-addr", args["--listen-addr"], "--internal-listen-addr", args["--internal-listen-addr"])
+			if code != 1 || !strings.Contains(c.stderr.String(), "in use by another process") {
+				t.Fatalf("%s taken: serve = %d, want 1 saying the port is in use:\n%s", flag, code, c.stderr)
+			}
+			if _, err := os.Stat(dataDir); err == nil {
+				t.Fatalf("%s taken: serve created the data directory", flag)
+			}
+			if strings.Contains(c.stderr.String(), "migration applied") {
+				t.Fatalf("%s taken: serve migrated before it found the port taken:\n%s", flag, c.stderr)
+			}
 		}
 	})
 }

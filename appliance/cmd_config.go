@@ -11,6 +11,9 @@ import (
 
 const configHelp = `bothy config check|print [flags]
 
+Like every command that reads the configuration it takes --config, --set and --data-dir
+and reads the same environment, so it checks or prints what those commands would run with.
+
   check   loads and checks the configuration without starting anything: every problem is
           named (key and source, never the value) and the exit code is 2. A *_ref key that
           reads a secret from the environment gets a warning on stderr. With --secrets every
@@ -32,6 +35,7 @@ func (c *cli) config(ctx context.Context, args []string) int {
 	}
 	var cf configFlags
 	cf.register(f)
+	cf.dataDir(f)
 	secrets := false
 	if sub == "check" {
 		f.BoolVar(&secrets, "secrets", false, "also resolve every *_ref reference")

@@ -53,7 +53,7 @@ func (c *cli) migrate(ctx context.Context, args []string) int {
 	}
 	var cf configFlags
 	cf.register(f)
-	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
+	cf.dataDir(f)
 	var toRef string
 	if sub == "copy" {
 		f.StringVar(&toRef, "to-url-ref", "", "reference (env:NAME or file:PATH) to the target PostgreSQL `URL` (default: database.url_ref)")

@@ -33,7 +33,7 @@ func (c *cli) setup(ctx context.Context, args []string) int {
 	}
 	var cf configFlags
 	cf.register(f)
-	cf.named(f, "data-dir", "server.data_dir", "data `directory`")
+	cf.dataDir(f)
 	handle := f.String("handle", "", "`handle` of the owner (required)")
 	displayName := f.String("display-name", "", "display `name` of the owner (default: the handle)")
 	passwordFile := f.String("password-file", "", "`file` holding the password, or - for standard input (required)")

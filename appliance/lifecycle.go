@@ -9,36 +9,102 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
+
+	"bothy.dev/bothy/appliance/config"
 )
 
 // ErrShutdownTimeout is returned by Run when the graceful shutdown did not finish within
 // shutdown.total_timeout.
 var ErrShutdownTimeout = errors.New("shutdown did not finish within shutdown.total_timeout")
 
-// Run opens the internal listener (health), then the public one (not in role worker), starts
-// the background tasks, reports ready and prints the setup link while no owner exists. It
-// serves until ctx ends, then shuts down in order (seed 15.3): not ready → HTTP servers finish
-// their requests → stop hooks → background tasks → store. It returns nil after an orderly
-// shutdown, and an error when the start failed, a server or background task failed, or the
-// shutdown overran its deadline.
+// Listeners are the sockets of one process. serve opens them before New, so that a port in
+// use ends the start before the data directory is created or a database migrated.
+type Listeners struct {
+	internal net.Listener
+	public   net.Listener // nil in role worker, which serves no public listener
+}
+
+// Listen opens the listeners cfg names: the internal one (health), then the public one unless
+// the role is worker. A port another process holds is an error that names its key and says
+// so; nothing else is touched.
+func Listen(cfg config.Config) (*Listeners, error) {
+	iln, err := listen(cfg.Server.InternalListenAddr, "internal", "server.internal_listen_addr", "--internal-listen-addr")
+	if err != nil {
+		return nil, err
+	}
+	l := &Listeners{internal: iln}
+	if servesAPI(cfg.Server.Role) {
+		l.public, err = listen(cfg.Server.ListenAddr, "public", "server.listen_addr", "--listen-addr")
+		if err != nil {
+			iln.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func listen(addr, name, key, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("open the %s listener (%s): %s is in use by another process (another bothy serve?); "+
+			"stop it or choose another address with %s: %w", name, key, addr, flag, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the %s listener (%s): %w", name, key, err)
+	}
+	return ln, nil
+}
+
+// Close closes the listeners; Run closes them itself once it has taken them.
+func (l *Listeners) Close() error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for _, ln := range []net.Listener{l.internal, l.public} {
+		if ln != nil {
+			errs = append(errs, ln.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run opens the listeners (Listen) and runs the App on them (RunOn).
 func (a *App) Run(ctx context.Context) error {
+	ln, err := Listen(a.Config)
+	if err != nil {
+		defer a.Close()
+		a.Logger.Error("start failed", "err", err)
+		return err
+	}
+	return a.RunOn(ctx, ln)
+}
+
+// RunOn serves the internal listener of ln (health), then the public one (not in role
+// worker), starts the background tasks, reports ready and prints the setup link while no owner
+// exists. It serves until ctx ends, then shuts down in order (seed 15.3): not ready → HTTP
+// servers finish their requests → stop hooks → background tasks → store. It returns nil after
+// an orderly shutdown, and an error when the start failed, a server or background task failed,
+// or the shutdown overran its deadline. It closes ln.
+func (a *App) RunOn(ctx context.Context, ln *Listeners) error {
 	// Run is called once per App; a second call panics on the closed ready channel.
 	defer a.Close()
 	startFailed := func(err error) error {
+		ln.Close()
 		a.Logger.Error("start failed", "err", err)
 		return err
 	}
 	if a.Public == nil {
 		return startFailed(errors.New("wire set no public handler"))
 	}
+	if ln == nil || ln.internal == nil || (ln.public == nil) == servesAPI(a.Config.Server.Role) {
+		return startFailed(errors.New("the listeners do not match server.role"))
+	}
 	cfg := a.Config
 	errorLog := slog.NewLogLogger(a.Logger.Handler(), slog.LevelWarn)
 
-	iln, err := net.Listen("tcp", cfg.Server.InternalListenAddr)
-	if err != nil {
-		return startFailed(fmt.Errorf("open the internal listener (server.internal_listen_addr): %w", err))
-	}
-	a.internalAddr.Store(iln.Addr())
+	a.internalAddr.Store(ln.internal.Addr())
 	internal := &http.Server{
 		Handler:           a.healthHandler(),
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
@@ -56,25 +122,19 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	serve("internal", internal, iln)
+	serve("internal", internal, ln.internal)
 
 	// Role worker serves no public listener: only the internal one, for its health.
 	var public *http.Server
-	if servesAPI(cfg.Server.Role) {
-		pln, err := net.Listen("tcp", cfg.Server.ListenAddr)
-		if err != nil {
-			internal.Close()
-			serving.Wait()
-			return startFailed(fmt.Errorf("open the public listener (server.listen_addr): %w", err))
-		}
-		a.publicAddr.Store(pln.Addr())
+	if ln.public != nil {
+		a.publicAddr.Store(ln.public.Addr())
 		public = &http.Server{
 			Handler:           a.Public,
 			ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
 			IdleTimeout:       cfg.HTTP.IdleTimeout,
 			ErrorLog:          errorLog,
 		}
-		serve("public", public, pln)
+		serve("public", public, ln.public)
 	}
 
 	// Background tasks keep ctx's values but not its cancellation: they stop at their turn
