@@ -76,6 +76,10 @@ type App struct {
 	background []task
 	stops      []task
 
+	// interfaceAddrs lists this machine's addresses for PublicURL (net.InterfaceAddrs when
+	// nil; tests set their own).
+	interfaceAddrs func() ([]net.Addr, error)
+
 	state        atomic.Value // readiness: "" when ready, else the reason (notReady*)
 	publicAddr   atomic.Value // net.Addr, once bound
 	internalAddr atomic.Value // net.Addr, once bound
@@ -290,8 +294,9 @@ func addrString(v *atomic.Value) string {
 }
 
 // PublicURL is the origin users reach the instance at: server.public_url when set, otherwise
-// http:// and the public listener's address (the bound one once Run has bound it), with a
-// wildcard host shown as localhost.
+// http:// and the public listener's address (the bound one once Run has bound it). A wildcard
+// host (0.0.0.0, ::, none) is no address a browser can open: it becomes an address of this
+// machine that others may reach (reachableHost), and localhost only on a machine without one.
 func (a *App) PublicURL() string {
 	if a.Config.Server.PublicURL != "" {
 		return a.Config.Server.PublicURL
@@ -304,11 +309,56 @@ func (a *App) PublicURL() string {
 	if err != nil {
 		return "http://" + hostport
 	}
-	switch host {
-	case "", "0.0.0.0", "::":
-		host = "localhost"
+	if wildcardHost(host) {
+		host = a.reachableHost()
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// publicURLGuessed reports whether PublicURL had to pick an address of this machine for a
+// wildcard listener, which may not be the one people reach (a container, a proxy, NAT).
+func (a *App) publicURLGuessed() bool {
+	if a.Config.Server.PublicURL != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.Config.Server.ListenAddr)
+	return err == nil && wildcardHost(host)
+}
+
+func wildcardHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// reachableHost is the first IPv4 address of this machine's interfaces that is neither
+// loopback nor link-local (an IPv6 one when it has no such IPv4), or localhost when it has
+// none.
+func (a *App) reachableHost() string {
+	addrs := a.interfaceAddrs
+	if addrs == nil {
+		addrs = net.InterfaceAddrs
+	}
+	list, err := addrs()
+	if err != nil {
+		return "localhost"
+	}
+	v6 := ""
+	for _, ad := range list {
+		ipn, ok := ad.(*net.IPNet)
+		if !ok || !ipn.IP.IsGlobalUnicast() {
+			continue // loopback, link-local, multicast
+		}
+		if ip4 := ipn.IP.To4(); ip4 != nil {
+			return ip4.String()
+		}
+		if v6 == "" {
+			v6 = ipn.IP.String()
+		}
+	}
+	if v6 != "" {
+		return v6
+	}
+	return "localhost"
 }
 
 // NewLogger returns the structured logger of the process: text or JSON, at the configured level.

@@ -225,6 +225,11 @@ func (a *App) announceSetup(ctx context.Context, public bool) error {
 	if !ok {
 		return nil
 	}
+	if a.publicURLGuessed() {
+		a.Logger.Warn("the setup link names an address of this machine, which people may not reach it at: "+
+			"set server.public_url to the address they open (a headless server, a container or a proxy needs it)",
+			"public_url", a.PublicURL())
+	}
 	_, err = fmt.Fprintf(a.Stdout, "Open %s/console/setup?code=%s to create the first owner\n", a.PublicURL(), url.QueryEscape(code))
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -338,17 +339,44 @@ func TestDataDirectory(t *testing.T) {
 }
 
 func TestPublicURL(t *testing.T) {
-	for _, tt := range []struct{ publicURL, listen, want string }{
-		{"https://chat.example.com", "127.0.0.1:8080", "https://chat.example.com"},
-		{"", "127.0.0.1:8080", "http://127.0.0.1:8080"},
-		{"", "0.0.0.0:8080", "http://localhost:8080"},
-		{"", "[::]:8080", "http://localhost:8080"},
-		{"", ":8080", "http://localhost:8080"},
+	lan := func() ([]net.Addr, error) {
+		return []net.Addr{
+			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
+			&net.IPNet{IP: net.ParseIP("fe80::1"), Mask: net.CIDRMask(64, 128)},
+			&net.IPNet{IP: net.ParseIP("2001:db8::7"), Mask: net.CIDRMask(64, 128)},
+			&net.IPNet{IP: net.ParseIP("192.0.2.7"), Mask: net.CIDRMask(24, 32)},
+		}, nil
+	}
+	v6only := func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("::1"), Mask: net.CIDRMask(128, 128)},
+			&net.IPNet{IP: net.ParseIP("2001:db8::7"), Mask: net.CIDRMask(64, 128)}}, nil
+	}
+	loopbackOnly := func() ([]net.Addr, error) {
+		return []net.Addr{&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)}}, nil
+	}
+	for _, tt := range []struct {
+		name, publicURL, listen string
+		addrs                   func() ([]net.Addr, error)
+		want                    string
+		guessed                 bool
+	}{
+		{"server.public_url wins", "https://chat.example.com", "0.0.0.0:8080", lan, "https://chat.example.com", false},
+		{"a loopback listener is its own address", "", "127.0.0.1:8080", lan, "http://127.0.0.1:8080", false},
+		{"0.0.0.0 becomes the machine's IPv4 address", "", "0.0.0.0:8080", lan, "http://192.0.2.7:8080", true},
+		{"[::] becomes the machine's IPv4 address", "", "[::]:8080", lan, "http://192.0.2.7:8080", true},
+		{"no host becomes the machine's IPv4 address", "", ":8080", lan, "http://192.0.2.7:8080", true},
+		{"an IPv6-only machine gets its IPv6 address", "", ":8080", v6only, "http://[2001:db8::7]:8080", true},
+		{"a machine without another address gets localhost", "", "0.0.0.0:8080", loopbackOnly, "http://localhost:8080", true},
 	} {
-		a := &App{Config: config.Default()}
-		a.Config.Server.PublicURL, a.Config.Server.ListenAddr = tt.publicURL, tt.listen
-		if got := a.PublicURL(); got != tt.want {
-			t.Errorf("PublicURL(%q, %q) = %q, want %q", tt.publicURL, tt.listen, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			a := &App{Config: config.Default(), interfaceAddrs: tt.addrs}
+			a.Config.Server.PublicURL, a.Config.Server.ListenAddr = tt.publicURL, tt.listen
+			if got := a.PublicURL(); got != tt.want {
+				t.Errorf("PublicURL(%q, %q) = %q, want %q", tt.publicURL, tt.listen, got, tt.want)
+			}
+			if got := a.publicURLGuessed(); got != tt.guessed {
+				t.Errorf("publicURLGuessed = %v, want %v", got, tt.guessed)
+			}
+		})
 	}
 }
