@@ -134,12 +134,14 @@ func wire(ctx context.Context, a *App) error {
 		Logger:    a.Logger,
 	}
 	gwConfig := gateway.Config{
-		HeartbeatInterval:  a.Config.Gateway.HeartbeatInterval,
-		WriteTimeout:       a.Config.Gateway.WriteTimeout,
-		IdentifyTimeout:    a.Config.Gateway.IdentifyTimeout,
-		ReplayBufferEvents: replayBuffer(a.Config.Gateway.ReplayBufferEvents),
-		OutboundQueueMax:   a.Config.Sync.OutboundQueueMax,
-		RunPatchCoalesce:   runPatchCoalesce(a.Config.Sync.RunPatchCoalesceInterval),
+		HeartbeatInterval:          a.Config.Gateway.HeartbeatInterval,
+		WriteTimeout:               a.Config.Gateway.WriteTimeout,
+		IdentifyTimeout:            a.Config.Gateway.IdentifyTimeout,
+		ReplayBufferEvents:         zeroIsNone(a.Config.Gateway.ReplayBufferEvents),
+		MaxConnectionsPerPrincipal: zeroIsNone(a.Config.Gateway.MaxConnectionsPerPrincipal),
+		MaxConnectionsPerAddress:   zeroIsNone(a.Config.Gateway.MaxConnectionsPerAddress),
+		OutboundQueueMax:           a.Config.Sync.OutboundQueueMax,
+		RunPatchCoalesce:           runPatchCoalesce(a.Config.Sync.RunPatchCoalesceInterval),
 		// A quarter of the stall timeout, within 1 to 30 s: the stall check sees a connected
 		// agent alive, and an idle instance writes at most twice a minute.
 		ConsumerSeenInterval: min(max(a.Config.Agent.StallTimeout/4, time.Second), 30*time.Second),
@@ -223,9 +225,10 @@ func runPatchCoalesce(d time.Duration) time.Duration {
 	return d
 }
 
-// replayBuffer maps gateway.replay_buffer_events to the gateway's setting, where 0 means the
-// default and a negative value none.
-func replayBuffer(n int) int {
+// zeroIsNone maps a count of the gateway.* group where 0 means none
+// (gateway.replay_buffer_events, the connection bounds) to the gateway's setting, where 0 means
+// the default and a negative value none.
+func zeroIsNone(n int) int {
 	if n == 0 {
 		return -1
 	}

@@ -7,7 +7,8 @@
 // identifies with the cursor (or resumes the session it had), hands the catch-up and then the
 // live events, answers heartbeats, and after any close but "authentication failed" (4004),
 // "resync required" (4016) and "replaced" (4015, 4017) reconnects with full-jitter exponential
-// backoff, as the close code table of docs/gateway.md says. An event whose seq is
+// backoff (after "too many connections", 4018, never at once: the ceiling first), as the close
+// code table of docs/gateway.md says. An event whose seq is
 // not above the cursor is dropped, so a replay that overlaps what was already handed is never
 // handed twice. A bot that must not miss events across its own restarts stores Cursor() after
 // its handler has done its work and starts the next process with WithCursor.

@@ -18,7 +18,8 @@ import (
 // CloseAuthenticationFailed, CloseConsumerTakenOver, CloseResyncRequired and CloseDeviceReplaced,
 // which end it with a *CloseError; it identifies again with its cursor after
 // CloseNotAuthenticated, CloseSessionInvalid and CloseServerRestart, and resumes its session
-// after the others (and after a network error).
+// after the others (and after a network error). After CloseTooManyConnections it never
+// reconnects at once: it sleeps at least the backoff's current ceiling first.
 const (
 	CloseMessageTooBig        = 1009 // RFC 6455: a frame above the server's limit
 	CloseUnknownError         = 4000
@@ -35,6 +36,7 @@ const (
 	CloseConsumerTakenOver    = 4015
 	CloseResyncRequired       = 4016
 	CloseDeviceReplaced       = 4017
+	CloseTooManyConnections   = 4018 // the principal's or the address's bound of connections
 )
 
 var (
@@ -199,7 +201,8 @@ func (c *Client) gatewayURL() string {
 // (ErrResyncRequired), 4015 and 4017 (ErrReplaced), and the handler's error, wrapped, when the handler fails: the event
 // it failed on is not counted as handed, so the next Run hands it again. After any other close
 // or network error it reconnects, sleeping a random time up to base·2ⁿ (full jitter, capped;
-// see WithBackoff), and resumes its session or identifies with its cursor.
+// see WithBackoff; after 4018, too many connections, that ceiling plus such a random time), and
+// resumes its session or identifies with its cursor.
 func (c *Client) Run(ctx context.Context, handle func(Event) error) error {
 	if handle == nil {
 		return errors.New("client: Run needs a handler")
@@ -225,8 +228,11 @@ func (c *Client) Run(ctx context.Context, handle func(Event) error) error {
 		}
 		failures++
 		var delay time.Duration
-		if !out.now {
-			delay = c.jitter(c.backoffCeiling(failures))
+		switch ceiling := c.backoffCeiling(failures); {
+		case out.patient:
+			delay = ceiling + c.jitter(ceiling)
+		case !out.now:
+			delay = c.jitter(ceiling)
 		}
 		c.log.Info("bothy gateway: reconnecting", "code", out.code, "cause", out.cause,
 			"after", delay, "attempt", failures, "cursor", c.Cursor())
@@ -258,6 +264,9 @@ type outcome struct {
 	cause  error // what ended the connection, for the log
 	stable bool  // it was ready for at least stableAfter
 	now    bool  // reconnect without sleeping
+	// patient: sleep at least the backoff's ceiling; a slot frees only when another connection
+	// closes, so an early retry would be refused again.
+	patient bool
 }
 
 // connect runs one connection from the dial to its end.
@@ -548,6 +557,8 @@ func (c *Client) ended(ctx context.Context, err error, localReason string, resum
 		// Sessions live in the memory of the process that is going away: the new one would
 		// answer a resume with 4006, so identify with the cursor straight away.
 		c.forgetSession()
+	case CloseTooManyConnections:
+		out.patient = true
 	}
 	return out
 }

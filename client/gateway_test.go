@@ -204,6 +204,7 @@ func TestRunAfterEachCloseCode(t *testing.T) {
 		{name: "heartbeat timeout resumes", code: CloseHeartbeatTimeout, wantOp: opResume},
 		{name: "server restart identifies", code: CloseServerRestart, wantOp: opIdentify},
 		{name: "slow consumer resumes", code: CloseSlowConsumer, wantOp: opResume},
+		{name: "too many connections resumes", code: CloseTooManyConnections, wantOp: opResume},
 		{name: "going away resumes", code: 1001, wantOp: opResume},
 		{name: "a cut without a close frame resumes", code: 0, wantOp: opResume},
 	} {
@@ -346,6 +347,44 @@ func TestBackoff(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A refusal for too many connections lasts until another connection closes: the client never
+// retries at once, and with the jitter drawn as 0 it still sleeps the whole ceiling.
+func TestBackoffAfterTooManyConnections(t *testing.T) {
+	for _, sc := range []struct {
+		name  string
+		ready bool // refused at identify (false) or closed while ready
+	}{{"refused before ready", false}, {"closed while ready", true}} {
+		t.Run("sleeps at least the ceiling when "+sc.name, func(t *testing.T) {
+			fg := newFakeGateway(t, func(n int, fc *fakeConn) {
+				switch n {
+				case 0:
+					if _, ok := identified(fc, 10_000); ok && (!sc.ready || fc.ready("s1", 0)) {
+						fc.close(CloseTooManyConnections, "too_many_connections")
+					}
+				default:
+					if fc.hello(10_000) {
+						fc.read()
+						fc.close(CloseAuthenticationFailed, "enough")
+					}
+				}
+			})
+			cl := fg.client(WithCursor(0), WithBackoff(200*time.Millisecond, time.Second))
+			cl.jitter = func(time.Duration) time.Duration { return 0 }
+			_, err := runFor(t, cl, 0, 5*time.Second)
+			if !errors.Is(err, ErrAuthenticationFailed) {
+				t.Fatalf("Run returned %v, want the second connection's 4004", err)
+			}
+			dials := fg.dialTimes()
+			if len(dials) != 2 {
+				t.Fatalf("dialled %d times, want 2", len(dials))
+			}
+			if gap := dials[1].Sub(dials[0]); gap < 200*time.Millisecond {
+				t.Errorf("reconnected %s after 4018, before the ceiling of 200ms", gap)
+			}
+		})
+	}
 }
 
 func TestHeartbeats(t *testing.T) {

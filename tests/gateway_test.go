@@ -785,3 +785,100 @@ func TestGatewayDeviceHoldsOneConnection(t *testing.T) {
 		newer.waitSeq(t, fence, 10*time.Second)
 	})
 }
+
+// TestGatewayBoundsConnections holds one principal to gateway.max_connections_per_principal
+// identified connections and one address to gateway.max_connections_per_address connections:
+// the next is closed with 4018, a client of the client package waits and comes back once a slot
+// is free, and a connection that never identifies gives its slot back at the identify timeout.
+func TestGatewayBoundsConnections(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng, "--set", "gateway.max_connections_per_principal=3",
+			"--set", "gateway.max_connections_per_address=5", "--set", "gateway.identify_timeout=1s")
+		var held []*rawConn
+		for range 3 {
+			rc, _ := mustIdentifyRaw(t, w.in.srv.public, w.alice.token, nil, dialOptions{})
+			held = append(held, rc)
+		}
+
+		t.Run("the identify past a principal's bound is closed with 4018", func(t *testing.T) {
+			rc := mustDialGateway(t, w.in.srv.public, dialOptions{})
+			rc.mustSend(t, "identify", map[string]any{"token": w.alice.token})
+			if code, frames := rc.closeCode(5 * time.Second); code != 4018 || len(frames) != 0 {
+				t.Errorf("closed with %d after %v, want 4018 and no ready", code, frames)
+			}
+			var ce websocket.CloseError
+			if errors.As(rc.err, &ce) && ce.Reason != "too_many_connections" {
+				t.Errorf("close reason %q", ce.Reason)
+			}
+		})
+		t.Run("another principal is not affected", func(t *testing.T) {
+			rc, _ := mustIdentifyRaw(t, w.in.srv.public, w.bob.token, nil, dialOptions{})
+			rc.ws.CloseNow()
+		})
+		t.Run("the Go client keeps trying with backoff and connects once a slot is free", func(t *testing.T) {
+			const freeAfter = 1500 * time.Millisecond
+			began := time.Now()
+			timer := time.AfterFunc(freeAfter, func() { held[0].ws.CloseNow() })
+			defer timer.Stop()
+			b := mustStartBot(t, "alice", w.in.srv.public, w.alice.token)
+			if waited := time.Since(began); waited < freeAfter {
+				t.Errorf("the bot was ready after %s, before a slot was free", waited)
+			}
+			if b.isDone() {
+				t.Fatalf("the bot stopped: %v", b.stop(t))
+			}
+			fence := w.mustFence(t)
+			b.waitSeq(t, fence, 10*time.Second)
+		})
+		t.Run("the connection past an address's bound is closed with 4018 before hello", func(t *testing.T) {
+			// Alice holds 2 connections from this address (the bot stopped with its subtest):
+			// three that never identify fill it, or fewer while the server still gives back the
+			// slot of a connection closed just now.
+			var silent []*rawConn
+			refused := false
+			for range 5 {
+				rc, _, err := dialGateway(t, w.in.srv.public, dialOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := rc.next(5 * time.Second)
+				if err != nil {
+					if code := websocket.CloseStatus(err); code != 4018 {
+						t.Fatalf("closed with %d before hello, want 4018", code)
+					}
+					refused = true
+					break
+				}
+				if f.Op != "hello" {
+					t.Fatalf("the server sent %s first", f.Op)
+				}
+				silent = append(silent, rc)
+			}
+			if !refused || len(silent) > 3 {
+				t.Fatalf("%d silent connections accepted, refused: %v", len(silent), refused)
+			}
+			t.Run("and one that never identifies gives its slot back at the identify timeout", func(t *testing.T) {
+				for _, rc := range silent {
+					if code, _ := rc.closeCode(5 * time.Second); code != 4003 {
+						t.Errorf("the silent connection closed with %d, want 4003", code)
+					}
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					rc, _, err := dialGateway(t, w.in.srv.public, dialOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if f, err := rc.next(5 * time.Second); err == nil && f.Op == "hello" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("still refused 5 s after the silent connections closed")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+		})
+	})
+}

@@ -8,22 +8,23 @@ import "bothy.dev/bothy/app/kernel"
 type CloseCode int
 
 const (
-	CloseNormal            CloseCode = 1000
-	CloseTooBig            CloseCode = 1009 // RFC 6455: a frame above gateway.max_frame_bytes (sent by the transport)
-	CloseUnknownError      CloseCode = 4000
-	CloseUnknownOp         CloseCode = 4001
-	CloseDecodeError       CloseCode = 4002
-	CloseNotAuthenticated  CloseCode = 4003
-	CloseAuthFailed        CloseCode = 4004
-	CloseAlreadyAuth       CloseCode = 4005
-	CloseSessionInvalid    CloseCode = 4006
-	CloseRateLimited       CloseCode = 4008
-	CloseHeartbeatTimeout  CloseCode = 4009
-	CloseServerRestart     CloseCode = 4013
-	CloseSlowConsumer      CloseCode = 4014
-	CloseConsumerTakenOver CloseCode = 4015
-	CloseResyncRequired    CloseCode = 4016
-	CloseDeviceReplaced    CloseCode = 4017
+	CloseNormal             CloseCode = 1000
+	CloseTooBig             CloseCode = 1009 // RFC 6455: a frame above gateway.max_frame_bytes (sent by the transport)
+	CloseUnknownError       CloseCode = 4000
+	CloseUnknownOp          CloseCode = 4001
+	CloseDecodeError        CloseCode = 4002
+	CloseNotAuthenticated   CloseCode = 4003
+	CloseAuthFailed         CloseCode = 4004
+	CloseAlreadyAuth        CloseCode = 4005
+	CloseSessionInvalid     CloseCode = 4006
+	CloseRateLimited        CloseCode = 4008
+	CloseHeartbeatTimeout   CloseCode = 4009
+	CloseServerRestart      CloseCode = 4013
+	CloseSlowConsumer       CloseCode = 4014
+	CloseConsumerTakenOver  CloseCode = 4015
+	CloseResyncRequired     CloseCode = 4016
+	CloseDeviceReplaced     CloseCode = 4017
+	CloseTooManyConnections CloseCode = 4018
 )
 
 // Then is what a client does after a close.
@@ -69,6 +70,7 @@ var CloseCodes = []CloseInfo{
 	{CloseConsumerTakenOver, "consumer_taken_over", "a newer connection of the same agent took its consumer over", false, ThenStop, false},
 	{CloseResyncRequired, "resync_required", "the cursor is beyond the head of the log (or older than what is kept)", false, ThenResync, false},
 	{CloseDeviceReplaced, "device_replaced", "a newer connection of the same device (identify's device_id) replaced this one", false, ThenStop, false},
+	{CloseTooManyConnections, "too_many_connections", "the principal already holds gateway.max_connections_per_principal identified connections, or the address gateway.max_connections_per_address connections", true, ThenResume, true},
 }
 
 // Info returns the row of code; an unknown code gets the row of 4000.

@@ -61,6 +61,10 @@ type conn struct {
 
 	focusThread kernel.ID // guarded by c.mu, indexed by the hub
 	device      deviceKey // the device c is bound to (device.go), guarded by c.mu
+
+	// What c counts under the connection bounds (limits.go), guarded by g.mu.
+	countedAddress   string
+	countedPrincipal kernel.ID
 }
 
 type pending struct {
@@ -372,6 +376,9 @@ func (c *conn) identify(ctx context.Context, f Frame) (bool, CloseCode, string) 
 	if err != nil {
 		return false, c.g.failed("identify", err), ""
 	}
+	if !c.g.admitPrincipal(c, actor.ID, c.g.replacesAnother(actor, d.DeviceID)) {
+		return false, c.g.tooMany(c, actor), ""
+	}
 	sess := c.g.newSession(c, actor, d.Token)
 	sess.device = d.DeviceID
 	return c.start(ctx, sess, actor, d.Cursor)
@@ -390,7 +397,7 @@ func (c *conn) resume(ctx context.Context, f Frame) (bool, CloseCode, string) {
 	if d.Seq == nil || *d.Seq < 0 {
 		return false, CloseDecodeError, "seq must be 0 or more"
 	}
-	sess := c.g.takeSession(d.SessionID, c)
+	sess, took := c.g.takeSession(d.SessionID, c)
 	if sess == nil {
 		return false, CloseSessionInvalid, ""
 	}
@@ -398,6 +405,10 @@ func (c *conn) resume(ctx context.Context, f Frame) (bool, CloseCode, string) {
 	if err != nil {
 		c.g.dropSession(sess)
 		return false, c.g.failed("resume", err), ""
+	}
+	if !c.g.admitPrincipal(c, actor.ID, took || c.g.replacesAnother(actor, sess.device)) {
+		// The session waits for a later resume, as after a drop.
+		return false, c.g.tooMany(c, actor), ""
 	}
 	return c.start(ctx, sess, actor, d.Seq)
 }

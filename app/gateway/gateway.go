@@ -192,6 +192,13 @@ type Config struct {
 	Node                  kernel.ID
 	PresenceFlushInterval time.Duration
 	PresenceTTL           time.Duration
+	// MaxConnectionsPerPrincipal bounds the identified connections of one principal
+	// (gateway.max_connections_per_principal, 32; below 0: none); MaxConnectionsPerAddress
+	// bounds the connections from one peer address, identified or not
+	// (gateway.max_connections_per_address, 256; below 0: none). The next one is closed with
+	// 4018 (limits.go).
+	MaxConnectionsPerPrincipal int
+	MaxConnectionsPerAddress   int
 }
 
 func (c Config) withDefaults() Config {
@@ -226,6 +233,12 @@ func (c Config) withDefaults() Config {
 	if c.ReplayBufferEvents == 0 {
 		c.ReplayBufferEvents = 10000
 	}
+	if c.MaxConnectionsPerPrincipal == 0 {
+		c.MaxConnectionsPerPrincipal = 32
+	}
+	if c.MaxConnectionsPerAddress == 0 {
+		c.MaxConnectionsPerAddress = 256
+	}
 	return c
 }
 
@@ -249,6 +262,9 @@ func (c Config) frameLimit() int {
 type ConnInfo struct {
 	RemoteAddr    string
 	CorrelationID string
+	// Address is the peer's IP address, by which gateway.max_connections_per_address counts;
+	// "" is not counted.
+	Address string
 	// Credential is a token the upgrade request carried (the console's session cookie, which
 	// its script cannot read): an identify without a token identifies with it. "" when none.
 	Credential string
@@ -272,6 +288,9 @@ type Gateway struct {
 	sessions map[string]*session
 	closing  bool
 	drained  chan struct{} // closed when closing and conns is empty
+	// perAddress and perPrincipal count the connections under their bounds (limits.go).
+	perAddress   map[string]int
+	perPrincipal map[kernel.ID]int
 
 	flush     *flusher
 	devices   devices
@@ -308,7 +327,8 @@ func New(d Deps, cfg Config) *Gateway {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
-		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher()}
+		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher(),
+		perAddress: map[string]int{}, perPrincipal: map[kernel.ID]int{}}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())
 	g.hub.prepare = d.Preparer
 	g.hub.recent = newRecent(g.cfg.ReplayBufferEvents, replayBufferBytes)
@@ -326,13 +346,21 @@ func New(d Deps, cfg Config) *Gateway {
 
 // Serve takes over a freshly upgraded connection: it sends hello and returns at once, leaving the
 // connection to a reader goroutine (and a writer goroutine while there is something to write).
-// During shutdown the connection is closed with 4013 instead.
+// During shutdown the connection is closed with 4013 instead, and one past the bound of its
+// address with 4018, before hello.
 func (g *Gateway) Serve(t Transport, info ConnInfo) {
 	c := newConn(g, t, info)
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
 		go t.Close(CloseServerRestart, Info(CloseServerRestart).Name)
+		return
+	}
+	if !g.addAddressLocked(c) {
+		g.mu.Unlock()
+		g.log.Info("gateway: connection refused: too many from its address", "address", info.Address,
+			"limit", g.cfg.MaxConnectionsPerAddress, "correlation_id", info.CorrelationID)
+		go t.Close(CloseTooManyConnections, "too many connections from this address")
 		return
 	}
 	g.conns[c] = struct{}{}
@@ -462,21 +490,29 @@ func (g *Gateway) newSession(c *conn, actor kernel.Actor, token string) *session
 }
 
 // takeSession hands session id to c for a resume; a connection that still holds it is closed
-// with 4006 (the newer connection wins). It returns nil when this process holds no such session.
-func (g *Gateway) takeSession(id string, c *conn) *session {
+// with 4006 (the newer connection wins), and took reports that there was one. It returns nil
+// when this process holds no such session.
+func (g *Gateway) takeSession(id string, c *conn) (s *session, took bool) {
 	g.mu.Lock()
-	s := g.sessions[id]
+	s = g.sessions[id]
 	if s == nil {
 		g.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	old := s.conn
 	s.conn, s.detachedAt = c, time.Time{}
 	g.mu.Unlock()
-	if old != nil {
+	if old != nil && old != c {
 		old.closeWith(CloseSessionInvalid, "session resumed by a newer connection")
 	}
-	return s
+	return s, old != nil && old != c
+}
+
+// tooMany logs the refusal of c, past the bound of actor's connections, and returns its code.
+func (g *Gateway) tooMany(c *conn, actor kernel.Actor) CloseCode {
+	g.log.Info("gateway: connection refused: too many of its principal", "principal", actor.ID,
+		"limit", g.cfg.MaxConnectionsPerPrincipal, "correlation_id", c.info.CorrelationID)
+	return CloseTooManyConnections
 }
 
 // dropSession forgets s (a resume whose credential no longer holds).
@@ -509,6 +545,7 @@ func (g *Gateway) forget(c *conn, code CloseCode) {
 	g.presence.leave(c, g.clock.Now())
 	g.mu.Lock()
 	delete(g.conns, c)
+	g.releaseLocked(c)
 	if s := c.sess; s != nil && s.conn == c {
 		if code == 0 || Info(code).KeepsSession {
 			s.conn, s.detachedAt = nil, g.clock.Now()

@@ -625,7 +625,7 @@ func TestCloseCodeTable(t *testing.T) {
 			t.Errorf("%d: reconnect %v contradicts %s", c.Code, c.Reconnect, c.Then)
 		}
 	}
-	for _, code := range []CloseCode{4000, 4001, 4002, 4003, 4004, 4005, 4006, 4008, 4009, 4013, 4014, 4015, 4016, 4017, 1009} {
+	for _, code := range []CloseCode{4000, 4001, 4002, 4003, 4004, 4005, 4006, 4008, 4009, 4013, 4014, 4015, 4016, 4017, 4018, 1009} {
 		if !seen[code] {
 			t.Errorf("no row for %d", code)
 		}

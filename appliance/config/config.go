@@ -166,6 +166,11 @@ type GatewayConfig struct {
 	// ReplayBufferEvents is how many of the last events are kept in memory as frames for the
 	// catch-up of clients that were away briefly; 0 keeps none.
 	ReplayBufferEvents int
+	// MaxConnectionsPerPrincipal bounds the identified connections of one person or agent;
+	// MaxConnectionsPerAddress the connections from one peer address. The next is closed with
+	// 4018; 0 is no bound.
+	MaxConnectionsPerPrincipal int
+	MaxConnectionsPerAddress   int
 }
 
 // LogConfig is the log.* group.

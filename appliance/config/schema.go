@@ -128,6 +128,10 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Gateway.IdentifyTimeout }, check: positive},
 	{name: "gateway.replay_buffer_events", def: "10000", kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.ReplayBufferEvents }, check: between(0, 1000000)},
+	{name: "gateway.max_connections_per_principal", def: "32", kind: kindInt,
+		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerPrincipal }, check: between(0, 1000000)},
+	{name: "gateway.max_connections_per_address", def: "256", kind: kindInt,
+		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerAddress }, check: between(0, 1000000)},
 
 	{name: "agent.invocation_token_ttl", def: "15m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},

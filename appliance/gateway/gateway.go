@@ -90,8 +90,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	c.SetReadLimit(h.opts.MaxFrameBytes)
-	h.gw.Serve(&transport{c: c, nc: hw.conn}, gateway.ConnInfo{RemoteAddr: r.RemoteAddr, CorrelationID: w.Header().Get("Correlation-Id"),
-		Credential: sessionCookie(r)})
+	h.gw.Serve(&transport{c: c, nc: hw.conn}, gateway.ConnInfo{RemoteAddr: r.RemoteAddr, Address: peerAddress(r),
+		CorrelationID: w.Header().Get("Correlation-Id"), Credential: sessionCookie(r)})
+}
+
+// peerAddress is the IP address of the peer, which the gateway's bound per address counts by.
+func peerAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // consoleSessionCookie is the console's session cookie (ui). Its token is HttpOnly, so the

@@ -680,7 +680,10 @@ type nodes struct {
 func (f gatewayFlags) startNodes(ctx context.Context, dir string, n int, layout gatewaybench.Layout) (*nodes, error) {
 	ns := &nodes{dropDB: func() error { return nil }, client: httpbench.Client(64)}
 	var base servebench.Options
-	base.Bin, base.Args = *f.bin, strings.Fields(*f.args)
+	// The fleet connects from one address, with up to hundreds of connections per person: the
+	// gateway's connection bounds are lifted (-serve-args may set them again).
+	base.Bin, base.Args = *f.bin, append([]string{"--set", "gateway.max_connections_per_principal=0",
+		"--set", "gateway.max_connections_per_address=0"}, strings.Fields(*f.args)...)
 	switch *f.engine {
 	case "sqlite":
 		if n > 1 {
