@@ -19,17 +19,47 @@ var _ gateway.Consumers = (*ConsumerStore)(nil)
 // NewConsumerStore returns the consumer repository on db.
 func NewConsumerStore(db *DB) *ConsumerStore { return &ConsumerStore{db: db} }
 
-// AckedSeq implements gateway.Consumers.
+// AckedSeq implements gateway.Consumers and sync.Cursors. An agent's consumer has its row from
+// the agent's creation on (StartConsumer). An agent created before that has none until it first
+// consumes: ok is false, and seq is where its consumer starts all the same, just before its
+// agent.created event, so that what was addressed to it since is delivered (the head when the
+// log does not hold that event).
 func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, bool, error) {
 	var seq int64
 	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT acked_seq FROM agent_consumers WHERE agent_id = ?`, string(agent)).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+	if err == nil {
+		return seq, true, nil
 	}
-	if err != nil {
+	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, s.db.mapErr(err, "agent consumer")
 	}
-	return seq, true, nil
+	var created sql.NullInt64
+	err = s.db.q(ctx).QueryRowContext(ctx, `SELECT MIN(seq) FROM event_log WHERE subject_id = ? AND type = ?`,
+		string(agent), kernel.EvAgentCreated).Scan(&created)
+	if err != nil {
+		return 0, false, s.db.mapErr(err, "event log")
+	}
+	if created.Valid {
+		return created.Int64 - 1, false, nil
+	}
+	head, err := s.db.ReadHead(ctx)
+	return head, false, err
+}
+
+// StartConsumer implements agents.Store: the consumer's row, in the Unit of Work that creates
+// the agent, at the seq of the last event before the unit's own (its agent.created among them).
+// That seq is known inside the unit although the unit's events get theirs only at commit: the
+// writer numbers them right after it, in order. seen_at stays empty: the consumer has shown no
+// sign of life yet, so the console does not call the agent online and the stall check does not
+// count it as connected.
+func (s *AgentStore) StartConsumer(ctx context.Context, agent kernel.ID) error {
+	st := txFrom(ctx)
+	if st == nil {
+		panic("storage: StartConsumer outside a unit of work")
+	}
+	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO agent_consumers (agent_id, acked_seq, updated_at, seen_at) VALUES (?, ?, ?, '')`,
+		string(agent), st.head, fmtTime(s.db.clock.Now()))
+	return s.db.mapErr(err, "agent consumer")
 }
 
 // SaveAcks implements gateway.Consumers: one Unit of Work for all of them; a cursor only moves

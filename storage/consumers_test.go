@@ -2,9 +2,12 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
@@ -150,5 +153,104 @@ func TestAgentStorePrincipal(t *testing.T) {
 		if _, _, err := a.Principal(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("an unknown principal: %v", err)
 		}
+	})
+}
+
+// TestAgentConsumerStartsAtCreation holds that a new agent's consumer has its cursor from the
+// agent's creation on, so that a mention made before the agent's first connection is delivered
+// to it, and that an agent created before cursors began there starts before its creation too.
+func TestAgentConsumerStartsAtCreation(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		e := newAgentEnv(t, eng)
+		s := storage.NewConsumerStore(e.db)
+		createdSeq := func(t *testing.T, agent kernel.ID) int64 {
+			t.Helper()
+			for _, ev := range e.events(t) {
+				if ev.Type == kernel.EvAgentCreated && ev.SubjectID == agent {
+					return ev.Seq
+				}
+			}
+			t.Fatalf("no agent.created for %s", agent)
+			return 0
+		}
+
+		t.Run("the cursor is stored with the agent, just before its agent.created, in a batch shared with other writes", func(t *testing.T) {
+			// Units that run in one group commit: the cursor of each agent must not count the
+			// events of the units before it in the batch as its own, nor miss its own.
+			var wg sync.WaitGroup
+			made := make(chan kernel.ID, 8)
+			for i := range 8 {
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					_ = e.db.Do(bg, func(ctx context.Context) error {
+						e.db.Append(ctx, kernel.Event{Type: "test.noise", Payload: struct{}{}})
+						e.db.Append(ctx, kernel.Event{Type: "test.noise", Payload: struct{}{}})
+						return nil
+					})
+				}()
+				go func() {
+					defer wg.Done()
+					a, _, err := e.svc.Create(bg, e.olga, agents.NewAgent{Handle: fmt.Sprintf("batch%d", i), DisplayName: "Batch"})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					made <- a.ID
+				}()
+			}
+			wg.Wait()
+			close(made)
+			var ids []kernel.ID
+			for id := range made {
+				ids = append(ids, id)
+				seq, ok, err := s.AckedSeq(bg, id)
+				if err != nil || !ok || seq != createdSeq(t, id)-1 {
+					t.Fatalf("cursor %d (stored %v, %v), want %d, the seq before its agent.created", seq, ok, err, createdSeq(t, id)-1)
+				}
+			}
+			if len(ids) != 8 {
+				t.Fatalf("%d agents made, want 8", len(ids))
+			}
+			if seen, err := e.agents.ConsumersSeen(bg, ids); err != nil || len(seen) != 0 {
+				t.Fatalf("a consumer that never connected counts as seen: %v (%v)", seen, err)
+			}
+		})
+
+		t.Run("a refused create stores no cursor", func(t *testing.T) {
+			before := e.count(t, "agent_consumers")
+			if _, _, err := e.svc.Create(bg, e.olga, agents.NewAgent{Handle: "batch0", DisplayName: "Again"}); !kernel.IsCode(err, kernel.CodeConflict) {
+				t.Fatalf("a taken handle: %v", err)
+			}
+			if n := e.count(t, "agent_consumers"); n != before {
+				t.Fatalf("%d cursors after a refused create, want %d", n, before)
+			}
+		})
+
+		t.Run("an agent whose cursor was never stored starts just before its agent.created", func(t *testing.T) {
+			a, _ := e.create(t, "older")
+			if err := e.db.Do(bg, func(ctx context.Context) error {
+				_, err := e.db.Exec(ctx, `DELETE FROM agent_consumers WHERE agent_id = ?`, string(a.ID)) // as an older version left it
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			e.create(t, "later") // the head moves on
+			seq, ok, err := s.AckedSeq(bg, a.ID)
+			if err != nil || ok || seq != createdSeq(t, a.ID)-1 {
+				t.Fatalf("cursor %d (stored %v, %v), want %d, not stored", seq, ok, err, createdSeq(t, a.ID)-1)
+			}
+		})
+
+		t.Run("a principal whose creation the log does not hold starts at the head", func(t *testing.T) {
+			p := mustPrincipal(t, e.db, "bare", false, "active").ID
+			head, err := e.db.ReadHead(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seq, ok, err := s.AckedSeq(bg, p); err != nil || ok || seq != head {
+				t.Fatalf("cursor %d (stored %v, %v), want the head %d", seq, ok, err, head)
+			}
+		})
 	})
 }

@@ -36,6 +36,9 @@ type txState struct {
 	// afterCommit are the unit's AfterCommit functions, run once the batch has committed.
 	afterCommit []func()
 	batch       *batchView
+	// head is the seq of the last event before the unit's own: the batch's base plus what the
+	// units before it in the batch appended. The unit's first event gets head+1.
+	head int64
 }
 
 // batchView is the kernel.TxView of one unit: the batch's base seq and the event types that
@@ -338,7 +341,7 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 			j.err = err
 			continue
 		}
-		st := &txState{conn: w.stmts, batch: view}
+		st := &txState{conn: w.stmts, batch: view, head: head}
 		ctx := context.WithValue(context.WithoutCancel(j.ctx), txKey{}, st)
 		ctx = kernel.WithTxView(ctx, unitView{view, st})
 		ferr := callSafely(ctx, j.fn)

@@ -119,10 +119,12 @@ func TestAgentConsumerOverREST(t *testing.T) {
 			ac.do(t, http.MethodGet, api("agents", "me", "events")+query, nil).want(t, http.StatusOK).decode(t, &p)
 			return p
 		}
+		// The cursor starts at the agent's creation: the first poll has its grant, given since.
 		first := poll(t, "")
-		if len(first.Events) != 0 || first.NextCursor != first.HeadSeq {
-			t.Fatalf("a new consumer's first poll: %+v, want nothing, at the head", first)
+		if len(first.Events) != 1 || first.Events[0].Type != "grant.changed" || first.NextCursor != first.HeadSeq {
+			t.Fatalf("a new consumer's first poll: %+v, want its grant, up to the head", first)
 		}
+		ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": first.NextCursor}).want(t, http.StatusNoContent)
 
 		type result struct {
 			p   page

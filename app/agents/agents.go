@@ -58,6 +58,12 @@ type Store interface {
 	// CreateAgent inserts the agents row of a, whose principal exists already (created through
 	// Principals in the same Unit of Work). Errors: conflict.
 	CreateAgent(ctx context.Context, a Agent) error
+	// StartConsumer gives the new agent's consumer its durable cursor, just before the events of
+	// the Unit of Work it runs in (the one that creates the agent): whatever is addressed to the
+	// agent from its creation on, an invocation made before it ever connected for one, is
+	// delivered on its first connection. It runs inside a Unit of Work only. Errors: conflict
+	// (the agent has a cursor already).
+	StartConsumer(ctx context.Context, id kernel.ID) error
 	// Agent loads the agent with id, with the fields of its principal. Errors: not_found (also
 	// for the id of a principal that is not an agent).
 	Agent(ctx context.Context, id kernel.ID) (Agent, error)

@@ -68,7 +68,7 @@ func TestCreate(t *testing.T) {
 		})
 	}
 
-	t.Run("creates the principal, the row and agent.created in one unit and shows the token once", func(t *testing.T) {
+	t.Run("creates the principal, the row, the consumer's cursor and agent.created in one unit and shows the token once", func(t *testing.T) {
 		f := mustAgents(t)
 		a, token, err := f.svc.Create(ctx, owner, agents.NewAgent{Handle: "Echo", DisplayName: "  Echo bot ", Description: " repeats what it reads "})
 		if err != nil {
@@ -83,6 +83,9 @@ func TestCreate(t *testing.T) {
 		}
 		if got, err := f.store.Agent(ctx, a.ID); err != nil || got.Description != a.Description || got.CreatedBy != owner.ID {
 			t.Fatalf("stored %+v, %v", got, err)
+		}
+		if !f.store.consumers[a.ID] {
+			t.Fatal("the new agent's consumer has no cursor: what is addressed to it before it connects would be lost")
 		}
 		evs := f.tx.Events()
 		if len(evs) != 1 || evs[0].Type != kernel.EvAgentCreated || evs[0].Scope != (kernel.Scope{}) ||

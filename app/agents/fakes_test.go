@@ -30,6 +30,8 @@ type fakeStore struct {
 	mu         sync.Mutex
 	rows       map[kernel.ID]agents.Agent // description, created_by and created_at only
 	principals *fakePrincipals
+	// consumers are the agents whose consumer got its cursor (StartConsumer).
+	consumers map[kernel.ID]bool
 	// Fail makes CreateAgent fail.
 	Fail error
 }
@@ -49,6 +51,22 @@ func (f *fakeStore) CreateAgent(ctx context.Context, a agents.Agent) error {
 		return kernel.Errorf(kernel.CodeConflict, "agent already exists")
 	}
 	f.rows[a.ID] = agents.Agent{ID: a.ID, Description: a.Description, CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt}
+	return nil
+}
+
+func (f *fakeStore) StartConsumer(ctx context.Context, id kernel.ID) error {
+	if !kerneltest.InUnit(ctx) {
+		return errOutsideUnit
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.consumers == nil {
+		f.consumers = map[kernel.ID]bool{}
+	}
+	if f.consumers[id] {
+		return kernel.Errorf(kernel.CodeConflict, "the agent's consumer has a cursor already")
+	}
+	f.consumers[id] = true
 	return nil
 }
 

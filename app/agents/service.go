@@ -39,8 +39,10 @@ func New(d Deps) *Service {
 var instanceResource = kernel.Resource{Kind: kernel.ResInstance}
 
 // Create creates an agent (agent.create, owners only): its principal and first API token through
-// Principals, its agents row, and the event agent.created, in one Unit of Work. It returns the
-// agent and the token's value, which is shown only here. Bad input changes nothing.
+// Principals, its agents row, its consumer's cursor and the event agent.created, in one Unit of
+// Work. The cursor starts at the creation, not at the agent's first connection: a mention in the
+// meantime reaches the agent when it connects. It returns the agent and the token's value, which
+// is shown only here. Bad input changes nothing.
 // Errors: unauthenticated, forbidden, validation_failed (handle, display_name, description),
 // conflict (handle taken, by a person or an agent).
 func (s *Service) Create(ctx context.Context, actor kernel.Actor, in NewAgent) (Agent, string, error) {
@@ -60,6 +62,9 @@ func (s *Service) Create(ctx context.Context, actor kernel.Actor, in NewAgent) (
 		}
 		a = Agent{Description: in.Description, CreatedBy: actor.ID}.fromPrincipal(u)
 		if err := s.store.CreateAgent(ctx, a); err != nil {
+			return err
+		}
+		if err := s.store.StartConsumer(ctx, a.ID); err != nil {
 			return err
 		}
 		token = value
@@ -142,7 +147,9 @@ func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kern
 
 // ResetToken gives the agent a new API token and revokes its others (agent.token.reset, owners
 // only), for a token that leaked or was lost: the agent's connections close with 4004 and it
-// connects again with the new token, shown once. Errors: unauthenticated, forbidden, not_found.
+// connects again with the new token, shown once. The consumer's cursor belongs to the agent, not
+// to a token: the new token resumes where the old one acknowledged. Errors: unauthenticated,
+// forbidden, not_found.
 func (s *Service) ResetToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, string, error) {
 	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentTokenReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
 		return Agent{}, "", err

@@ -429,7 +429,7 @@ func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cur
 	}
 	consuming := actor.Kind == kernel.KindAgent && c.g.deps.Consumers != nil
 	if consuming {
-		start, err := c.g.consumerStart(ctx, actor.ID, cursor, head)
+		start, err := c.g.consumerStart(ctx, actor.ID, head)
 		if err != nil {
 			return false, c.g.failed("read the consumer's cursor", err), ""
 		}

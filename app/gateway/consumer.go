@@ -12,8 +12,10 @@ import (
 // Consumers stores the durable cursors of the agents' consumers (agent_consumers, seed 10 and
 // 11.5); *storage.ConsumerStore implements it.
 type Consumers interface {
-	// AckedSeq returns the seq the agent acknowledged last; ok is false when it never connected
-	// as a consumer. Errors: internal.
+	// AckedSeq returns the agent's cursor: the seq it acknowledged last, or, before its first
+	// acknowledgement, the seq just before its creation, so that nothing addressed to it is
+	// lost. ok is false when the cursor is not stored yet (an agent created by an older version
+	// that never consumed); seq is where it starts all the same. Errors: internal.
 	AckedSeq(ctx context.Context, agent kernel.ID) (seq int64, ok bool, err error)
 	// SaveAcks raises the cursors of the agents to the seqs given (a lower one is left as it
 	// is), in one Unit of Work. Errors: internal.
@@ -38,27 +40,24 @@ type consumers struct {
 	seenAt time.Time
 }
 
-// consumerStart returns the cursor an agent's connection replays from: the acknowledged seq, or,
-// for an agent that never consumed, cursor (the head when nil), which becomes its first cursor.
-func (g *Gateway) consumerStart(ctx context.Context, agent kernel.ID, cursor *int64, head int64) (int64, error) {
-	seq, ok, err := g.deps.Consumers.AckedSeq(ctx, agent)
+// consumerStart returns the cursor an agent's connection replays from, whatever cursor it sent:
+// the acknowledged seq, or for an agent that never acknowledged, the seq before its creation (a
+// mention made before its first connection is not lost). It notes that cursor for the next
+// save, which stores it when it was not yet and marks the agent seen within a tick: a
+// connection is a sign of life.
+func (g *Gateway) consumerStart(ctx context.Context, agent kernel.ID, head int64) (int64, error) {
+	seq, _, err := g.deps.Consumers.AckedSeq(ctx, agent)
 	if err != nil {
 		return 0, err
 	}
 	g.consumers.mu.Lock()
 	if noted, has := g.consumers.acked[agent]; has {
-		seq, ok = max(seq, noted), true // acknowledged here, not saved yet
+		seq = max(seq, noted) // acknowledged here, not saved yet
 	}
 	g.consumers.mu.Unlock()
-	if ok {
-		return min(seq, head), nil
-	}
-	start := head
-	if cursor != nil {
-		start = min(*cursor, head)
-	}
-	g.noteAck(agent, start)
-	return start, nil
+	seq = min(seq, head)
+	g.noteAck(agent, seq)
+	return seq, nil
 }
 
 // bindConsumer makes c the consumer of agent, closes the connection it takes over on this node

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,22 +16,47 @@ type fakeConsumers struct {
 	mu    sync.Mutex
 	acked map[kernel.ID]int64
 	seen  map[kernel.ID]time.Time
+	// created is the seq before each agent's creation: where a cursor not stored yet starts.
+	created map[kernel.ID]int64
+	// saves counts the saves of each agent's cursor, each a sign of life.
+	saves map[kernel.ID]int
 }
 
 func (f *fakeConsumers) AckedSeq(_ context.Context, agent kernel.ID) (int64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ok := f.acked[agent]
-	return seq, ok, nil
+	if seq, ok := f.acked[agent]; ok {
+		return seq, true, nil
+	}
+	return f.created[agent], false, nil
+}
+
+func (f *fakeConsumers) createdAt(agent kernel.ID, seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.created == nil {
+		f.created = map[kernel.ID]int64{}
+	}
+	f.created[agent] = seq
 }
 
 func (f *fakeConsumers) SaveAcks(_ context.Context, acks map[kernel.ID]int64, _ time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.saves == nil {
+		f.saves = map[kernel.ID]int{}
+	}
 	for a, s := range acks {
 		f.acked[a] = max(f.acked[a], s)
+		f.saves[a]++
 	}
 	return nil
+}
+
+func (f *fakeConsumers) savesOf(agent kernel.ID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saves[agent]
 }
 
 func (f *fakeConsumers) get(agent kernel.ID) (int64, bool) {
@@ -56,14 +82,16 @@ func TestConsumer(t *testing.T) {
 	}
 	w.waitHub(3)
 
+	fc.createdAt(w.bot.ID, 1) // the bot came after the first message
+
 	first := w.connect()
-	first.identify("bot", -1)
-	if seqs, head := first.catchUp(); len(seqs) != 0 || head != 3 {
-		t.Fatalf("a new consumer replayed %v up to %d, want nothing up to the head 3", seqs, head)
+	first.identify("bot", 3) // its own cursor, the head, does not count
+	if seqs, head := first.catchUp(); !slices.Equal(seqs, []int64{2, 3}) || head != 3 {
+		t.Fatalf("a new consumer replayed %v up to %d, want what came since its creation, [2 3], up to the head 3", seqs, head)
 	}
 	w.g.saveAcks(context.Background())
-	if seq, ok := fc.get(w.bot.ID); !ok || seq != 3 {
-		t.Fatalf("a new consumer's cursor is %d (%v), want the head 3", seq, ok)
+	if seq, ok := fc.get(w.bot.ID); !ok || seq != 1 {
+		t.Fatalf("a new consumer's stored cursor is %d (%v), want 1, where it started", seq, ok)
 	}
 	a := w.post(w.open, w.openTh, "one")
 	b := w.post(w.open, w.openTh, "two")
@@ -97,6 +125,20 @@ func TestConsumer(t *testing.T) {
 			seq, _ := fc.get(w.bot.ID)
 			return seq == b
 		})
+		c.quiet()
+	})
+	t.Run("a connection is saved as a sign of life at the next save, without an ack", func(t *testing.T) {
+		n := fc.savesOf(w.bot.ID)
+		c := w.connect()
+		c.identify("bot", -1)
+		c.catchUp()
+		w.g.saveAcks(context.Background())
+		if fc.savesOf(w.bot.ID) != n+1 {
+			t.Fatalf("%d saves after the connection, want %d", fc.savesOf(w.bot.ID), n+1)
+		}
+		if seq, _ := fc.get(w.bot.ID); seq != b {
+			t.Fatalf("the save moved the cursor to %d, want %d", seq, b)
+		}
 		c.quiet()
 	})
 	t.Run("a connected agent is marked seen without acking, at most once an interval", func(t *testing.T) {

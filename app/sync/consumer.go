@@ -11,7 +11,10 @@ import (
 // the same table, so an agent may acknowledge over REST what the gateway sent and the other way
 // round. *storage.ConsumerStore implements it.
 type Cursors interface {
-	// AckedSeq returns the seq the agent acknowledged last; ok is false when it never did.
+	// AckedSeq returns the agent's cursor: the seq it acknowledged last, or, before its first
+	// acknowledgement, the seq just before its creation, so that nothing addressed to it is
+	// lost. ok is false when the cursor is not stored yet (an agent created by an older
+	// version that never consumed); seq is where it starts all the same.
 	AckedSeq(ctx context.Context, agent kernel.ID) (seq int64, ok bool, err error)
 	// SaveAcks raises the agents' cursors to the seqs given; a lower seq changes nothing.
 	SaveAcks(ctx context.Context, acks map[kernel.ID]int64, at time.Time) error
@@ -37,10 +40,10 @@ type Preparer interface {
 // poll ends with an answer rather than a timeout.
 const MaxWait = 25 * time.Second
 
-// Consumer is an agent's consumer over REST (issue 5, item 3): a long poll of the events after
-// its cursor and an acknowledgement that moves the durable cursor. It delivers what CatchUp
-// would (the events the agent may see), at least once: a poll without a cursor starts after
-// what the agent acknowledged.
+// Consumer is an agent's consumer over REST: a long poll of the events after its cursor and an
+// acknowledgement that moves the durable cursor. It delivers what CatchUp would (the events the
+// agent may see), at least once: a poll without a cursor starts after what the agent
+// acknowledged, and a new agent's cursor starts at its creation.
 type Consumer struct {
 	sync    *Service
 	authz   kernel.Authorizer
@@ -85,7 +88,7 @@ func (c *Consumer) authorize(ctx context.Context, actor kernel.Actor) error {
 }
 
 // Poll returns up to limit events after cursor (nil: after the acknowledged seq; for an agent
-// that never acknowledged, the head, which becomes its cursor) that the agent may see. When
+// that never acknowledged, from its creation on) that the agent may see. When
 // there are none yet it waits up to wait (at most MaxWait) for more. The page's NextAfter is the
 // cursor to poll with next and to acknowledge once the events are handled. Errors:
 // unauthenticated, forbidden (not an agent), cursor_invalid, validation_failed.
@@ -104,10 +107,7 @@ func (c *Consumer) Poll(ctx context.Context, actor kernel.Actor, cursor *int64, 
 		if err != nil {
 			return Page{}, err
 		}
-		if !ok {
-			if seq, err = c.sync.log.ReadHead(ctx); err != nil {
-				return Page{}, err
-			}
+		if !ok { // stored from now on
 			if err := c.cursors.SaveAcks(ctx, map[kernel.ID]int64{actor.ID: seq}, c.clock.Now()); err != nil {
 				return Page{}, err
 			}

@@ -14,13 +14,17 @@ import (
 type fakeCursors struct {
 	mu    sync.Mutex
 	acked map[kernel.ID]int64
+	// created is the seq before each agent's creation: where a cursor not stored yet starts.
+	created map[kernel.ID]int64
 }
 
 func (f *fakeCursors) AckedSeq(_ context.Context, a kernel.ID) (int64, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, ok := f.acked[a]
-	return s, ok, nil
+	if s, ok := f.acked[a]; ok {
+		return s, true, nil
+	}
+	return f.created[a], false, nil
 }
 
 func (f *fakeCursors) SaveAcks(_ context.Context, acks map[kernel.ID]int64, _ time.Time) error {
@@ -56,7 +60,7 @@ func TestConsumer(t *testing.T) {
 	log := &fakeLog{}
 	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
 	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut})
-	cursors := &fakeCursors{acked: map[kernel.ID]int64{}}
+	cursors := &fakeCursors{acked: map[kernel.ID]int64{}, created: map[kernel.ID]int64{agent.ID: 0}}
 	wake := &fakeWaker{ch: make(chan struct{})}
 	az := &kerneltest.Authz{Fn: func(a kernel.Actor, act kernel.Action, _ kernel.Resource) error {
 		if act != kernel.ActAgentConsume || a.Kind != kernel.KindAgent {
@@ -67,13 +71,19 @@ func TestConsumer(t *testing.T) {
 	c := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
 		wake, kernel.NewManualClock(time.Now()), nil)
 
-	t.Run("a first poll without a cursor starts at the head, which becomes the cursor", func(t *testing.T) {
+	t.Run("a first poll without a cursor starts at the agent's creation, not at the head, and stores that cursor", func(t *testing.T) {
 		p, err := c.Poll(ctx, agent, nil, 0, 0)
-		if err != nil || len(p.Events) != 0 || p.NextAfter != 2 {
-			t.Fatalf("%+v %v", p, err)
+		if err != nil || len(p.Events) != 1 || p.Events[0].Seq != 1 || p.NextAfter != 2 {
+			t.Fatalf("%+v %v, want the event it may see since its creation", p, err)
 		}
-		if s, _, _ := cursors.AckedSeq(ctx, agent.ID); s != 2 {
-			t.Fatalf("cursor %d, want 2", s)
+		if s, ok, _ := cursors.AckedSeq(ctx, agent.ID); !ok || s != 0 {
+			t.Fatalf("cursor %d (stored %v), want 0 stored", s, ok)
+		}
+		if p, _ := c.Poll(ctx, agent, nil, 0, 0); len(p.Events) != 1 || p.Events[0].Seq != 1 {
+			t.Fatalf("before an ack the next poll gave %+v, want the same event again", p)
+		}
+		if err := c.Ack(ctx, agent, p.NextAfter); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("a long poll returns when an event it may see comes", func(t *testing.T) {
