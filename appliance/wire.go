@@ -195,6 +195,7 @@ func wire(ctx context.Context, a *App) error {
 		Instance: inst, Stats: stats.New(storage.NewStatsStore(db), az, clock), Reactions: msgStore,
 		LogHead: db, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
+	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))
 	router.HandleRaw("GET /setup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/setup?"+r.URL.RawQuery, http.StatusSeeOther)

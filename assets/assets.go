@@ -111,6 +111,26 @@ func Handler() http.Handler {
 	})
 }
 
+// Favicon answers /favicon.ico, which browsers ask for by that fixed name wherever a page
+// names no icon (a JSON answer, an image): the console's icon, favicon.svg, under a name that
+// does not change with its content, hence cached for a day and not for a year.
+func Favicon() http.Handler {
+	a := byName["favicon.svg"]
+	modTime := time.Unix(0, 0)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", a.ctype)
+		h.Set("Cache-Control", "public, max-age=86400")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("ETag", `"`+a.hashed+`"`)
+		http.ServeContent(w, r, a.name, modTime, bytes.NewReader(a.body))
+	})
+}
+
 // AcceptsGzip reports whether the request's Accept-Encoding takes gzip (every browser's does).
 func AcceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {

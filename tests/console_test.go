@@ -229,3 +229,88 @@ func TestConsoleSignIn(t *testing.T) {
 		})
 	})
 }
+
+// TestConsoleFirstContact is what a newcomer meets before and right after the setup: a sign-in
+// page that says the instance has no owner yet and where the setup link is, a setup page that
+// says so when it is opened without the link's code, and once the owner exists a setup link
+// that says it has been used instead of showing the form again; and the icon of the pages.
+func TestConsoleFirstContact(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		srv := mustStart(t, eng)
+		link, err := url.Parse(srv.setupLink)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Run("before the setup the sign-in page says there is no owner yet and where the link is", func(t *testing.T) {
+			p := newBrowser(t, srv.public).get("/console/signin").want(t, http.StatusOK)
+			if !p.has("setup-hint") || !p.has("signin-form") {
+				t.Fatalf("no setup hint on the sign-in page: %.900s", p.body)
+			}
+			for _, want := range []string{"no owner yet", "bothy serve", "/console/setup?code=", "bothy setup bootstrap-owner"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("the hint does not say %q", want)
+				}
+			}
+		})
+
+		t.Run("the setup page without a code says where the link is instead of showing a form that cannot work", func(t *testing.T) {
+			p := newBrowser(t, srv.public).get("/console/setup").want(t, http.StatusOK)
+			if !p.has("setup-hint") || p.has("setup-form") {
+				t.Fatalf("%.900s", p.body)
+			}
+		})
+
+		t.Run("the printed link shows the form", func(t *testing.T) {
+			if p := newBrowser(t, srv.public).get(link.RequestURI()).want(t, http.StatusOK); !p.has("setup-form") || p.has("setup-hint") {
+				t.Fatalf("%.900s", p.body)
+			}
+		})
+
+		owner := newBrowser(t, srv.public)
+		owner.get(link.RequestURI())
+		owner.post("/console/setup", url.Values{"code": {srv.setupCode}, "handle": {"olga"}, "display_name": {"Olga"},
+			"password": {ownerPassword}, "password2": {ownerPassword}}).want(t, http.StatusSeeOther)
+
+		t.Run("once the owner exists the sign-in page has no hint", func(t *testing.T) {
+			if p := newBrowser(t, srv.public).get("/console/signin").want(t, http.StatusOK); p.has("setup-hint") || !p.has("signin-form") {
+				t.Fatalf("%.900s", p.body)
+			}
+		})
+
+		t.Run("the used link says it has been used instead of showing the form", func(t *testing.T) {
+			p := newBrowser(t, srv.public).get(link.RequestURI()).want(t, http.StatusOK)
+			if !p.has("setup-done") || p.has("setup-form") || !strings.Contains(p.body, `href="/console/signin"`) {
+				t.Fatalf("%.900s", p.body)
+			}
+		})
+
+		t.Run("the owner opening the link signed in is told the setup is complete", func(t *testing.T) {
+			p := owner.get(link.RequestURI()).want(t, http.StatusOK)
+			if !p.has("setup-done") || p.has("setup-form") || !strings.Contains(p.body, "you are signed in") {
+				t.Fatalf("%.900s", p.body)
+			}
+		})
+
+		t.Run("every page links its icon, served under its hashed name and at /favicon.ico", func(t *testing.T) {
+			p := newBrowser(t, srv.public).get("/console/signin").want(t, http.StatusOK)
+			m := regexp.MustCompile(`<link rel="icon" type="image/svg\+xml" href="(/assets/favicon\.[0-9a-f]{8}\.svg)"`).FindStringSubmatch(p.body)
+			if m == nil {
+				t.Fatalf("no icon link in the head: %.600s", p.body)
+			}
+			for path, cache := range map[string]string{m[1]: "immutable", "/favicon.ico": "max-age=86400"} {
+				resp, err := http.Get(srv.public + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" ||
+					!strings.Contains(resp.Header.Get("Cache-Control"), cache) || !strings.Contains(string(body), "<svg") {
+					t.Errorf("GET %s: %d %s %q %.80s", path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), body)
+				}
+			}
+		})
+	})
+}

@@ -26,8 +26,17 @@ func (c *Console) routes() {
 	c.accountRoutes()
 }
 
+// setupPage shows the form of the first owner, or, when the instance has its owner already
+// (the link was used, or its owner opens it signed in), says so instead; opened without a code
+// it says where the setup link is.
 func (c *Console) setupPage(rq *request) error {
-	v := pages.SetupView{Chrome: c.chrome(rq, "Setup", ""), Code: rq.r.URL.Query().Get("code")}
+	v := pages.SetupView{Chrome: c.chrome(rq, "Setup", ""), Code: rq.r.URL.Query().Get("code"), SignedIn: rq.user != nil}
+	done, err := c.d.Identity.SetupComplete(rq.ctx())
+	if err != nil {
+		return err
+	}
+	v.Done = done || rq.user != nil
+	v.NoCode = !v.Done && v.Code == ""
 	return c.render(rq, http.StatusOK, pages.Setup(v))
 }
 
@@ -43,7 +52,7 @@ func (c *Console) setupSubmit(rq *request) error {
 	switch kernel.CodeOf(err) {
 	case "":
 	case kernel.CodeSetupComplete:
-		v.Done = true
+		v.Done, v.SignedIn = true, rq.user != nil
 		return c.render(rq, http.StatusConflict, pages.Setup(v))
 	case kernel.CodeForbidden:
 		v.Error = "This setup link is not valid. Use the link the server printed when it started."
@@ -69,6 +78,11 @@ func (c *Console) signInPage(rq *request) error {
 		return nil
 	}
 	v := pages.SignInView{Chrome: c.chrome(rq, "Sign in", ""), Next: safeNext(rq.r.URL.Query().Get("next"))}
+	done, err := c.d.Identity.SetupComplete(rq.ctx())
+	if err != nil {
+		return err
+	}
+	v.NoOwner = !done
 	return c.render(rq, http.StatusOK, pages.SignIn(v))
 }
 

@@ -170,6 +170,17 @@ func (s *Service) IssueSetupCode(ctx context.Context) (code string, ok bool, err
 	return code, ok, nil
 }
 
+// SetupComplete reports whether the instance has its first owner, for the console's first
+// pages: before it they point at the setup link instead of a sign-in nobody can pass. It is
+// no secret (a setup attempt learns it as setup_complete), so it needs no permission.
+func (s *Service) SetupComplete(ctx context.Context) (bool, error) {
+	st, err := s.store.SetupState(ctx)
+	if err != nil {
+		return false, err
+	}
+	return st.Completed, nil
+}
+
 // Setup creates the first owner with the one-time setup code (POST /setup; instance.bootstrap).
 // Errors: setup_complete, forbidden (wrong or no code), validation_failed, conflict.
 func (s *Service) Setup(ctx context.Context, code, handle, displayName, password string) (User, error) {

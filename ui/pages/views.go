@@ -14,8 +14,11 @@ type SetupView struct {
 	Handle, DisplayName string
 	// Error says why the last form was refused; "" when none.
 	Error string
-	// Done: the setup is complete already; the page points to the sign-in.
-	Done bool
+	// Done: the setup is complete already; the page says so instead of showing the form and
+	// points to the sign-in, or to the console when SignedIn.
+	Done, SignedIn bool
+	// NoCode: the page was opened without the code of a setup link; it says where the link is.
+	NoCode bool
 }
 
 // SignInView is the sign-in page.
@@ -25,6 +28,9 @@ type SignInView struct {
 	// Next is the console path to go to after signing in.
 	Next  string
 	Error string
+	// NoOwner: the instance has no owner yet, so nobody can sign in; the page says where the
+	// setup link is.
+	NoOwner bool
 }
 
 // ErrorView is a page that says something went wrong: 404 for what does not exist or may not be
