@@ -240,3 +240,70 @@ func TestChangeOwnPassword(t *testing.T) {
 		mustLogin(t, in.srv, "carol", next)
 	})
 }
+
+// TestNamesRefuseInvisibleCharacters holds the one rule of every name a person gives: the
+// display names of people and agents, token names, the instance's name and the names of spaces
+// and channels refuse control, bidirectional-formatting and invisible characters alike, and
+// keep a name in NFC; a refused name changes nothing.
+func TestNamesRefuseInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng)
+		sp := in.owner.mustCreateSpace(t, "Names")
+		ch := in.owner.mustCreateChannel(t, sp.ID, "general")
+		p := newPlay(in.srv)
+		p.clients["owner"] = in.owner
+		p.vars["sp"] = map[string]any{"id": sp.ID}
+		p.vars["ch"] = map[string]any{"id": ch.ID}
+		refused := func(field string) map[string]any {
+			return map[string]any{"code": "validation_failed", "field": field}
+		}
+		const override, isolate, zeroWidth, joiner = "\u202e", "\u2066", "\u200b", "\u200d"
+		p.run(t, []scenario{
+			{
+				name: "a person's display name with a right-to-left override is refused", as: "owner", method: "POST", path: api("users"),
+				body:   map[string]any{"handle": "mallory", "display_name": "Mallory" + override + "exe.", "password": "a long enough password"},
+				status: http.StatusBadRequest, fields: refused("display_name"),
+			},
+			{
+				name: "a person's display name with a bidi isolate is refused", as: "owner", method: "POST", path: api("users"),
+				body:   map[string]any{"handle": "mallory", "display_name": isolate + "Admin\u2069", "password": "a long enough password"},
+				status: http.StatusBadRequest, fields: refused("display_name"),
+			},
+			{
+				name: "an agent's display name with a zero-width space is refused", as: "owner", method: "POST", path: api("agents"),
+				body:   map[string]any{"handle": "helper", "display_name": "Hel" + zeroWidth + "per"},
+				status: http.StatusBadRequest, fields: refused("display_name"),
+			},
+			{
+				name: "a token name with a right-to-left override is refused", as: "owner", method: "POST", path: api("tokens"),
+				body: map[string]any{"name": "ci" + override}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "the instance's name with a bidi isolate is refused", as: "owner", method: "PUT", path: api("instance"),
+				body: map[string]any{"name": isolate + "bothy\u2069"}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "a space's name with a zero-width space is refused", as: "owner", method: "POST", path: api("spaces"),
+				body: map[string]any{"name": "Na" + zeroWidth + "mes"}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "a space renamed with a zero-width joiner is refused", as: "owner", method: "PATCH", path: api("spaces", "{sp.id}"),
+				body: map[string]any{"name": "Na" + joiner + "mes"}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "a channel's name with a zero-width joiner is refused", as: "owner", method: "POST", path: api("spaces", "{sp.id}", "channels"),
+				body: map[string]any{"name": "gen" + joiner + "eral"}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "a channel renamed with a word joiner is refused", as: "owner", method: "PATCH", path: api("channels", "{ch.id}"),
+				body: map[string]any{"name": "gen\u2060eral"}, status: http.StatusBadRequest, fields: refused("name"),
+			},
+			{
+				name: "a decomposed name is kept composed", as: "owner", method: "POST", path: api("spaces"),
+				body: map[string]any{"name": "  Cafe\u0301  "}, status: http.StatusCreated, events: anyEvents,
+				fields: map[string]any{"name": "Caf\u00e9"},
+			},
+		})
+	})
+}

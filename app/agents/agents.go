@@ -15,6 +15,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/names"
 )
 
 // Agent statuses: those of its principal.
@@ -90,7 +91,7 @@ type Principals interface {
 var _ Principals = (*identity.Service)(nil)
 
 // MaxDescriptionLen is the longest description, in characters.
-const MaxDescriptionLen = 500
+const MaxDescriptionLen = names.MaxDescription
 
 // NewAgent is the input of Create.
 type NewAgent struct {

@@ -27,6 +27,10 @@ func TestCreateSpace(t *testing.T) {
 		{name: "refuses 81 characters", input: strings.Repeat("a", 81), wantCode: kernel.CodeValidation},
 		{name: "refuses a control character", input: "a\x07b", wantCode: kernel.CodeValidation},
 		{name: "refuses a bidi override", input: "a\u202eb", wantCode: kernel.CodeValidation},
+		{name: "refuses a bidi isolate", input: "a\u2067b", wantCode: kernel.CodeValidation},
+		{name: "refuses a zero-width space", input: "gen\u200beral", wantCode: kernel.CodeValidation},
+		{name: "refuses a zero-width joiner", input: "a\u200db", wantCode: kernel.CodeValidation},
+		{name: "keeps a decomposed name composed (NFC)", input: "Cafe\u0301", wantName: "Caf\u00e9"},
 		{name: "refuses invalid UTF-8", input: "a\xffb", wantCode: kernel.CodeValidation},
 		{name: "passes a denial through and writes nothing", input: "Home", deny: kernel.Errorf(kernel.CodeForbidden, "no"), wantCode: kernel.CodeForbidden},
 	}
@@ -167,6 +171,23 @@ func TestChannels(t *testing.T) {
 		f := mustChat(t)
 		if _, err := f.svc.CreateChannel(ctx, alice, kernel.NewID(), chat.NewChannel{Name: "x"}); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("refuses invisible characters in a channel's name, on create and on rename", func(t *testing.T) {
+		f := mustChat(t)
+		sp := mustSpace(t, f, alice, "A")
+		for _, n := range []string{"gen\u200beral", "a\u2060b", "\ufeffgeneral", "a\u202eb", "a\u2066b\u2069"} {
+			if _, err := f.svc.CreateChannel(ctx, alice, sp.ID, chat.NewChannel{Name: n}); !kernel.IsCode(err, kernel.CodeValidation) {
+				t.Errorf("create %+q: %v", n, err)
+			}
+		}
+		c, err := f.svc.CreateChannel(ctx, alice, sp.ID, chat.NewChannel{Name: "general"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := "gen\u200ceral"
+		if _, err := f.svc.UpdateChannel(ctx, alice, c.ID, chat.ChannelPatch{Name: &bad}); !kernel.IsCode(err, kernel.CodeValidation) {
+			t.Errorf("rename to %+q: %v", bad, err)
 		}
 	})
 	t.Run("refuses a topic over 1000 characters", func(t *testing.T) {

@@ -12,10 +12,9 @@ import (
 	"context"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/names"
 )
 
 // Principal statuses.
@@ -143,53 +142,27 @@ type PasswordHasher interface {
 	NeedsRehash(hash string) bool
 }
 
-// Limits of the input.
+// Limits of the input, in characters; the names' limits are those of app/kernel/names.
 const (
-	MaxHandleLen      = 32
-	MaxDisplayNameLen = 64
+	MaxHandleLen      = names.MaxHandle
+	MaxDisplayNameLen = names.MaxDisplayName
 	MinPasswordBytes  = 8
 	MaxPasswordBytes  = 1024
-	MaxTokenNameLen   = 64
+	MaxTokenNameLen   = names.MaxTokenName
 )
 
 // HandleKey is the case-folded handle that uniqueness and login use.
 func HandleKey(handle string) string { return strings.ToLower(handle) }
 
 // ValidateHandle checks 1–32 characters of [a-z0-9_.-] (upper-case letters are accepted and
-// compared case-insensitively).
-func ValidateHandle(h string) error {
-	if len(h) == 0 || len(h) > MaxHandleLen {
-		return kernel.Invalid("handle", "handle must be 1 to %d characters", MaxHandleLen)
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return kernel.Invalid("handle", "handle may hold only letters a-z, digits, '_', '.' and '-'")
-		}
-	}
-	return nil
-}
+// compared case-insensitively): names.Handle.
+func ValidateHandle(h string) error { return names.Handle(h) }
 
-// ValidateDisplayName checks 1–64 characters of valid UTF-8 without control characters and
-// returns the name with surrounding white space removed.
+// ValidateDisplayName checks a display name of 1–64 characters by the rule of every name
+// (names.Name: NFC, no control, bidirectional or invisible characters) and returns it as it
+// is kept, without surrounding white space.
 func ValidateDisplayName(n string) (string, error) {
-	return validText("display_name", n, MaxDisplayNameLen)
-}
-
-func validText(field, s string, max int) (string, error) {
-	if !utf8.ValidString(s) {
-		return "", kernel.Invalid(field, "%s must be valid UTF-8", field)
-	}
-	s = strings.TrimSpace(s)
-	if n := utf8.RuneCountInString(s); n == 0 || n > max {
-		return "", kernel.Invalid(field, "%s must be 1 to %d characters", field, max)
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return "", kernel.Invalid(field, "%s must not hold control characters", field)
-		}
-	}
-	return s, nil
+	return names.Name("display_name", n, names.MaxDisplayName)
 }
 
 // ValidatePassword checks 8–1024 bytes.

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +148,18 @@ func TestValidation(t *testing.T) {
 			}
 		}
 	})
+	t.Run("refuses bidirectional and invisible characters in display names", func(t *testing.T) {
+		for _, n := range []string{"Mallory\u202e", "a\u202ab", "\u2066Admin\u2069", "a\u2068b", "Ad\u200bmin", "a\u200db", "\ufeffAda", "a\u00adb"} {
+			if _, err := ValidateDisplayName(n); fieldOf(err) != "display_name" {
+				t.Errorf("%+q: %v", n, err)
+			}
+		}
+	})
+	t.Run("keeps display names in NFC", func(t *testing.T) {
+		if got, err := ValidateDisplayName("Zoe\u0308"); err != nil || got != "Zo\u00eb" {
+			t.Fatalf("%+q %v", got, err)
+		}
+	})
 	t.Run("bounds passwords to 8 to 1024 bytes", func(t *testing.T) {
 		for p, ok := range map[string]bool{"1234567": false, "12345678": true, strings.Repeat("p", 1024): true, strings.Repeat("p", 1025): false} {
 			if err := ValidatePassword(p); (err == nil) != ok {
@@ -153,4 +167,17 @@ func TestValidation(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCreateTokenName(t *testing.T) {
+	e := newPeopleEnv(t)
+	e.az.Fn = nil
+	alice := kernel.Actor{ID: e.alice.ID, Kind: kernel.KindPerson, Handle: "alice"}
+	for _, n := range []string{"ci\u202e", "\u2067ci\u2069", "c\u200bi", "", "   ", strings.Repeat("t", MaxTokenNameLen+1)} {
+		t.Run(fmt.Sprintf("refuses the name %+q", n), func(t *testing.T) {
+			if _, _, err := e.svc.CreateToken(context.Background(), alice, n); fieldOf(err) != "name" {
+				t.Fatalf("err %v", err)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/names"
 )
 
 // Config tunes the identity module; zero values take the defaults.
@@ -697,7 +698,7 @@ func (s *Service) CreateToken(ctx context.Context, actor kernel.Actor, name stri
 	if err := s.authz.Authorize(ctx, actor, kernel.ActTokenCreate, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
 		return Token{}, "", err
 	}
-	name, err := validText("name", name, MaxTokenNameLen)
+	name, err := names.Name("name", name, names.MaxTokenName)
 	if err != nil {
 		return Token{}, "", err
 	}

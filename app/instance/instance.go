@@ -8,11 +8,9 @@ package instance
 
 import (
 	"context"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/names"
 )
 
 // EvUpdated is the instance-wide event appended when an owner changes the settings; its payload
@@ -23,7 +21,7 @@ const EvUpdated = "instance.updated"
 const DefaultName = "bothy"
 
 // MaxNameLen bounds the name, in characters.
-const MaxNameLen = 64
+const MaxNameLen = names.MaxInstanceName
 
 // Settings are the instance's settings as the API shows them.
 type Settings struct {
@@ -112,20 +110,9 @@ func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (
 	return out, err
 }
 
-// ValidateName checks 1–64 characters of valid UTF-8 without control characters and returns
-// the name without surrounding white space.
+// ValidateName checks a name of 1–64 characters by the rule of every name (names.Name: NFC,
+// no control, bidirectional or invisible characters) and returns it as it is kept, without
+// surrounding white space.
 func ValidateName(name string) (string, error) {
-	if !utf8.ValidString(name) {
-		return "", kernel.Invalid("name", "name must be valid UTF-8")
-	}
-	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n == 0 || n > MaxNameLen {
-		return "", kernel.Invalid("name", "name must be 1 to %d characters", MaxNameLen)
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return "", kernel.Invalid("name", "name must not hold control characters")
-		}
-	}
-	return name, nil
+	return names.Name("name", name, names.MaxInstanceName)
 }

@@ -91,9 +91,10 @@ func TestRename(t *testing.T) {
 		}
 	})
 
-	t.Run("refuses empty, long, control-laden and invalid names naming the field", func(t *testing.T) {
+	t.Run("refuses empty, long, control-laden, bidirectional, invisible and invalid names naming the field", func(t *testing.T) {
 		svc, st, _, _ := newEnv(t)
-		for _, n := range []string{"", "   ", strings.Repeat("ü", MaxNameLen+1), "a\nb", "bad\xff"} {
+		for _, n := range []string{"", "   ", strings.Repeat("ü", MaxNameLen+1), "a\nb", "bad\xff",
+			"bothy\u202e", "\u2066bothy\u2069", "bo\u200bthy", "\u3164"} {
 			_, err := svc.Rename(ctx, owner, n)
 			if ke, ok := err.(*kernel.Error); !ok || ke.Code != kernel.CodeValidation || ke.Field != "name" {
 				t.Errorf("%q: %v", n, err)

@@ -6,12 +6,13 @@ import (
 	"unicode/utf8"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/names"
 )
 
 // Limits of message input.
 const (
 	MaxContentBytes   = 40_000
-	MaxClientMsgIDLen = 64
+	MaxClientMsgIDLen = names.MaxClientMsgID
 	MaxEmojiBytes     = 64
 	// MaxMentions bounds the distinct @handles resolved per message; the rest stay plain text.
 	MaxMentions = 50
