@@ -9,8 +9,8 @@ import (
 // TestBrowserFirstContact is a newcomer's first minutes in a real headless Chromium: the bare
 // address of a fresh instance shows a sign-in page that says there is no owner yet and where
 // the setup link is; the printed link creates the owner; the link opened again, by the owner
-// or by someone else, says the setup is done instead of showing the form; and the pages have
-// an icon, as has /favicon.ico.
+// or by someone else, says the setup is done instead of showing the form; the sign-in gives
+// the page's forms a token of their own; and the pages have an icon, as has /favicon.ico.
 func TestBrowserFirstContact(t *testing.T) {
 	t.Parallel()
 	chromium := mustChromium(t)
@@ -26,6 +26,10 @@ func TestBrowserFirstContact(t *testing.T) {
 				t.FailNow()
 			}
 		}
+		csrf := func(b *tab) string {
+			return eval[string](b, `(document.querySelector('input[name="csrf_token"]') || {}).value || ""`)
+		}
+		var signInToken string
 
 		step("the bare address of a fresh instance says it has no owner yet and where the link is", owner, func(t *testing.T, b *tab) {
 			if st := b.visit("/"); st != http.StatusOK {
@@ -38,6 +42,7 @@ func TestBrowserFirstContact(t *testing.T) {
 					t.Errorf("the hint %q does not say %q", hint, want)
 				}
 			}
+			signInToken = csrf(b)
 			b.screenshot("first-contact-signin.png")
 		})
 
@@ -70,6 +75,12 @@ func TestBrowserFirstContact(t *testing.T) {
 				t.Fatalf("after the setup: status %d", st)
 			}
 			b.waitFor(testID("overview"))
+		})
+
+		step("the forms of the signed-in owner carry a token of their own", owner, func(t *testing.T, b *tab) {
+			if tok := csrf(b); tok == "" || tok == signInToken {
+				t.Fatalf("the token after the sign-in is %q, the sign-in form's was %q", tok, signInToken)
+			}
 		})
 
 		step("the owner opening the link again is told the setup is complete", owner, func(t *testing.T, b *tab) {

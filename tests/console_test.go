@@ -314,3 +314,161 @@ func TestConsoleFirstContact(t *testing.T) {
 		})
 	})
 }
+
+// TestConsoleCSRFIsBoundToTheSession: the token of a console form is bound to the session of
+// the browser it was given to (before sign-in, to the browser's pre-session cookie), so that
+// one person's token is refused with another's session and a sign-in leaves the token of the
+// sign-in form dead; behind https the session and pre-session cookies carry the __Host- prefix.
+func TestConsoleCSRFIsBoundToTheSession(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng)
+		in.mustCreateUser(t, "bob")
+		signIn := func(handle, password string) *browser {
+			b := newBrowser(t, in.srv.public)
+			b.get("/console/signin").want(t, http.StatusOK)
+			b.post("/console/signin", url.Values{"handle": {handle}, "password": {password}}).want(t, http.StatusSeeOther)
+			b.get("/console/chat").want(t, http.StatusOK)
+			return b
+		}
+
+		t.Run("one person's token and cookies are refused with another person's session", func(t *testing.T) {
+			owner, bob := signIn("owner", ownerPassword), signIn("bob", "bob-password-1")
+			// What an attacker who is a person of the instance holds: their own token and every
+			// cookie but the session, planted next to the victim's session.
+			cookies := []string{"bothy_session=" + jarCookie(t, bob, "bothy_session")}
+			u, _ := url.Parse(in.srv.public + "/console/")
+			for _, c := range owner.hc.Jar.Cookies(u) {
+				if c.Name != "bothy_session" && c.Name != "bothy_flash" {
+					cookies = append(cookies, c.Name+"="+c.Value)
+				}
+			}
+			resp, body := rawConsole(t, http.MethodPost, in.srv.public+"/console/signout", strings.Join(cookies, "; "),
+				url.Values{"csrf_token": {owner.csrf}})
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("the owner's token with bob's session answered %d: %.300s", resp.StatusCode, body)
+			}
+			bob.get("/console/chat").want(t, http.StatusOK) // still signed in
+		})
+
+		t.Run("a sign-in gives the browser a new token and the sign-in form's token dies", func(t *testing.T) {
+			b := newBrowser(t, in.srv.public)
+			b.get("/console/signin").want(t, http.StatusOK)
+			before := b.csrf
+			b.post("/console/signin", url.Values{"handle": {"bob"}, "password": {"bob-password-1"}}).want(t, http.StatusSeeOther)
+			b.get("/console/chat").want(t, http.StatusOK)
+			after := b.csrf
+			if before == "" || after == before {
+				t.Fatalf("the token of the sign-in form %q is still the token after the sign-in %q", before, after)
+			}
+			b.post("/console/signout", url.Values{"csrf_token": {before}}).want(t, http.StatusForbidden)
+			b.post("/console/signout", url.Values{"csrf_token": {after}}).want(t, http.StatusSeeOther)
+			b.get("/console/signin").want(t, http.StatusOK)
+			if b.csrf == before || b.csrf == after {
+				t.Fatal("after the sign-out the sign-in form has an old token")
+			}
+		})
+
+		t.Run("a form sent after its session ended leads to the sign-in and changes nothing", func(t *testing.T) {
+			b := signIn("bob", "bob-password-1")
+			as(in.srv, jarCookie(t, b, "bothy_session")).do(t, http.MethodPost, api("auth", "logout"), nil).want(t, http.StatusNoContent)
+			p := b.post("/console/tokens", url.Values{"name": {"late"}}).want(t, http.StatusSeeOther)
+			if !strings.HasPrefix(p.location(), "/console/signin") {
+				t.Fatalf("redirected to %q", p.location())
+			}
+		})
+	})
+}
+
+// TestConsoleCookiesBehindHTTPS: with an https server.public_url the session and pre-session
+// cookies are __Host- cookies (Secure, Path=/, no Domain), which no other host can plant, and a
+// session cookie of the plain name is not taken.
+func TestConsoleCookiesBehindHTTPS(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng, "--set", "server.public_url=https://chat.example")
+		base := in.srv.public
+		hostCookie := func(t *testing.T, resp *http.Response, name string) *http.Cookie {
+			t.Helper()
+			for _, c := range resp.Cookies() {
+				if c.Name == strings.TrimPrefix(name, "__Host-") && c.Name != name {
+					t.Fatalf("a cookie of the plain name %s was set", c.Name)
+				}
+				if c.Name == name {
+					if !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" {
+						t.Fatalf("cookie %+v: a __Host- cookie must be Secure, Path=/ and have no Domain", c)
+					}
+					return c
+				}
+			}
+			t.Fatalf("no cookie %s in %v", name, resp.Header.Values("Set-Cookie"))
+			return nil
+		}
+
+		resp, body := rawConsole(t, http.MethodGet, base+"/console/signin", "", nil)
+		pre := hostCookie(t, resp, "__Host-bothy_presession")
+		m := csrfField.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no token on the sign-in page: %.300s", body)
+		}
+		resp, body = rawConsole(t, http.MethodPost, base+"/console/signin", pre.Name+"="+pre.Value,
+			url.Values{"csrf_token": {m[1]}, "handle": {"owner"}, "password": {ownerPassword}})
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in answered %d: %.300s", resp.StatusCode, body)
+		}
+		session := hostCookie(t, resp, "__Host-bothy_session")
+		if session.SameSite != http.SameSiteLaxMode || session.Value == "" {
+			t.Fatalf("session cookie %+v", session)
+		}
+		if resp, _ := rawConsole(t, http.MethodGet, base+"/console/", session.Name+"="+session.Value, nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("the __Host- session cookie does not open the console: %d", resp.StatusCode)
+		}
+		if resp, _ := rawConsole(t, http.MethodGet, base+"/console/", "bothy_session="+session.Value, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("a session cookie of the plain name was taken behind https: %d", resp.StatusCode)
+		}
+	})
+}
+
+// jarCookie is the value of the browser's cookie name for the console.
+func jarCookie(tb testing.TB, b *browser, name string) string {
+	tb.Helper()
+	u, _ := url.Parse(b.base + "/console/")
+	for _, c := range b.hc.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	tb.Fatalf("the browser has no cookie %s", name)
+	return ""
+}
+
+// rawConsole sends one request with exactly the Cookie header given (none when empty) and no
+// redirects followed: for the cookies a browser's jar would not send over plain http.
+func rawConsole(tb testing.TB, method, target, cookie string, form url.Values) (*http.Response, string) {
+	tb.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, target, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp, string(raw)
+}

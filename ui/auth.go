@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/ui/layouts"
 	"bothy.dev/bothy/ui/pages"
@@ -67,7 +68,7 @@ func (c *Console) setupSubmit(rq *request) error {
 	if err != nil {
 		return err
 	}
-	c.setSession(rq.w, res.Token, res.ExpiresAt)
+	c.signIn(rq, res)
 	c.redirect(rq, Prefix, layouts.Flash{Kind: "ok", Text: "Welcome, " + res.User.DisplayName + ": you own this instance."})
 	return nil
 }
@@ -106,9 +107,16 @@ func (c *Console) signInSubmit(rq *request) error {
 	default:
 		return err
 	}
-	c.setSession(rq.w, res.Token, res.ExpiresAt)
+	c.signIn(rq, res)
 	c.redirect(rq, v.Next, layouts.Flash{})
 	return nil
+}
+
+// signIn keeps the new session in its cookie and drops the pre-session one: the next page's
+// forms carry the session's token, and the token of the sign-in form is dead.
+func (c *Console) signIn(rq *request, res identity.LoginResult) {
+	c.setSession(rq.w, res.Token, res.ExpiresAt)
+	c.dropPreSession(rq.w)
 }
 
 func (c *Console) signOut(rq *request) error {
@@ -116,6 +124,7 @@ func (c *Console) signOut(rq *request) error {
 		return err
 	}
 	c.clearSession(rq.w)
+	c.dropPreSession(rq.w)
 	c.redirect(rq, "/console/signin", layouts.Flash{Kind: "ok", Text: "Signed out."})
 	return nil
 }

@@ -95,8 +95,8 @@ func New(d Deps) *Console {
 	return c
 }
 
-// ServeHTTP runs the console's chain: the security headers, the CSRF cookie, the session, then
-// the page.
+// ServeHTTP runs the console's chain: the security headers, the session and its CSRF token,
+// then the page.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// Strict: only this origin's scripts, styles and connections; no inline script or style,
@@ -161,24 +161,19 @@ func (c *Console) chrome(rq *request, title, section string) layouts.Chrome {
 	return ch
 }
 
-// begin runs the chain before a page: the CSRF cookie (made on the first visit), the form
-// check of a POST, the session and the page's access rule. It answers by itself and returns
-// false when the page must not run.
+// begin runs the chain before a page: the session, the CSRF token (bound to the session, or
+// before sign-in to the pre-session cookie), the form check of a POST and the page's access
+// rule. It answers by itself and returns false when the page must not run.
 func (c *Console) begin(w http.ResponseWriter, r *http.Request, who access) (*request, bool) {
 	rq := &request{w: w, r: r}
-	rq.csrf = c.csrfToken(w, r)
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			c.errorPage(rq, http.StatusBadRequest, "The form could not be read", "It was too large or malformed.")
 			return nil, false
 		}
-		if !validCSRF(rq.csrf, r.PostFormValue(csrfField)) {
-			c.errorPage(rq, http.StatusForbidden, "The form has expired", "Reload the page and send the form again.")
-			return nil, false
-		}
 	}
-	if tok := sessionCookie(r); tok != "" {
+	if tok := c.sessionCookie(r); tok != "" {
 		actor, err := c.d.Identity.Authenticate(r.Context(), tok)
 		switch {
 		case err == nil && actor.Kind == kernel.KindPerson:
@@ -188,6 +183,7 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request, who access) (*re
 				return nil, false
 			}
 			rq.actor, rq.user = actor, &u
+			rq.csrf = sessionCSRF(tok)
 		case err == nil || kernel.IsCode(err, kernel.CodeUnauthenticated):
 			c.clearSession(w) // expired, revoked, or not a person's session
 		default:
@@ -195,9 +191,19 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request, who access) (*re
 			return nil, false
 		}
 	}
+	if rq.user == nil {
+		rq.csrf = c.preSessionCSRF(w, r)
+	}
+	// A form for signed-in people that arrives without a session changes nothing either way:
+	// it goes to the sign-in below rather than to a page that says the form expired.
+	lostSession := who >= signedIn && rq.user == nil
+	if r.Method == http.MethodPost && !lostSession && !validCSRF(rq.csrf, r.PostFormValue(csrfField)) {
+		c.errorPage(rq, http.StatusForbidden, "The form has expired", "Reload the page and send the form again.")
+		return nil, false
+	}
 	rq.flash = c.takeFlash(w, r)
 	switch {
-	case who >= signedIn && rq.user == nil:
+	case lostSession:
 		next := r.URL.Path
 		if r.Method != http.MethodGet {
 			next = Prefix

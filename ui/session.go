@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
@@ -11,17 +13,37 @@ import (
 	"bothy.dev/bothy/ui/layouts"
 )
 
-// The console's cookies. All are HttpOnly and scoped to the console (the session to the whole
-// origin's /console/ and the gateway upgrade, which reads it for the chat view's script).
+// The console's cookies. All are HttpOnly. Behind https (server.public_url) the session and
+// pre-session cookies carry the __Host- prefix, which a browser accepts only on a Secure cookie
+// of Path=/ without Domain, set by this very host: no sibling subdomain can plant one of its
+// own (a session of the attacker's, or a pre-session whose token it knows).
 const (
-	sessionCookieName = "bothy_session"
-	csrfCookieName    = "bothy_csrf"
-	flashCookieName   = "bothy_flash"
-	csrfField         = "csrf_token"
+	sessionCookieBase    = "bothy_session"
+	preSessionCookieBase = "bothy_presession"
+	hostPrefix           = "__Host-"
+	flashCookieName      = "bothy_flash"
+	csrfField            = "csrf_token"
 )
 
-func sessionCookie(r *http.Request) string {
-	ck, err := r.Cookie(sessionCookieName)
+// SessionCookieName is the name of the console's session cookie for the instance at
+// publicURL (server.public_url). The gateway reads the same cookie for the chat view's script.
+func SessionCookieName(publicURL string) string {
+	if strings.HasPrefix(publicURL, "https://") {
+		return hostPrefix + sessionCookieBase
+	}
+	return sessionCookieBase
+}
+
+// cookieName is base as this console names it: with the __Host- prefix behind https.
+func (c *Console) cookieName(base string) string {
+	if c.secure {
+		return hostPrefix + base
+	}
+	return base
+}
+
+func (c *Console) sessionCookie(r *http.Request) string {
+	ck, err := r.Cookie(c.cookieName(sessionCookieBase))
 	if err != nil {
 		return ""
 	}
@@ -31,36 +53,71 @@ func sessionCookie(r *http.Request) string {
 // setSession keeps the session token in a cookie that scripts cannot read, sent on same-site
 // navigations only (Lax), until the session expires.
 func (c *Console) setSession(w http.ResponseWriter, token string, expires time.Time) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookieName, Value: token, Path: "/", Expires: expires,
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(sessionCookieBase), Value: token, Path: "/", Expires: expires,
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
 }
 
 func (c *Console) clearSession(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookieName, Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(sessionCookieBase), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
 }
 
-// csrfToken returns the browser's CSRF token, made and set on its first visit. Forms carry it in
-// the hidden field csrf_token, and a POST whose field does not equal the cookie is refused: a
-// page of another site can make the browser send the cookie, but cannot read it to fill in the
-// field (double submit). The cookie is Strict, so it does not even travel with a cross-site post.
-func (c *Console) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	if ck, err := r.Cookie(csrfCookieName); err == nil && len(ck.Value) == csrfTokenLen {
-		return ck.Value
+// CSRF tokens. Every form carries one in the hidden field csrf_token, and a POST whose field is
+// not the token of the browser's cookies is refused: a page of another site can make the
+// browser send the cookies, but cannot read them or this site's pages to fill in the field.
+//
+// A signed-in browser's token is an HMAC keyed with its session token, so it is bound to that
+// session: a person's own token is worth nothing with another person's session, and a new
+// session (a sign-in) has a new token. Keying with the session token itself needs no server
+// key, which every node of a cluster would have to share; the session token is the secret the
+// browser holds and the page never shows, and the HMAC does not reveal it.
+//
+// Before sign-in (the sign-in and setup forms) there is no session: the token is bound the
+// same way to a random pre-session cookie, made on the browser's first visit (Strict, so it
+// does not even travel with a cross-site post) and dropped at sign-in and sign-out, so that a
+// pre-session token somebody learnt or planted dies with the sign-in.
+
+// csrfTokenFor is the token of the forms of a browser whose session (or pre-session) secret is
+// secret; purpose keeps the two kinds apart.
+func csrfTokenFor(secret, purpose string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("bothy console csrf " + purpose))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// sessionCSRF is the token of the forms of the browser signed in with the session token.
+func sessionCSRF(sessionToken string) string { return csrfTokenFor(sessionToken, "session") }
+
+// preSessionCSRF returns the token of a browser that is not signed in, making its pre-session
+// cookie on its first visit.
+func (c *Console) preSessionCSRF(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(c.cookieName(preSessionCookieBase)); err == nil && len(ck.Value) == preSessionLen {
+		return csrfTokenFor(ck.Value, "pre-session")
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
-	tok := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookieName, Value: tok, Path: Prefix,
+	secret := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(preSessionCookieBase), Value: secret, Path: "/",
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
-	return tok
+	return csrfTokenFor(secret, "pre-session")
 }
 
-// csrfTokenLen is the length of a token as csrfToken makes it (32 bytes, base64url).
-const csrfTokenLen = 43
+// dropPreSession removes the pre-session cookie at sign-in and sign-out; the next signed-out
+// page makes a new one.
+func (c *Console) dropPreSession(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(preSessionCookieBase), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode})
+}
 
-func validCSRF(cookie, field string) bool {
-	return len(cookie) == csrfTokenLen && subtle.ConstantTimeCompare([]byte(cookie), []byte(field)) == 1
+// preSessionLen is the length of a pre-session secret (32 bytes, base64url); csrfTokenLen that
+// of a token (an HMAC-SHA256, base64url).
+const (
+	preSessionLen = 43
+	csrfTokenLen  = 43
+)
+
+func validCSRF(want, field string) bool {
+	return len(want) == csrfTokenLen && subtle.ConstantTimeCompare([]byte(want), []byte(field)) == 1
 }
 
 // setFlash keeps f for the next page, which shows it once.

@@ -22,43 +22,82 @@ func TestCookiesAreSecureBehindHTTPS(t *testing.T) {
 	for _, tc := range []struct {
 		public string
 		secure bool
-	}{{"https://chat.example", true}, {"http://127.0.0.1:8080", false}, {"", false}} {
+		prefix string
+	}{{"https://chat.example", true, "__Host-"}, {"http://127.0.0.1:8080", false, ""}, {"", false, ""}} {
 		c := New(Deps{Identity: &identity.Service{}, PublicURL: tc.public})
 		rec := httptest.NewRecorder()
 		c.setSession(rec, "tok", c.d.Clock.Now().Add(60e9))
-		c.csrfToken(rec, httptest.NewRequest("GET", "/console/", nil))
+		c.preSessionCSRF(rec, httptest.NewRequest("GET", "/console/", nil))
 		c.setFlash(rec, layouts.Flash{Kind: "ok", Text: "hi"})
-		for _, name := range []string{sessionCookieName, csrfCookieName, flashCookieName} {
+		session, preSession := tc.prefix+"bothy_session", tc.prefix+"bothy_presession"
+		for _, name := range []string{session, preSession, flashCookieName} {
 			ck := cookieNamed(rec, name)
 			if ck == nil || ck.Secure != tc.secure || !ck.HttpOnly {
 				t.Errorf("public %q: cookie %s = %+v, want Secure %v and HttpOnly", tc.public, name, ck, tc.secure)
 			}
 		}
-		if ck := cookieNamed(rec, sessionCookieName); ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" {
+		// A browser takes a __Host- cookie only when it is Secure, has Path=/ and no Domain.
+		for _, name := range []string{session, preSession} {
+			if ck := cookieNamed(rec, name); ck == nil || ck.Path != "/" || ck.Domain != "" {
+				t.Errorf("public %q: cookie %s = %+v, want Path=/ and no Domain", tc.public, name, ck)
+			}
+		}
+		if ck := cookieNamed(rec, session); ck.SameSite != http.SameSiteLaxMode {
 			t.Errorf("session cookie %+v", ck)
 		}
-		if ck := cookieNamed(rec, csrfCookieName); ck.SameSite != http.SameSiteStrictMode {
-			t.Errorf("CSRF cookie %+v", ck)
+		if ck := cookieNamed(rec, preSession); ck.SameSite != http.SameSiteStrictMode {
+			t.Errorf("pre-session cookie %+v", ck)
+		}
+		if got := SessionCookieName(tc.public); got != session {
+			t.Errorf("SessionCookieName(%q) = %q, want %q", tc.public, got, session)
 		}
 	}
 }
 
 func TestCSRFTokens(t *testing.T) {
 	c := New(Deps{Identity: &identity.Service{}})
-	rec := httptest.NewRecorder()
-	tok := c.csrfToken(rec, httptest.NewRequest("GET", "/console/", nil))
-	if len(tok) != csrfTokenLen || cookieNamed(rec, csrfCookieName).Value != tok {
-		t.Fatalf("token %q", tok)
-	}
-	req := httptest.NewRequest("GET", "/console/", nil)
-	req.AddCookie(&http.Cookie{Name: csrfCookieName, Value: tok})
-	rec = httptest.NewRecorder()
-	if again := c.csrfToken(rec, req); again != tok || cookieNamed(rec, csrfCookieName) != nil {
-		t.Fatalf("a known browser got a new token %q", again)
-	}
+
+	t.Run("a browser keeps its pre-session token until the cookie changes", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		tok := c.preSessionCSRF(rec, httptest.NewRequest("GET", "/console/", nil))
+		ck := cookieNamed(rec, "bothy_presession")
+		if len(tok) != csrfTokenLen || ck == nil || ck.Value == tok {
+			t.Fatalf("token %q, cookie %+v: the token must be derived from the cookie, not be it", tok, ck)
+		}
+		req := httptest.NewRequest("GET", "/console/", nil)
+		req.AddCookie(ck)
+		rec = httptest.NewRecorder()
+		if again := c.preSessionCSRF(rec, req); again != tok || cookieNamed(rec, "bothy_presession") != nil {
+			t.Fatalf("a known browser got a new token %q", again)
+		}
+		other := c.preSessionCSRF(httptest.NewRecorder(), httptest.NewRequest("GET", "/console/", nil))
+		if other == tok {
+			t.Fatal("two browsers got the same pre-session token")
+		}
+	})
+
+	t.Run("a session's token is bound to that session", func(t *testing.T) {
+		a, b := sessionCSRF("session-token-of-ada"), sessionCSRF("session-token-of-bob")
+		if len(a) != csrfTokenLen || a == b || a != sessionCSRF("session-token-of-ada") {
+			t.Fatalf("tokens %q and %q", a, b)
+		}
+		if a == csrfTokenFor("session-token-of-ada", "pre-session") {
+			t.Fatal("a session token and a pre-session cookie of the same value give the same token")
+		}
+	})
+
+	t.Run("dropping the pre-session expires its cookie", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		c.dropPreSession(rec)
+		if ck := cookieNamed(rec, "bothy_presession"); ck == nil || ck.MaxAge >= 0 || ck.Path != "/" {
+			t.Fatalf("cookie %+v", ck)
+		}
+	})
+
+	tok := sessionCSRF("s")
 	for _, tc := range []struct {
-		cookie, field string
-		ok            bool
+		want, field string
+		ok          bool
 	}{
 		{tok, tok, true},
 		{tok, "", false},
@@ -66,8 +105,8 @@ func TestCSRFTokens(t *testing.T) {
 		{"", "", false},
 		{"short", "short", false},
 	} {
-		if got := validCSRF(tc.cookie, tc.field); got != tc.ok {
-			t.Errorf("validCSRF(%q, %q) = %v", tc.cookie, tc.field, got)
+		if got := validCSRF(tc.want, tc.field); got != tc.ok {
+			t.Errorf("validCSRF(%q, %q) = %v", tc.want, tc.field, got)
 		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/ui"
 )
 
 // dialWith connects with the given headers and reads hello; it returns nil and the answer's
@@ -99,6 +102,38 @@ func TestCookieIdentify(t *testing.T) {
 			w, _ := s.dialWith(t, cookie(strings.Repeat("x", 43)))
 			w.send(map[string]any{"op": "identify", "d": map[string]any{}})
 			w.expectClose(4004)
+		})
+	})
+}
+
+// TestCookieIdentifyBehindHTTPS: behind an https server.public_url the console names its
+// session cookie with the __Host- prefix, which no sibling host can plant; the gateway takes that
+// cookie and not one of the plain name.
+func TestCookieIdentifyBehindHTTPS(t *testing.T) {
+	const publicURL = "https://chat.example"
+	engines(t, func(t *testing.T, engine string) {
+		s := mustStart(t, engine, func(c *config.Config) { c.Server.PublicURL = publicURL })
+		owner := s.mustOwner(t)
+		dial := func(name string) *wsClient {
+			w, _ := s.dialWith(t, http.Header{"Cookie": {name + "=" + owner.token}, "Origin": {s.base}})
+			w.send(map[string]any{"op": "identify", "d": map[string]any{}})
+			return w
+		}
+
+		t.Run("the console's __Host- session cookie identifies", func(t *testing.T) {
+			name := ui.SessionCookieName(publicURL)
+			if name != "__Host-bothy_session" {
+				t.Fatalf("the console names its cookie %q behind https", name)
+			}
+			w := dial(name)
+			if f := w.next(); f.Op != "ready" {
+				t.Fatalf("got %s %s, want ready", f.Op, f.D)
+			}
+			w.catchUp()
+		})
+
+		t.Run("a cookie of the plain name is not taken", func(t *testing.T) {
+			dial("bothy_session").expectClose(4004)
 		})
 	})
 }

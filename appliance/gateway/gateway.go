@@ -91,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.SetReadLimit(h.opts.MaxFrameBytes)
 	h.gw.Serve(&transport{c: c, nc: hw.conn}, gateway.ConnInfo{RemoteAddr: r.RemoteAddr, Address: peerAddress(r),
-		CorrelationID: w.Header().Get("Correlation-Id"), Credential: sessionCookie(r)})
+		CorrelationID: w.Header().Get("Correlation-Id"), Credential: h.sessionCookie(r)})
 }
 
 // peerAddress is the IP address of the peer, which the gateway's bound per address counts by.
@@ -103,14 +103,22 @@ func peerAddress(r *http.Request) string {
 	return host
 }
 
-// consoleSessionCookie is the console's session cookie (ui). Its token is HttpOnly, so the
-// console's script cannot put it in identify: an identify without a token identifies with the
-// cookie the upgrade carried. A page of another site cannot ride on it, because a browser's
-// upgrade from another origin is refused above (and the cookie is SameSite=Lax besides).
-const consoleSessionCookie = "bothy_session"
+// consoleSessionCookie is the name of the console's session cookie (ui.SessionCookieName, which
+// this adapter does not import): bothy_session, and __Host-bothy_session behind an https
+// server.public_url, where a cookie of the plain name (which a sibling subdomain could plant)
+// is not taken. Its token is HttpOnly, so the console's script cannot put it in identify: an
+// identify without a token identifies with the cookie the upgrade carried. A page of another
+// site cannot ride on it, because a browser's upgrade from another origin is refused above
+// (and the cookie is SameSite=Lax besides).
+func consoleSessionCookie(publicURL string) string {
+	if strings.HasPrefix(publicURL, "https://") {
+		return "__Host-bothy_session"
+	}
+	return "bothy_session"
+}
 
-func sessionCookie(r *http.Request) string {
-	ck, err := r.Cookie(consoleSessionCookie)
+func (h *Handler) sessionCookie(r *http.Request) string {
+	ck, err := r.Cookie(consoleSessionCookie(h.opts.PublicURL))
 	if err != nil {
 		return ""
 	}
