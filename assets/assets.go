@@ -90,24 +90,13 @@ func Size(name string) int { return len(byName[name].body) }
 // an unhashed or unknown name is 404, so no page can come to depend on a name that a new build
 // changes behind its back.
 func Handler() http.Handler {
-	modTime := time.Unix(0, 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, ok := byHashed[strings.TrimPrefix(r.URL.Path, Prefix)]
 		if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 			http.NotFound(w, r)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", a.ctype)
-		h.Set("Cache-Control", "public, max-age=31536000, immutable")
-		h.Set("Vary", "Accept-Encoding")
-		body, tag := a.body, a.hashed
-		if a.gz != nil && AcceptsGzip(r) {
-			body, tag = a.gz, a.hashed+".gz"
-			h.Set("Content-Encoding", "gzip")
-		}
-		h.Set("ETag", `"`+tag+`"`)
-		http.ServeContent(w, r, a.hashed, modTime, bytes.NewReader(body))
+		a.serve(w, r, "public, max-age=31536000, immutable")
 	})
 }
 
@@ -116,19 +105,28 @@ func Handler() http.Handler {
 // does not change with its content, hence cached for a day and not for a year.
 func Favicon() http.Handler {
 	a := byName["favicon.svg"]
-	modTime := time.Unix(0, 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.NotFound(w, r)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", a.ctype)
-		h.Set("Cache-Control", "public, max-age=86400")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("ETag", `"`+a.hashed+`"`)
-		http.ServeContent(w, r, a.name, modTime, bytes.NewReader(a.body))
+		a.serve(w, r, "public, max-age=86400")
 	})
+}
+
+// serve answers a with the caching cache, gzipped to a browser that takes it when that pays.
+func (a *asset) serve(w http.ResponseWriter, r *http.Request, cache string) {
+	h := w.Header()
+	h.Set("Content-Type", a.ctype)
+	h.Set("Cache-Control", cache)
+	h.Set("Vary", "Accept-Encoding")
+	body, tag := a.body, a.hashed
+	if a.gz != nil && AcceptsGzip(r) {
+		body, tag = a.gz, a.hashed+".gz"
+		h.Set("Content-Encoding", "gzip")
+	}
+	h.Set("ETag", `"`+tag+`"`)
+	http.ServeContent(w, r, a.hashed, time.Unix(0, 0), bytes.NewReader(body))
 }
 
 // AcceptsGzip reports whether the request's Accept-Encoding takes gzip (every browser's does).
