@@ -191,9 +191,9 @@ type Agents interface {
 	AgentStatuses(ctx context.Context, ids []kernel.ID) (map[kernel.ID]string, error)
 	// ConsumersSeen returns, in one read, when the consumer of each of ids last showed a sign of
 	// life that every node can see: a save of its durable cursor (an ack over REST or the
-	// gateway, the first poll or connection of an agent that never consumed), whether or not
-	// the cursor moved. An agent whose consumer never saved a cursor is absent. The stall check
-	// reads it to tell interrupted from stale. Errors: internal.
+	// gateway, a gateway connection), whether or not the cursor moved, or a REST poll. An agent
+	// whose consumer never showed one is absent. The stall check reads it to tell interrupted
+	// from stale. Errors: internal.
 	ConsumersSeen(ctx context.Context, ids []kernel.ID) (map[kernel.ID]time.Time, error)
 	// Principal returns principal id as an actor to authorize (id, kind, handle, owner flag) and
 	// whether it is active: Prepare asks whether the invoker of a run still holds invoke.
