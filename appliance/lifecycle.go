@@ -83,7 +83,7 @@ func (a *App) Run(ctx context.Context) error {
 
 // RunOn serves the internal listener of ln (health), then the public one (not in role
 // worker), starts the background tasks, reports ready and prints the setup link while no owner
-// exists. It serves until ctx ends, then shuts down in order (seed 15.3): not ready → HTTP
+// exists. It serves until ctx ends, then shuts down in order: not ready → HTTP
 // servers finish their requests → stop hooks → background tasks → store. It returns nil after
 // an orderly shutdown, and an error when the start failed, a server or background task failed,
 // or the shutdown overran its deadline. It closes ln.
