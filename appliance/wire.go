@@ -96,10 +96,13 @@ func wire(ctx context.Context, a *App) error {
 	bus.Seal()
 
 	router := httpapi.NewRouter(ident, httpapi.NewIdempotency(db, db), httpapi.Options{
-		MaxBodyBytes:   a.Config.HTTP.MaxJSONBodyBytes,
-		MaxJSONDepth:   a.Config.HTTP.MaxJSONDepth,
-		RequestTimeout: a.Config.HTTP.RequestTimeout,
-		Logger:         a.Logger,
+		MaxBodyBytes:    a.Config.HTTP.MaxJSONBodyBytes,
+		MaxJSONDepth:    a.Config.HTTP.MaxJSONDepth,
+		RequestTimeout:  a.Config.HTTP.RequestTimeout,
+		BodyReadTimeout: a.Config.HTTP.BodyReadTimeout,
+		// The console's forms that come before a sign-in take the small cap of login and setup.
+		PublicForms: []string{ui.Prefix + "signin", ui.Prefix + "setup"},
+		Logger:      a.Logger,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)

@@ -1,8 +1,13 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +192,141 @@ func TestBadInputChangesNothing(t *testing.T) {
 					ops[i] = f.Op
 				}
 				t.Fatalf("close code %d after the frames %v, want 4002", code, ops)
+			}
+		})
+	})
+}
+
+// rawPost sends a POST to the public listener by hand: the header with Content-Length length
+// (a JSON body, or a form under /console/), then the pieces of body with pause between them,
+// and then, when hangUp is set, closes its side of the connection. It returns the status of
+// the answer (0 when none came within wait) and when it came, counted from the header.
+func rawPost(t *testing.T, srv *server, path, token string, length int, pieces []string, pause time.Duration, hangUp bool, wait time.Duration) (int, time.Duration) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.public, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ct := "application/json"
+	if strings.HasPrefix(path, "/console/") {
+		ct = "application/x-www-form-urlencoded"
+	}
+	head := "POST " + path + " HTTP/1.1\r\nHost: bothy\r\nContent-Type: " + ct + "\r\n" +
+		"Content-Length: " + strconv.Itoa(length) + "\r\n"
+	if token != "" {
+		head += "Authorization: Bearer " + token + "\r\n"
+	}
+	start := time.Now()
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	for _, p := range pieces {
+		select {
+		case st := <-answered:
+			return st, time.Since(start)
+		case <-time.After(pause):
+		}
+		if _, err := io.WriteString(conn, p); err != nil {
+			break // the server gave up on the body and closed the connection
+		}
+	}
+	if hangUp {
+		_ = conn.(*net.TCPConn).CloseWrite()
+	}
+	select {
+	case st := <-answered:
+		return st, time.Since(start)
+	case <-time.After(wait):
+		return 0, time.Since(start)
+	}
+}
+
+// TestBodiesAreBounded holds what a hostile client may do with a request body: it cannot make
+// an anonymous request's body be read, cannot trickle a body for longer than
+// http.body_read_timeout (API and console alike), cannot send a large body where no
+// credentials are needed, and cannot make the server log an error by hanging up mid-body.
+func TestBodiesAreBounded(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng, "--set", "http.body_read_timeout=1s")
+		trickle := strings.Split(strings.Repeat("x", 60), "")
+
+		t.Run("an anonymous request is refused before its body is sent", func(t *testing.T) {
+			st, took := rawPost(t, in.srv, api("spaces"), "", 1<<20, nil, 0, false, 5*time.Second)
+			if st != http.StatusUnauthorized {
+				t.Fatalf("status %d after %s, want 401 without the body", st, took)
+			}
+		})
+
+		t.Run("a body trickled in is cut off at the body read timeout", func(t *testing.T) {
+			st, took := rawPost(t, in.srv, api("spaces"), in.owner.token, 100, trickle, 200*time.Millisecond, false, 10*time.Second)
+			if st != http.StatusRequestTimeout || took > 5*time.Second {
+				t.Fatalf("status %d after %s, want 408 after about 1s", st, took)
+			}
+		})
+
+		t.Run("a login body trickled in is cut off too", func(t *testing.T) {
+			st, took := rawPost(t, in.srv, api("auth", "login"), "", 100, trickle, 200*time.Millisecond, false, 10*time.Second)
+			if st != http.StatusRequestTimeout || took > 5*time.Second {
+				t.Fatalf("status %d after %s, want 408 after about 1s", st, took)
+			}
+		})
+
+		t.Run("a console form trickled in is cut off too", func(t *testing.T) {
+			st, took := rawPost(t, in.srv, "/console/signin", "", 100, trickle, 200*time.Millisecond, false, 10*time.Second)
+			if st != http.StatusBadRequest || took > 5*time.Second {
+				t.Fatalf("status %d after %s, want the console's 400 after about 1s", st, took)
+			}
+		})
+
+		t.Run("a client that hangs up mid-body gets a 400 and leaves no error in the log", func(t *testing.T) {
+			st, _ := rawPost(t, in.srv, api("tokens"), in.owner.token, 100, []string{`{"name":"cut`}, 10*time.Millisecond, true, 5*time.Second)
+			if st != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400", st)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(in.srv.logs.String(), `route=/api/v1/tokens status=400`) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no access log line of the cut request:\n%s", in.srv.logs)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if strings.Contains(in.srv.logs.String(), "level=ERROR") {
+				t.Fatalf("the server logged an error:\n%s", in.srv.logs)
+			}
+		})
+
+		t.Run("a login body over 16 KiB is too large", func(t *testing.T) {
+			r := as(in.srv, "").do(t, http.MethodPost, api("auth", "login"),
+				map[string]any{"handle": "owner", "password": strings.Repeat("p", 20<<10)}, breaksDocument())
+			if r.status != http.StatusRequestEntityTooLarge || r.code() != "payload_too_large" {
+				t.Fatalf("%s", r)
+			}
+		})
+
+		t.Run("a console sign-in form over 16 KiB cannot be read", func(t *testing.T) {
+			b := newBrowser(t, in.srv.public)
+			b.get("/console/signin").want(t, http.StatusOK)
+			b.post("/console/signin", url.Values{"handle": {"owner"}, "password": {strings.Repeat("p", 20<<10)}}).
+				want(t, http.StatusBadRequest)
+		})
+
+		t.Run("a body read in time is served, and the handler is not cut off after it", func(t *testing.T) {
+			st, _ := rawPost(t, in.srv, api("spaces"), in.owner.token, len(`{"name":"in time"}`),
+				[]string{`{"name":`, `"in time"}`}, 300*time.Millisecond, false, 10*time.Second)
+			if st != http.StatusCreated {
+				t.Fatalf("status %d, want 201", st)
 			}
 		})
 	})

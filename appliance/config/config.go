@@ -103,7 +103,9 @@ type HTTPConfig struct {
 	MaxJSONDepth      int
 	RequestTimeout    time.Duration
 	ReadHeaderTimeout time.Duration
-	IdleTimeout       time.Duration
+	// BodyReadTimeout bounds the time a request body may take to arrive after its header.
+	BodyReadTimeout time.Duration
+	IdleTimeout     time.Duration
 }
 
 // AuthConfig is the auth.* group.

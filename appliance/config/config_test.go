@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 			ReadPoolSize: 4, MaxBatch: 256, MaxOpenConns: 8, StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second,
 			IdleInTxTimeout: 0, TxRetryMax: 3},
 		HTTP: HTTPConfig{MaxJSONBodyBytes: 1048576, MaxJSONDepth: 32, RequestTimeout: 30 * time.Second,
-			ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 120 * time.Second},
+			ReadHeaderTimeout: 5 * time.Second, BodyReadTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
 		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginFailureWindow: 10 * time.Minute},
 		Sync: SyncConfig{OutboundQueueMax: 1024, RunPatchCoalesceInterval: 50 * time.Millisecond, IdempotencyKeyTTL: 24 * time.Hour, IdempotencyCleanupInterval: time.Hour,
 			IdempotencyCleanupBatchSize: 1000},

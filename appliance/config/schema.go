@@ -97,6 +97,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.HTTP.RequestTimeout }, check: positive},
 	{name: "http.read_header_timeout", def: "5s", kind: kindDuration,
 		field: func(c *Config) any { return &c.HTTP.ReadHeaderTimeout }, check: positive},
+	{name: "http.body_read_timeout", def: "10s", kind: kindDuration,
+		field: func(c *Config) any { return &c.HTTP.BodyReadTimeout }, check: durationBetween(100*time.Millisecond, time.Hour)},
 	{name: "http.idle_timeout", def: "120s", kind: kindDuration,
 		field: func(c *Config) any { return &c.HTTP.IdleTimeout }, check: positive},
 

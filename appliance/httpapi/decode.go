@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
+	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -152,13 +153,21 @@ func checkContentType(ct string) error {
 	return nil
 }
 
-// readBody reads at most limit bytes; more is payload_too_large.
+// readBody reads at most limit bytes; more is payload_too_large. A body that does not arrive
+// in time (the read deadline of boundBody) is request_timeout, and one cut short (the client
+// hung up, or sent less than its Content-Length) malformed_request: the client's doing, never
+// an internal error.
 func readBody(r io.Reader, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	if int64(len(b)) > limit {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, kernel.Errorf(codeRequestTimeout, "the body did not arrive in time")
+	case err != nil:
+		return nil, kernel.Errorf(kernel.CodeMalformedRequest, "the body was cut short")
+	case int64(len(b)) > limit:
 		return nil, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", limit)
 	}
 	return b, nil

@@ -10,6 +10,10 @@ import (
 	"bothy.dev/bothy/app/runs"
 )
 
+// codeRequestTimeout answers a body that did not arrive within http.body_read_timeout; only
+// the HTTP adapter meets it.
+const codeRequestTimeout kernel.Code = "request_timeout"
+
 // statusOf maps a public error code to its HTTP status: the one place that does (STYLE rule 10).
 func statusOf(code kernel.Code) int {
 	switch code {
@@ -33,6 +37,8 @@ func statusOf(code kernel.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case kernel.CodeUnsupportedMedia:
 		return http.StatusUnsupportedMediaType
+	case codeRequestTimeout:
+		return http.StatusRequestTimeout
 	case kernel.CodeIdempotencyKeyReuse:
 		return http.StatusUnprocessableEntity
 	case kernel.CodeRateLimited:

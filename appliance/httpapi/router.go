@@ -13,10 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -96,8 +98,22 @@ type Options struct {
 	MaxBodyBytes   int64
 	MaxJSONDepth   int
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// BodyReadTimeout bounds the time a request body may take to arrive, counted from the end
+	// of its header, for every handler behind the router: the console's forms too (default 10 s).
+	BodyReadTimeout time.Duration
+	// MaxPublicBodyBytes caps the body of a route that needs no credentials (login, setup) and
+	// of the PublicForms, which anyone may send (default 16 KiB; at most MaxBodyBytes).
+	MaxPublicBodyBytes int64
+	// PublicForms are the paths of raw handlers that take a POST before any sign-in (the
+	// console's sign-in and setup forms).
+	PublicForms []string
+	Logger      *slog.Logger
 }
+
+// DefaultMaxPublicBodyBytes is the cap of a body sent without credentials: a login or setup
+// body is a handle, a name and a password of at most 1024 bytes, which JSON escapes at most
+// sixfold.
+const DefaultMaxPublicBodyBytes = 16 << 10
 
 // Router is the public HTTP handler.
 type Router struct {
@@ -121,6 +137,13 @@ func NewRouter(auth Authenticator, idem *Idempotency, o Options) *Router {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 30 * time.Second
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 10 * time.Second
+	}
+	if o.MaxPublicBodyBytes <= 0 {
+		o.MaxPublicBodyBytes = DefaultMaxPublicBodyBytes
+	}
+	o.MaxPublicBodyBytes = min(o.MaxPublicBodyBytes, o.MaxBodyBytes)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -231,6 +254,11 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), correlationKey{}, cid)
 	ctx = context.WithValue(ctx, actorNoteKey{}, &sw.actor)
 	r = r.WithContext(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		// On the copy WithContext made: the server keeps its own body, which it drains or
+		// gives up on after the handler as it would without the bound.
+		r.Body = rt.boundBody(w, r)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -255,6 +283,20 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 var errDeadline = errors.New("request deadline exceeded")
 
+// boundBody bounds the time the body of r may take (BodyReadTimeout, through the connection's
+// read deadline) and caps the body of a public form. Without it one byte a second keeps a
+// request, and the memory of what it sent, for as long as the client likes. net/http lifts the
+// deadline itself once the body has been read to its end (it then watches the connection for
+// the client going away), so a handler that works long after its body is not cut off.
+func (rt *Router) boundBody(w http.ResponseWriter, r *http.Request) io.ReadCloser {
+	body := r.Body
+	if r.Method == http.MethodPost && slices.Contains(rt.opts.PublicForms, r.URL.Path) {
+		body = http.MaxBytesReader(w, body, rt.opts.MaxPublicBodyBytes)
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(rt.opts.BodyReadTimeout))
+	return body
+}
+
 func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[string]*Route) {
 	cid := correlationFrom(r.Context())
 	route, ok := methods[r.Method]
@@ -278,18 +320,8 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 
 	req := &Request{ClientIP: clientIP(r), header: w.Header(), depth: rt.opts.MaxJSONDepth}
 
-	if r.ContentLength > rt.opts.MaxBodyBytes {
-		writeProblem(w, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", rt.opts.MaxBodyBytes), cid)
-		return
-	}
-	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		req.body, req.bodyErr = readBody(r.Body, rt.opts.MaxBodyBytes)
-		if req.bodyErr != nil && kernel.CodeOf(req.bodyErr) == kernel.CodePayloadTooLarge {
-			writeProblem(w, req.bodyErr, cid)
-			return
-		}
-	}
-
+	// Credentials first: a request that will be refused never has its body read, so anyone
+	// without a token costs a header's worth of memory, not a body's.
 	if token, ok := bearer(r); ok && !route.Public {
 		actor, err := rt.auth.Authenticate(ctx, token)
 		if err != nil {
@@ -305,6 +337,25 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 		w.Header().Set("WWW-Authenticate", `Bearer realm="bothy"`)
 		writeProblem(w, kernel.Errorf(kernel.CodeUnauthenticated, "send a token as Authorization: Bearer"), cid)
 		return
+	}
+
+	limit := rt.opts.MaxBodyBytes
+	if route.Public {
+		limit = rt.opts.MaxPublicBodyBytes
+	}
+	if r.ContentLength > limit {
+		writeProblem(w, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", limit), cid)
+		return
+	}
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		req.body, req.bodyErr = readBody(r.Body, limit)
+		if req.bodyErr != nil {
+			// Too large, too slow or cut short: the client's doing, answered now, logged at
+			// debug (a client that hung up reads no answer).
+			rt.log.Debug("request body not read", "correlation_id", cid, "route", route.Pattern, "err", req.bodyErr)
+			writeProblem(w, req.bodyErr, cid)
+			return
+		}
 	}
 	req.Request = r.WithContext(ctx)
 

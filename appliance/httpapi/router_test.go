@@ -1,14 +1,20 @@
 package httpapi
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"bothy.dev/bothy/app/kernel"
 )
@@ -251,6 +257,142 @@ func TestHandleRaw(t *testing.T) {
 			if strings.HasPrefix(r.Pattern, "/raw") {
 				t.Fatalf("Routes lists %s", r.Pattern)
 			}
+		}
+	})
+}
+
+// syncBuffer is a log sink the server's goroutines may write while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// post writes a POST header with Content-Length length to addr, then body, then waits for the
+// answer's status (0 for none within wait); hangUp closes the client's side after body.
+func post(t *testing.T, addr, path, token, contentType string, length int, body string, hangUp bool, wait time.Duration) (int, time.Duration) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: %d\r\n", path, contentType, length)
+	if token != "" {
+		head += "Authorization: Bearer " + token + "\r\n"
+	}
+	start := time.Now()
+	if _, err := io.WriteString(conn, head+"\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	if hangUp {
+		_ = conn.(*net.TCPConn).CloseWrite()
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, time.Since(start)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start)
+}
+
+func TestRequestBodies(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	logs := &syncBuffer{}
+	rt := NewRouter(fakeAuth{}, nil, Options{MaxBodyBytes: 1 << 20, BodyReadTimeout: timeout, PublicForms: []string{"/form"},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	decodeName := func(r *Request) (int, any, error) {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := r.Decode(&in); err != nil {
+			return 0, nil, err
+		}
+		kernel.RecordCheck(r.Context(), kernel.ActSpaceCreate)
+		return 201, map[string]any{"name": in.Name}, nil
+	}
+	rt.Handle(
+		Route{Method: "POST", Pattern: "/api/v1/things", Action: kernel.ActSpaceCreate, Handler: decodeName},
+		Route{Method: "POST", Pattern: "/api/v1/login", Action: kernel.ActSpaceCreate, Public: true, Handler: decodeName},
+		Route{Method: "POST", Pattern: "/api/v1/slow", Action: kernel.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
+			time.Sleep(3 * timeout) // works long after its body came
+			if err := r.Context().Err(); err != nil {
+				return 0, nil, err
+			}
+			return decodeName(r)
+		}},
+	)
+	rt.HandleRaw("/form", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	srv := httptest.NewServer(rt)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const js, form = "application/json", "application/x-www-form-urlencoded"
+
+	t.Run("answers 401 before the body of an anonymous request is sent", func(t *testing.T) {
+		if st, took := post(t, addr, "/api/v1/things", "", js, 1<<20, "", false, 5*time.Second); st != 401 {
+			t.Fatalf("status %d after %s", st, took)
+		}
+	})
+	t.Run("answers 408 when a body stalls past the body read timeout", func(t *testing.T) {
+		st, took := post(t, addr, "/api/v1/things", "alice", js, 100, `{"name":`, false, 5*time.Second)
+		if st != http.StatusRequestTimeout || took > 10*timeout {
+			t.Fatalf("status %d after %s", st, took)
+		}
+	})
+	t.Run("answers 400 and logs no error when the client hangs up mid-body", func(t *testing.T) {
+		if st, _ := post(t, addr, "/api/v1/things", "alice", js, 100, `{"name":`, true, 5*time.Second); st != 400 {
+			t.Fatalf("status %d", st)
+		}
+		if strings.Contains(logs.String(), "level=ERROR") {
+			t.Fatalf("logged an error:\n%s", logs)
+		}
+	})
+	t.Run("caps the body of a public route", func(t *testing.T) {
+		body := `{"name":"` + strings.Repeat("x", DefaultMaxPublicBodyBytes) + `"}`
+		if st, _ := post(t, addr, "/api/v1/login", "", js, len(body), body, false, 5*time.Second); st != 413 {
+			t.Fatalf("status %d", st)
+		}
+		body = `{"name":"` + strings.Repeat("x", 2*DefaultMaxPublicBodyBytes) + `"}`
+		if st, _ := post(t, addr, "/api/v1/things", "alice", js, len(body), body, false, 5*time.Second); st != 201 {
+			t.Fatalf("an authenticated body of the same size: status %d", st)
+		}
+	})
+	t.Run("caps the body of a public form of a raw handler", func(t *testing.T) {
+		body := "a=" + strings.Repeat("x", DefaultMaxPublicBodyBytes)
+		if st, _ := post(t, addr, "/form", "", form, len(body), body, false, 5*time.Second); st != 400 {
+			t.Fatalf("status %d", st)
+		}
+		if st, _ := post(t, addr, "/form", "", form, 3, "a=b", false, 5*time.Second); st != 200 {
+			t.Fatalf("a small form: status %d", st)
+		}
+	})
+	t.Run("bounds the body of a raw handler in time too", func(t *testing.T) {
+		st, took := post(t, addr, "/form", "", form, 100, "a=", false, 5*time.Second)
+		if st != 400 || took > 10*timeout {
+			t.Fatalf("status %d after %s", st, took)
+		}
+	})
+	t.Run("lifts the deadline once the body is read, for a handler that works long", func(t *testing.T) {
+		if st, _ := post(t, addr, "/api/v1/slow", "alice", js, len(`{"name":"a"}`), `{"name":"a"}`, false, 5*time.Second); st != 201 {
+			t.Fatalf("status %d", st)
 		}
 	})
 }
