@@ -28,6 +28,12 @@
 // The package talks to the server only over HTTP and WebSocket, like any other client; it must
 // not import the server's packages. github.com/coder/websocket lives in gateway.go alone.
 //
+// It needs Go 1.26 or newer. No server answers for bothy.dev yet, so go get cannot resolve the
+// module path: a bot's own module requires bothy.dev/bothy v0.0.0 and replaces it with a clone
+// of the repository (go mod edit -require bothy.dev/bothy@v0.0.0 -replace
+// bothy.dev/bothy=../bothy, then go mod tidy), as the README's "Connect a bot in five minutes"
+// shows with a whole program that its test builds that way.
+//
 // A bot that answers "ping" with "pong" in every thread it may read:
 //
 //	func main() {
