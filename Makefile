@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X bothy.dev/bothy/appliance.Version=$(VERSION)
 
-.PHONY: build run test bench fmt lint generate
+.PHONY: build run test bench fmt lint generate contract
 
 ## build: compile ./bothy with the version stamped in
 build:
@@ -30,6 +30,10 @@ generate:
 ## fmt: format every Go file
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## contract: lint the OpenAPI document (Redocly CLI) and compile a Go client generated from it (oapi-codegen)
+contract:
+	bash .ci/contract/run
 
 ## lint: fail on unformatted Go files, then vet
 lint:

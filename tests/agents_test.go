@@ -96,6 +96,7 @@ func TestAgents(t *testing.T) {
 			{
 				name: "a long description is refused", as: "owner", method: "POST", path: api("agents"),
 				body:   map[string]any{"handle": "wordy", "display_name": "Wordy", "description": strings.Repeat("w", 501)},
+				opts:   []reqOption{breaksDocument()}, // the document's maxLength says so too
 				status: http.StatusBadRequest, fields: bad("description"),
 			},
 			{

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -41,7 +42,11 @@ func loadDocument(path string) error {
 	if !doc.IsOpenAPI31OrLater() {
 		return fmt.Errorf("the document is OpenAPI %s, not 3.1", doc.OpenAPI)
 	}
-	r, err := legacy.NewRouter(doc)
+	// The document's server is "/", the instance that serves it; the router matches the paths
+	// of every test's instance, whatever its port.
+	routed := *doc
+	routed.Servers = nil
+	r, err := legacy.NewRouter(&routed)
 	if err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
@@ -170,4 +175,47 @@ func checkProblem(status int, header http.Header, body []byte) error {
 		return fmt.Errorf("problem status %v, HTTP status %d", got, status)
 	}
 	return nil
+}
+
+// TestOpenAPIDocumentSuitsGenerators holds what client generators need of the document and the
+// server's own tests do not: one name per component across its kinds (a generator makes a Go
+// type of each, so a header parameter and a schema of the same name cannot both be, unless the
+// parameter is of that very schema: the two types are one), and a server to send the requests
+// to.
+func TestOpenAPIDocumentSuitsGenerators(t *testing.T) {
+	t.Run("no two components of different kinds share a name", func(t *testing.T) {
+		c := apiDoc.Components
+		kinds := map[string][]string{}
+		add := func(kind string, names []string) {
+			for _, n := range names {
+				if p := c.Parameters[n]; kind == "parameter" && p != nil && p.Value.Schema != nil &&
+					p.Value.Schema.Ref == "#/components/schemas/"+n {
+					continue
+				}
+				kinds[n] = append(kinds[n], kind)
+			}
+		}
+		add("schema", keysOf(c.Schemas))
+		add("parameter", keysOf(c.Parameters))
+		add("response", keysOf(c.Responses))
+		add("request body", keysOf(c.RequestBodies))
+		for name, ks := range kinds {
+			if len(ks) > 1 {
+				t.Errorf("%s names a %s", name, strings.Join(ks, " and a "))
+			}
+		}
+	})
+	t.Run("its server is the instance that serves it", func(t *testing.T) {
+		if len(apiDoc.Servers) != 1 || apiDoc.Servers[0].URL != "/" {
+			t.Errorf("servers %v, want the one relative URL /", apiDoc.Servers)
+		}
+	})
+}
+
+func keysOf[M ~map[string]V, V any](m M) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

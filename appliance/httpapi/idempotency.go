@@ -25,8 +25,11 @@ func NewIdempotency(uow kernel.UnitOfWork, store kernel.IdempotencyStore) *Idemp
 	return &Idempotency{uow: uow, store: store}
 }
 
+// maxIdempotencyKeyBytes bounds an Idempotency-Key, visible ASCII.
+const maxIdempotencyKeyBytes = 255
+
 func validKey(k string) bool {
-	if len(k) == 0 || len(k) > 255 {
+	if len(k) == 0 || len(k) > maxIdempotencyKeyBytes {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
