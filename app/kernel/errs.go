@@ -21,7 +21,7 @@ const (
 	CodeRequestInProgress   Code = "request_in_progress"
 	CodeLastOwner           Code = "last_owner"
 	CodeMessageDeleted      Code = "message_deleted"
-	CodeVersionConflict     Code = "version_conflict"
+	CodePreconditionFailed  Code = "precondition_failed"
 	CodePayloadTooLarge     Code = "payload_too_large"
 	CodeUnsupportedMedia    Code = "unsupported_media_type"
 	CodeIdempotencyKeyReuse Code = "idempotency_key_reuse"

@@ -271,6 +271,64 @@ func TestEditMessage(t *testing.T) {
 	})
 }
 
+// An edit on condition of a version (If-Match) applies only to that version, so that an author
+// editing what they read never overwrites an edit made since.
+func TestEditMessageIf(t *testing.T) {
+	ctx := context.Background()
+	t.Run("applies when the message is at one of the versions", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		got, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", []int{7, 1})
+		if err != nil || got.Version != 2 || got.Content != "two" {
+			t.Fatalf("got %+v err %v", got, err)
+		}
+	})
+	t.Run("a stale version answers precondition_failed and changes nothing", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if _, err := f.svc.EditMessage(ctx, alice, m.ID, "two"); err != nil {
+			t.Fatal(err)
+		}
+		events := len(f.tx.Events())
+		_, err := f.svc.EditMessageIf(ctx, alice, m.ID, "three", []int{1})
+		if !kernel.IsCode(err, kernel.CodePreconditionFailed) {
+			t.Fatalf("err = %v, want precondition_failed", err)
+		}
+		got, _ := f.svc.GetMessage(ctx, alice, m.ID)
+		revs, _ := f.store.Revisions(ctx, m.ID)
+		if got.Content != "two" || got.Version != 2 || len(revs) != 1 || len(f.tx.Events()) != events {
+			t.Fatalf("the refused edit changed something: %+v, %d revisions, %d events", got, len(revs), len(f.tx.Events()))
+		}
+	})
+	t.Run("an empty list matches no version", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if _, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", []int{}); !kernel.IsCode(err, kernel.CodePreconditionFailed) {
+			t.Fatalf("err = %v, want precondition_failed", err)
+		}
+	})
+	t.Run("no condition edits whatever version is current", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if got, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", nil); err != nil || got.Version != 2 {
+			t.Fatalf("got %+v err %v", got, err)
+		}
+	})
+	t.Run("the author and a live message come first: 403 and 410 before 412", func(t *testing.T) {
+		f := mustMessaging(t)
+		m := mustPost(t, f, alice, "one")
+		if _, err := f.svc.EditMessageIf(ctx, bob, m.ID, "two", []int{9}); !kernel.IsCode(err, kernel.CodeForbidden) {
+			t.Fatalf("someone else: err = %v, want forbidden", err)
+		}
+		if err := f.svc.DeleteMessage(ctx, alice, m.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", []int{1}); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+			t.Fatalf("deleted: err = %v, want message_deleted", err)
+		}
+	})
+}
+
 func TestDeleteMessage(t *testing.T) {
 	ctx := context.Background()
 	t.Run("leaves a tombstone, redacts the log and appends message.deleted", func(t *testing.T) {

@@ -280,6 +280,15 @@ func (s *Service) GetMessage(ctx context.Context, actor kernel.Actor, id kernel.
 // appended; the same content again changes nothing. Errors: not_found, forbidden,
 // message_deleted, validation_failed.
 func (s *Service) EditMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, content string) (Message, error) {
+	return s.EditMessageIf(ctx, actor, id, content, nil)
+}
+
+// EditMessageIf is EditMessage on condition that the message is at one of the versions given
+// (HTTP's If-Match with the message's ETags): an author who edits what they read does not
+// overwrite an edit made since, from another tab or device. nil is no condition; an empty list
+// matches no version. A message at another version is left as it is. Errors: as EditMessage,
+// and precondition_failed.
+func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kernel.ID, content string, versions []int) (Message, error) {
 	var m Message
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -294,6 +303,9 @@ func (s *Service) EditMessage(ctx context.Context, actor kernel.Actor, id kernel
 		}
 		if m.AuthorID != actor.ID {
 			return kernel.Errorf(kernel.CodeForbidden, "only the author may edit a message")
+		}
+		if versions != nil && !slices.Contains(versions, m.Version) {
+			return kernel.Errorf(kernel.CodePreconditionFailed, "the message is at version %d, not the one If-Match names", m.Version)
 		}
 		if err := checkContent(content); err != nil {
 			return err

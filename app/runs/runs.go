@@ -60,7 +60,7 @@ const (
 	// CodeRunEnded: any change to a run that has succeeded, failed or been cancelled (HTTP 409).
 	CodeRunEnded kernel.Code = "run_ended"
 	// CodeRunVersionConflict: a patch whose version is not the document's next one (HTTP 409).
-	// It is not the kernel's version_conflict, which answers 412 for a stale message edit: an
+	// It is not the kernel's precondition_failed, which answers 412 for a stale message edit: an
 	// agent's patch is no HTTP precondition, and issue 5 wants 409 for it.
 	CodeRunVersionConflict kernel.Code = "run_version_conflict"
 	// CodeInvocationTokenInvalid: an invocation token that is malformed, not signed by a key of

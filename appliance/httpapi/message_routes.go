@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
@@ -16,7 +18,7 @@ type MessageUseCases interface {
 	CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in messaging.NewMessage) (messaging.Message, bool, error)
 	ListMessages(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error)
 	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
-	EditMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, content string) (messaging.Message, error)
+	EditMessageIf(ctx context.Context, actor kernel.Actor, id kernel.ID, content string, versions []int) (messaging.Message, error)
 	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
 	ListRevisions(ctx context.Context, actor kernel.Actor, id kernel.ID) ([]messaging.Revision, error)
 	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
@@ -72,6 +74,55 @@ func createdStatus(created bool) int {
 		return http.StatusCreated
 	}
 	return http.StatusOK
+}
+
+// messageETag is the strong entity tag of a message: its version, which every change of what
+// the answer shows raises (an edit, the deletion).
+func messageETag(m messaging.Message) string { return `"` + strconv.Itoa(m.Version) + `"` }
+
+// ifMatchVersions reads the If-Match header of a message edit as the versions whose ETags it
+// lists (RFC 9110: * or a list of entity tags, compared strongly). nil is no condition (no
+// header, or *: the message exists, or the edit answers 404); a tag that is weak or names no
+// version matches nothing. Errors: malformed_request.
+func ifMatchVersions(values []string) ([]int, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	h := strings.TrimSpace(strings.Join(values, ","))
+	if h == "*" {
+		return nil, nil
+	}
+	bad := kernel.Errorf(kernel.CodeMalformedRequest, "If-Match must be * or a list of entity tags such as \"3\"")
+	versions := []int{}
+	for h != "" {
+		h = strings.TrimLeft(h, " \t,")
+		if h == "" {
+			break
+		}
+		weak := strings.HasPrefix(h, "W/")
+		if weak {
+			h = h[2:]
+		}
+		if !strings.HasPrefix(h, `"`) {
+			return nil, bad
+		}
+		end := strings.IndexByte(h[1:], '"')
+		if end < 0 {
+			return nil, bad
+		}
+		tag := h[1 : 1+end]
+		h = strings.TrimLeft(h[2+end:], " \t")
+		if h != "" && h[0] != ',' {
+			return nil, bad
+		}
+		if v, err := strconv.Atoi(tag); err == nil && !weak && v > 0 && strconv.Itoa(v) == tag {
+			versions = append(versions, v)
+		}
+	}
+	if len(versions) == 0 && len(values) > 0 && strings.Trim(strings.Join(values, ""), " \t,") == "" {
+		return nil, bad
+	}
+	return versions, nil
 }
 
 // MessageRoutes serves threads with their first message, messages, revisions and reactions. An
@@ -155,6 +206,7 @@ func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 			if err != nil {
 				return 0, nil, err
 			}
+			r.ResponseHeader().Set("ETag", messageETag(msg))
 			return http.StatusOK, msg, nil
 		}},
 		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageUpdate, Handler: func(r *Request) (int, any, error) {
@@ -168,10 +220,15 @@ func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 			if err := r.Decode(&in); err != nil {
 				return 0, nil, err
 			}
-			msg, err := m.EditMessage(r.Context(), r.Actor, id, in.Content)
+			versions, err := ifMatchVersions(r.Header.Values("If-Match"))
 			if err != nil {
 				return 0, nil, err
 			}
+			msg, err := m.EditMessageIf(r.Context(), r.Actor, id, in.Content, versions)
+			if err != nil {
+				return 0, nil, err
+			}
+			r.ResponseHeader().Set("ETag", messageETag(msg))
 			return http.StatusOK, msg, nil
 		}},
 		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageDelete, Handler: func(r *Request) (int, any, error) {

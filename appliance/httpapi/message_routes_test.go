@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -163,5 +165,96 @@ func TestMessageRoutes(t *testing.T) {
 				}
 				t.Errorf("the thread is not listed: %s", body)
 			}},
+	})
+}
+
+// TestMessageETag: GET and PATCH of a message send its version as a strong ETag, and a PATCH
+// with If-Match edits only that version: a stale one answers 412 and changes nothing.
+func TestMessageETag(t *testing.T) {
+	api := mustChannelAPI(t)
+	api.play(t, []chatScenario{
+		{name: "a message is posted", as: "alice", method: "POST", path: "/api/v1/threads/{ch.main_thread_id}/messages",
+			body: `{"content":"one"}`, status: http.StatusCreated, save: "m", events: []string{"message.created"}},
+	})
+	path := api.expand(t, "/api/v1/messages/{m.id}")
+	send := func(t *testing.T, method, body string, header map[string]string) *httptest.ResponseRecorder {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req := httptest.NewRequest(method, path, rd)
+		req.Header.Set("Authorization", "Bearer alice")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		api.router.ServeHTTP(w, req)
+		return w
+	}
+	version := func(t *testing.T) float64 {
+		t.Helper()
+		var m map[string]any
+		_ = json.Unmarshal(send(t, "GET", "", nil).Body.Bytes(), &m)
+		return m["version"].(float64)
+	}
+
+	t.Run("GET sends the version as a strong ETag", func(t *testing.T) {
+		if w := send(t, "GET", "", nil); w.Code != http.StatusOK || w.Header().Get("ETag") != `"1"` {
+			t.Fatalf("%d ETag %q", w.Code, w.Header().Get("ETag"))
+		}
+	})
+	t.Run("PATCH with the current ETag edits and sends the next one", func(t *testing.T) {
+		w := send(t, "PATCH", `{"content":"two"}`, map[string]string{"If-Match": `"1"`})
+		if w.Code != http.StatusOK || w.Header().Get("ETag") != `"2"` {
+			t.Fatalf("%d ETag %q: %s", w.Code, w.Header().Get("ETag"), w.Body)
+		}
+	})
+	for _, sc := range []struct{ name, ifMatch string }{
+		{"a stale ETag", `"1"`},
+		{"a list without the current one", `"1", "3"`},
+		{"a weak ETag, which never matches strongly", `W/"2"`},
+		{"a tag that names no version", `"two"`},
+	} {
+		t.Run("PATCH with "+sc.name+" answers 412 precondition_failed and changes nothing", func(t *testing.T) {
+			before := api.db.Head()
+			w := send(t, "PATCH", `{"content":"lost"}`, map[string]string{"If-Match": sc.ifMatch})
+			if w.Code != http.StatusPreconditionFailed || !strings.Contains(w.Body.String(), `"code":"precondition_failed"`) {
+				t.Fatalf("%d: %s", w.Code, w.Body)
+			}
+			if w.Header().Get("ETag") != "" {
+				t.Errorf("a refused edit sends an ETag")
+			}
+			if v := version(t); v != 2 || api.db.Head() != before {
+				t.Errorf("version %v, %d events appended", v, api.db.Head()-before)
+			}
+		})
+	}
+	t.Run("PATCH with a list holding the current ETag, or with *, edits", func(t *testing.T) {
+		if w := send(t, "PATCH", `{"content":"three"}`, map[string]string{"If-Match": `"1", "2"`}); w.Code != http.StatusOK || w.Header().Get("ETag") != `"3"` {
+			t.Fatalf("list: %d ETag %q: %s", w.Code, w.Header().Get("ETag"), w.Body)
+		}
+		if w := send(t, "PATCH", `{"content":"four"}`, map[string]string{"If-Match": "*"}); w.Code != http.StatusOK || w.Header().Get("ETag") != `"4"` {
+			t.Fatalf("*: %d ETag %q: %s", w.Code, w.Header().Get("ETag"), w.Body)
+		}
+	})
+	t.Run("PATCH without If-Match edits whatever version is current", func(t *testing.T) {
+		if w := send(t, "PATCH", `{"content":"five"}`, nil); w.Code != http.StatusOK || w.Header().Get("ETag") != `"5"` {
+			t.Fatalf("%d ETag %q: %s", w.Code, w.Header().Get("ETag"), w.Body)
+		}
+	})
+	t.Run("a malformed If-Match answers 400 and changes nothing", func(t *testing.T) {
+		for _, h := range []string{`5`, `"5`, `*, "5"`, `"5" "6"`, `,`} {
+			w := send(t, "PATCH", `{"content":"six"}`, map[string]string{"If-Match": h})
+			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"code":"malformed_request"`) {
+				t.Errorf("If-Match %s: %d %s", h, w.Code, w.Body)
+			}
+		}
+		if v := version(t); v != 5 {
+			t.Errorf("version %v, want 5", v)
+		}
 	})
 }

@@ -80,6 +80,7 @@ var documentedBounds = map[string]bounds{
 	"schemas/RunFinish/error/message":  {none, runs.MaxErrorMessageBytes},
 	"parameters/RunInvocationToken":    {1, none},
 	"parameters/AnswerInvocationToken": {1, none},
+	"parameters/IfMatch":               {1, none},
 	"parameters/IdempotencyKey":        {1, maxIdempotencyKeyBytes},
 	"headers/CorrelationId":            {1, none},
 }

@@ -31,7 +31,7 @@ func statusOf(code kernel.Code) int {
 		return http.StatusConflict
 	case kernel.CodeMessageDeleted:
 		return http.StatusGone
-	case kernel.CodeVersionConflict:
+	case kernel.CodePreconditionFailed:
 		return http.StatusPreconditionFailed
 	case kernel.CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -265,7 +265,7 @@ func TestRunProblemStatuses(t *testing.T) {
 	for code, want := range map[kernel.Code]int{
 		runs.CodeAlreadyStarted: http.StatusConflict, runs.CodeRunEnded: http.StatusConflict,
 		runs.CodeRunVersionConflict: http.StatusConflict, runs.CodeInvocationTokenInvalid: http.StatusUnauthorized,
-		runs.CodeInvocationTokenExpired: http.StatusUnauthorized, kernel.CodeVersionConflict: http.StatusPreconditionFailed,
+		runs.CodeInvocationTokenExpired: http.StatusUnauthorized, kernel.CodePreconditionFailed: http.StatusPreconditionFailed,
 	} {
 		t.Run(string(code), func(t *testing.T) {
 			rt := httpapi.NewRouter(chatAuthn{"a": {ID: kernel.NewID(), Kind: kernel.KindPerson}}, nil, httpapi.Options{})
