@@ -55,7 +55,7 @@ func wire(ctx context.Context, a *App) error {
 		Clock:  clock,
 	}, identity.Config{
 		SessionTTL:             a.Config.Auth.SessionTTL,
-		LoginFailuresPerIP:     a.Config.Auth.LoginMaxFailures,
+		LoginFailuresPerIP:     a.Config.Auth.LoginMaxFailuresPerAddress,
 		LoginFailuresPerHandle: a.Config.Auth.LoginMaxFailures,
 		LoginFailureWindow:     a.Config.Auth.LoginFailureWindow,
 	})

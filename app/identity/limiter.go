@@ -55,15 +55,79 @@ func (l *FailureLimiter) Take(keys ...LimitKey) (retryAfter time.Duration, ok bo
 		return retryAfter, false
 	}
 	for _, k := range keys {
-		if k.Limit <= 0 {
-			continue
-		}
-		if _, known := l.hits[k.Key]; !known {
-			l.makeRoom(now, cutoff)
-		}
-		l.hits[k.Key] = append(l.hits[k.Key], now)
+		l.count(k, now, cutoff)
 	}
 	return 0, true
+}
+
+// LoginKeys are the counters of one login attempt.
+type LoginKeys struct {
+	// Address counts the failures of the client's address over all handles, and Pair those of
+	// the handle from that address: either full refuses the attempt.
+	Address, Pair LimitKey
+	// Handle counts the failures of the handle from every address. It never refuses by
+	// itself, so that nobody can lock a person out: once it is full, an address that has
+	// failed against the handle (Pair holds failures) must wait LoginBackoff after its last
+	// failure before it tries again, while an address without failures goes straight on.
+	Handle LimitKey
+}
+
+// LoginBackoff is how long an address with failures against a handle under attack waits after
+// the last of them: 1 s after the first, four times as long after each next, at most window.
+func LoginBackoff(failures int, window time.Duration) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	d := time.Second
+	for i := 1; i < failures && d < window; i++ {
+		d *= 4
+	}
+	return min(d, window)
+}
+
+// TakeLogin counts one attempt against the keys of a login (those with a positive limit), or
+// none if it is refused; then it returns how long until it may try again.
+func (l *FailureLimiter) TakeLogin(k LoginKeys) (retryAfter time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	cutoff := now.Add(-l.window)
+	wait := func(k LimitKey) time.Duration {
+		if k.Limit <= 0 {
+			return 0
+		}
+		if hs := l.prune(k.Key, cutoff); len(hs) >= k.Limit {
+			return hs[len(hs)-k.Limit].Add(l.window).Sub(now)
+		}
+		return 0
+	}
+	retryAfter = max(wait(k.Address), wait(k.Pair))
+	if k.Handle.Limit > 0 && k.Pair.Limit > 0 && len(l.prune(k.Handle.Key, cutoff)) >= k.Handle.Limit {
+		if hs := l.prune(k.Pair.Key, cutoff); len(hs) > 0 {
+			retryAfter = max(retryAfter, hs[len(hs)-1].Add(LoginBackoff(len(hs), l.window)).Sub(now))
+		}
+	}
+	if retryAfter > 0 {
+		return retryAfter, false
+	}
+	for _, key := range []LimitKey{k.Address, k.Pair, k.Handle} {
+		l.count(key, now, cutoff)
+	}
+	return 0, true
+}
+
+func (l *FailureLimiter) count(k LimitKey, now, cutoff time.Time) {
+	if k.Limit <= 0 {
+		return
+	}
+	if _, known := l.hits[k.Key]; !known {
+		l.makeRoom(now, cutoff)
+	}
+	hs := l.hits[k.Key]
+	if len(hs) >= k.Limit { // the handle's counter: keep its newest Limit failures
+		hs = append(hs[:0], hs[1:]...)
+	}
+	l.hits[k.Key] = append(hs, now)
 }
 
 // Release gives back the slot the last Take counted for key (the attempt succeeded).

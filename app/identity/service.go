@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -19,8 +20,12 @@ import (
 type Config struct {
 	// SessionTTL is how long a login session lasts (default 720h).
 	SessionTTL time.Duration
-	// LoginFailuresPerIP and LoginFailuresPerHandle bound failed logins within
-	// LoginFailureWindow (defaults 10, 10 and 10 minutes). A negative value turns a limit off.
+	// LoginFailuresPerIP bounds the failed logins of one client address (an IPv6 /64) over all
+	// handles, and LoginFailuresPerHandle those of one handle from one address, within
+	// LoginFailureWindow; past either, logins from there are refused. LoginFailuresPerHandle
+	// failures of a handle from all addresses make the addresses that failed against it back
+	// off (LoginBackoff), never the others. Defaults 30, 10 and 10 minutes; a negative value
+	// turns a limit off.
 	LoginFailuresPerIP     int
 	LoginFailuresPerHandle int
 	LoginFailureWindow     time.Duration
@@ -36,7 +41,7 @@ func (c Config) withDefaults() Config {
 		c.SessionTTL = 720 * time.Hour
 	}
 	if c.LoginFailuresPerIP == 0 {
-		c.LoginFailuresPerIP = 10
+		c.LoginFailuresPerIP = 30
 	}
 	if c.LoginFailuresPerHandle == 0 {
 		c.LoginFailuresPerHandle = 10
@@ -297,8 +302,12 @@ type LoginResult struct {
 
 // Login checks a handle and password and opens a session (auth.login.complete). An unknown
 // handle, a wrong password and a disabled person answer the same unauthenticated error in about
-// the same time. Failures are limited per client IP and per handle: rate_limited with
-// RetryAfterSeconds. A hash made with weaker parameters is replaced on success.
+// the same time. Failures are limited per client address and per handle from that address:
+// rate_limited with RetryAfterSeconds, before the password is checked. Failures against a
+// handle from every address never refuse an address that has not failed against it, so guesses
+// from elsewhere cannot lock a person out; once there are LoginFailuresPerHandle of them, an
+// address that has failed against the handle waits longer after each failure (LoginBackoff).
+// A hash made with weaker parameters is replaced on success.
 func (s *Service) Login(ctx context.Context, handle, password, clientIP string) (LoginResult, error) {
 	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActLogin, instanceResource); err != nil {
 		return LoginResult{}, err
@@ -308,18 +317,19 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 	if len(limitKey) > MaxHandleLen { // no such handle exists; keep the limiter's memory bounded
 		limitKey = limitKey[:MaxHandleLen+1]
 	}
-	ipKey, handleKey := "ip:"+clientIP, "handle:"+limitKey
-	keys := []LimitKey{{Key: handleKey, Limit: s.cfg.LoginFailuresPerHandle}}
-	if clientIP != "" {
-		keys = append(keys, LimitKey{Key: ipKey, Limit: s.cfg.LoginFailuresPerIP})
+	addr := addressKey(clientIP)
+	lk := LoginKeys{
+		Pair:   LimitKey{Key: "pair:" + limitKey + "|" + addr, Limit: s.cfg.LoginFailuresPerHandle},
+		Handle: LimitKey{Key: "handle:" + limitKey, Limit: s.cfg.LoginFailuresPerHandle},
 	}
-	if wait, ok := s.limiter.Take(keys...); !ok {
-		secs := int((wait + time.Second - 1) / time.Second)
-		if secs < 1 {
-			secs = 1
-		}
-		return LoginResult{}, &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many failed logins; try again later", RetryAfterSeconds: secs}
+	if addr != "" {
+		lk.Address = LimitKey{Key: "ip:" + addr, Limit: s.cfg.LoginFailuresPerIP}
 	}
+	if wait, ok := s.limiter.TakeLogin(lk); !ok {
+		return LoginResult{}, &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many failed logins; try again later",
+			RetryAfterSeconds: max(1, int((wait+time.Second-1)/time.Second))}
+	}
+	keys := []LimitKey{lk.Address, lk.Pair, lk.Handle}
 
 	u, hash, err := s.loginCredential(ctx, key, password)
 	if err != nil {
@@ -336,7 +346,9 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 		return LoginResult{}, errInvalidLogin
 	}
 	for _, k := range keys {
-		s.limiter.Release(k.Key)
+		if k.Limit > 0 {
+			s.limiter.Release(k.Key)
+		}
 	}
 
 	var rehash string
@@ -363,6 +375,20 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 		return LoginResult{}, err
 	}
 	return LoginResult{Token: token, ExpiresAt: sess.ExpiresAt, User: u}, nil
+}
+
+// addressKey is the limiter's key of a client address: the address itself, or for IPv6 its
+// /64, which one client usually holds whole.
+func addressKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	if a = a.Unmap(); a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // loginCredential returns the person and hash for a login, or an empty hash when there is none
@@ -620,9 +646,10 @@ func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kern
 
 // ChangePassword sets a person's own password after checking the current one (self.password.change),
 // and ends their other sessions: the one it is called with stays, so the person stays signed in
-// where they changed it. Wrong current passwords count against the same limits as failed
-// logins. Errors: unauthenticated (no person's session, or a wrong current password),
-// rate_limited, validation_failed (the new password).
+// where they changed it. Wrong current passwords are limited per person, like the failed
+// logins of one handle from one address (LoginFailuresPerHandle). Errors: unauthenticated (no
+// person's session, or a wrong current password), rate_limited, validation_failed (the new
+// password).
 func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, current, password string) error {
 	if err := s.authz.Authorize(ctx, actor, kernel.ActSelfPassword, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID}); err != nil {
 		return err
@@ -633,7 +660,9 @@ func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, curren
 	if err := ValidatePassword(password); err != nil {
 		return err
 	}
-	key := "handle:" + HandleKey(actor.Handle)
+	// Counted per person, apart from logins: only the person's own sessions reach it, so the
+	// failed logins of someone else cannot stop them changing their password.
+	key := "password:" + string(actor.ID)
 	if wait, ok := s.limiter.Take(LimitKey{Key: key, Limit: s.cfg.LoginFailuresPerHandle}); !ok {
 		return &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many wrong passwords; try again later",
 			RetryAfterSeconds: max(1, int((wait+time.Second-1)/time.Second))}

@@ -110,9 +110,13 @@ type HTTPConfig struct {
 
 // AuthConfig is the auth.* group.
 type AuthConfig struct {
-	SessionTTL         time.Duration
-	LoginMaxFailures   int
-	LoginFailureWindow time.Duration
+	SessionTTL time.Duration
+	// LoginMaxFailures bounds the failed logins of one handle from one address; as many from
+	// all addresses slow down the addresses that failed against the handle.
+	LoginMaxFailures int
+	// LoginMaxFailuresPerAddress bounds the failed logins of one address over all handles.
+	LoginMaxFailuresPerAddress int
+	LoginFailureWindow         time.Duration
 }
 
 // SyncConfig is the sync.* group.

@@ -106,6 +106,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Auth.SessionTTL }, check: positive},
 	{name: "auth.login_max_failures", def: "10", kind: kindInt,
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailures }, check: between(1, 1000000)},
+	{name: "auth.login_max_failures_per_address", def: "30", kind: kindInt,
+		field: func(c *Config) any { return &c.Auth.LoginMaxFailuresPerAddress }, check: between(1, 1000000)},
 	{name: "auth.login_failure_window", def: "10m", kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
 
