@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -386,4 +388,80 @@ func jsString(s string) string {
 // chromeEval is an action that runs a script in the page and ignores its result.
 func chromeEval(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](js)
+}
+
+// signIn signs the tab in as handle through the console's sign-in form and waits for the page
+// it leads to.
+func (b *tab) signIn(handle, password string) {
+	b.t.Helper()
+	b.visit("/console/signin")
+	b.typeInto("#handle", handle)
+	b.typeInto("#password", password)
+	b.clickTo(testID("signin-submit"))
+	b.waitFor(testID("nav"))
+}
+
+// timezone makes the tab's page see the IANA time zone tz, as a person in that zone does.
+func (b *tab) timezone(tz string) {
+	b.t.Helper()
+	b.do("set the time zone to "+tz, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: tz})
+		return err
+	}))
+}
+
+// scripts turns the page's JavaScript on or off, for what a page does without it.
+func (b *tab) scripts(on bool) {
+	b.t.Helper()
+	b.do(fmt.Sprintf("set script execution to %v", on), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: !on})
+		return err
+	}))
+}
+
+// allowClipboard lets the pages of the tab's browser context write and read the clipboard,
+// as a person allows it.
+func (b *tab) allowClipboard() {
+	b.t.Helper()
+	id := chromedp.FromContext(b.ctx).BrowserContextID
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		b.do("allow "+name, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted,
+				Origin: b.c.base, BrowserContextID: id})
+			return err
+		}))
+	}
+}
+
+// press sends one key (a kb constant such as kb.Enter, or a character) to the element sel.
+func (b *tab) press(sel, key string) {
+	b.t.Helper()
+	b.do("press "+key+" in "+sel, chromedp.SendKeys(chromedp.CSS(sel), key, chromedp.NodeVisible))
+}
+
+// await evaluates a JavaScript expression that gives a promise, and waits for its value.
+func await[T any](b *tab, js string) T {
+	b.t.Helper()
+	return value(b, "evaluate "+js, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+}
+
+// clickLive clicks sel in a part of the page that the page's script may replace while the
+// click is on its way (a run card that a new state re-renders): when the node went away in
+// between, it clicks the one that replaced it, as a person would click again.
+func (b *tab) clickLive(sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(stepDeadline)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, stepDeadline)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "No node with given id") || time.Now().After(deadline) {
+			b.fail("click "+sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

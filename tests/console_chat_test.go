@@ -21,6 +21,7 @@ func mustSignIn(tb testing.TB, srv *server, handle, password string) *browser {
 	b.get("/console/signin").want(tb, http.StatusOK)
 	b.post("/console/signin", url.Values{"handle": {handle}, "password": {password}, "next": {"/console/chat"}}).
 		want(tb, http.StatusSeeOther)
+	b.get("/console/account").want(tb, http.StatusOK) // the CSRF token of the new session
 	return b
 }
 
@@ -362,10 +363,19 @@ func TestConsoleChat(t *testing.T) {
 				resp.Body.Close()
 				total += len(b)
 			}
-			if total > 100<<10 {
-				t.Fatalf("the first load is %d bytes", total)
+			// Each message carries its actions as links and forms that work without the script;
+			// the page and the assets go gzipped, which is what a browser fetches.
+			if total > 128<<10 {
+				t.Fatalf("the first load is %d bytes (HTML %d)", total, len(p.body))
 			}
-			t.Logf("first load: %d bytes (HTML %d)", total, len(p.body))
+			wire := gzipped(t, alice, "/console/threads/"+th)
+			for _, m := range regexp.MustCompile(`(?:href|src)="(/assets/[^"]+)"`).FindAllStringSubmatch(p.body, -1) {
+				wire += gzipped(t, alice, m[1])
+			}
+			if wire > 32<<10 {
+				t.Fatalf("the first load is %d bytes on the wire", wire)
+			}
+			t.Logf("first load: %d bytes (HTML %d), %d bytes on the wire", total, len(p.body), wire)
 			older := regexp.MustCompile(`href="(/console/threads/[^"]+\?before=[^"]+)"`).FindStringSubmatch(p.body)
 			if older == nil {
 				t.Fatal("no older link")
@@ -378,15 +388,225 @@ func TestConsoleChat(t *testing.T) {
 	})
 }
 
+// TestConsoleChatMessageActions is the actions on a message without JavaScript: the permalink,
+// the edit form, the delete confirmation and the reply, each a page with a form that posts to
+// the console, through the same use cases and permission checks as the REST API (403 for one
+// who may read the message but not do that, 404 for one who may not read it).
+func TestConsoleChatMessageActions(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		mainTh, th := w.shared.MainThreadID, w.sharedTh.Thread.ID
+		w.in.owner.mustGrant(t, w.shared.ID, w.bobU.ID, "view")
+		alice := mustSignIn(t, w.in.srv, "alice", "alice-password-1")
+		bob := mustSignIn(t, w.in.srv, "bob", "bob-password-1")
+		w.in.mustCreateUser(t, "carol")
+		carol := mustSignIn(t, w.in.srv, "carol", "carol-password-1")
+		owner := mustSignIn(t, w.in.srv, "owner", ownerPassword)
+		id, page := alice.mustSay(t, mainTh, "first *draft*")
+		ownersMsg := w.in.owner.mustPost(t, mainTh, "the owner speaks")
+		page = alice.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK)
+		restContent := func(t *testing.T, id string) (string, bool) {
+			t.Helper()
+			var m message
+			w.in.owner.do(t, http.MethodGet, api("messages", id), nil).want(t, http.StatusOK).decode(t, &m)
+			return m.Content, m.Deleted
+		}
+
+		t.Run("a message offers edit and delete to its author, delete to a manager, neither to a reader", func(t *testing.T) {
+			mine, theirs := page.element(t, "message", "data-id", id), page.element(t, "message", "data-id", ownersMsg.ID)
+			for _, want := range []string{`href="/console/messages/` + id + `/edit"`, `href="/console/messages/` + id + `/delete"`,
+				`href="/console/messages/` + id + `/reply"`, `href="/console/messages/` + id + `"`} {
+				if !strings.Contains(mine, want) {
+					t.Errorf("alice's message lacks %s: %s", want, mine)
+				}
+			}
+			if strings.Contains(theirs, "/edit") || strings.Contains(theirs, "/delete") {
+				t.Errorf("alice is offered to change the owner's message: %s", theirs)
+			}
+			op := owner.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK).element(t, "message", "data-id", id)
+			if !strings.Contains(op, "/delete") || strings.Contains(op, "/edit") {
+				t.Errorf("the owner, who manages the channel, sees on alice's message: %s", op)
+			}
+			bp := bob.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK).element(t, "message", "data-id", id)
+			if strings.Contains(bp, "/edit") || strings.Contains(bp, "/delete") || strings.Contains(bp, "/reply") {
+				t.Errorf("bob, who may only read, is offered: %s", bp)
+			}
+		})
+
+		t.Run("the edit page's form changes the text and leads back to the message", func(t *testing.T) {
+			p := alice.get("/console/messages/"+id+"/edit").want(t, http.StatusOK)
+			if !p.has("edit-form") || !strings.Contains(p.body, ">first *draft*</textarea>") || !strings.Contains(p.body, `name="csrf_token"`) {
+				t.Fatalf("%.3000s", p.body)
+			}
+			r := alice.post("/console/messages/"+id+"/edit", url.Values{"content": {"second **take**"}}).want(t, http.StatusSeeOther)
+			if want := "?at=" + id + "#m-" + id; !strings.HasSuffix(r.location(), want) {
+				t.Fatalf("the edit led to %q", r.location())
+			}
+			msg := alice.get(strings.Split(r.location(), "#")[0]).want(t, http.StatusOK).element(t, "message", "data-id", id)
+			if !strings.Contains(msg, "<strong>take</strong>") || !strings.Contains(msg, "(edited)") {
+				t.Fatalf("after the edit: %s", msg)
+			}
+			if c, _ := restContent(t, id); c != "second **take**" {
+				t.Fatalf("the API reads %q", c)
+			}
+			p = alice.post("/console/messages/"+id+"/edit", url.Values{"content": {"  "}}).want(t, http.StatusUnprocessableEntity)
+			if !p.has("form-error") || !p.has("edit-form") {
+				t.Fatalf("an empty edit: %.2000s", p.body)
+			}
+			if f := alice.fetch(t, "/console/messages/"+id+"/edit", url.Values{"content": {"by script"}}).want(t, http.StatusOK); !strings.HasPrefix(strings.TrimSpace(f.body), `<article class="msg"`) {
+				t.Fatalf("the script's edit answers %.600s", f.body)
+			}
+		})
+
+		t.Run("one who may read but not change a message gets 403, one who may not read it 404, and nothing changes", func(t *testing.T) {
+			for _, c := range []struct {
+				who    *browser
+				status int
+			}{{bob, http.StatusForbidden}, {carol, http.StatusNotFound}} {
+				for _, path := range []string{"/edit", "/delete"} {
+					c.who.get("/console/messages/"+id+path).want(t, c.status)
+					c.who.post("/console/messages/"+id+path, url.Values{"content": {"hijacked"}}).want(t, c.status)
+				}
+			}
+			alice.get("/console/messages/"+ownersMsg.ID+"/edit").want(t, http.StatusForbidden)
+			alice.post("/console/messages/"+ownersMsg.ID+"/delete", url.Values{}).want(t, http.StatusForbidden)
+			owner.post("/console/messages/"+id+"/edit", url.Values{"content": {"the owner's words"}}).want(t, http.StatusForbidden)
+			if c, deleted := restContent(t, id); c != "by script" || deleted {
+				t.Fatalf("the message became %q (deleted %v)", c, deleted)
+			}
+			if c, deleted := restContent(t, ownersMsg.ID); c != "the owner speaks" || deleted {
+				t.Fatalf("the owner's message became %q (deleted %v)", c, deleted)
+			}
+			bob.get("/console/messages/"+id+"/reply").want(t, http.StatusForbidden)
+			alice.post("/console/messages/"+id+"/delete", url.Values{"csrf_token": {"forged"}}).want(t, http.StatusForbidden)
+			if _, deleted := restContent(t, id); deleted {
+				t.Fatal("a form without its token deleted the message")
+			}
+		})
+
+		t.Run("a manager deletes someone else's message after the confirmation page", func(t *testing.T) {
+			p := owner.get("/console/messages/"+id+"/delete").want(t, http.StatusOK)
+			if !p.has("delete-form") || !strings.Contains(p.body, "someone else") {
+				t.Fatalf("%.3000s", p.body)
+			}
+			r := owner.post("/console/messages/"+id+"/delete", url.Values{}).want(t, http.StatusSeeOther)
+			if msg := owner.get(strings.Split(r.location(), "#")[0]).want(t, http.StatusOK).element(t, "message", "data-id", id); !strings.Contains(msg, "message-deleted") {
+				t.Fatalf("after the delete: %s", msg)
+			}
+			if _, deleted := restContent(t, id); !deleted {
+				t.Fatal("the API does not see the message deleted")
+			}
+			// Deleted once: again is 410, as DELETE /api/v1/messages/{id} answers.
+			owner.post("/console/messages/"+id+"/delete", url.Values{}).want(t, http.StatusGone)
+			alice.get("/console/messages/"+id+"/edit").want(t, http.StatusGone)
+		})
+
+		t.Run("the author deletes their own message", func(t *testing.T) {
+			own, _ := alice.mustSay(t, mainTh, "a mistake")
+			alice.get("/console/messages/"+own+"/delete").want(t, http.StatusOK)
+			alice.post("/console/messages/"+own+"/delete", url.Values{}).want(t, http.StatusSeeOther)
+			if _, deleted := restContent(t, own); !deleted {
+				t.Fatal("not deleted")
+			}
+		})
+
+		t.Run("a reply to a message of the channel starts a thread that quotes and links it", func(t *testing.T) {
+			p := alice.get("/console/messages/"+ownersMsg.ID+"/reply").want(t, http.StatusOK)
+			if !p.has("new-thread-form") || !strings.Contains(p.body, `value="Re: the owner speaks"`) ||
+				!strings.Contains(p.body, "&gt; the owner speaks\n&gt; — @owner, "+w.in.srv.public+"/console/messages/"+ownersMsg.ID) {
+				t.Fatalf("%.4000s", p.body)
+			}
+			r := alice.post("/console/channels/"+w.shared.ID+"/threads", url.Values{"title": {"Re: the owner speaks"},
+				"content": {"> the owner speaks\n\nyes"}, "client_msg_id": {uniqueName("reply")}}).want(t, http.StatusSeeOther)
+			if !strings.HasPrefix(r.location(), "/console/threads/") {
+				t.Fatalf("the reply led to %q", r.location())
+			}
+		})
+
+		t.Run("a reply in a thread is an answer there with the quote", func(t *testing.T) {
+			p := alice.get("/console/messages/"+w.sharedTh.Message.ID+"/reply").want(t, http.StatusOK)
+			if !p.has("reply-form") || !strings.Contains(p.body, `action="/console/threads/`+th+`/messages"`) ||
+				!strings.Contains(p.body, "&gt; the shared thread") {
+				t.Fatalf("%.4000s", p.body)
+			}
+			f := alice.fetchGet(t, "/console/messages/"+w.sharedTh.Message.ID+"/reply")
+			if !strings.HasPrefix(f.header.Get("Content-Type"), "text/plain") || !strings.HasPrefix(f.body, "> the shared thread\n> — @owner, ") {
+				t.Fatalf("the script's quote: %v %q", f.header, f.body)
+			}
+		})
+
+		t.Run("a permalink opens the thread at its message, even one older than the newest page", func(t *testing.T) {
+			for i := range 60 {
+				w.in.owner.mustPost(t, mainTh, fmt.Sprintf("later %d", i))
+			}
+			r := alice.get("/console/messages/"+ownersMsg.ID).want(t, http.StatusSeeOther)
+			if r.location() != "/console/channels/"+w.shared.ID+"?at="+ownersMsg.ID+"#m-"+ownersMsg.ID {
+				t.Fatalf("the permalink leads to %q", r.location())
+			}
+			p := alice.get(strings.Split(r.location(), "#")[0]).want(t, http.StatusOK)
+			if !strings.Contains(p.body, `id="m-`+ownersMsg.ID+`"`) || !p.has("latest") {
+				t.Fatalf("the page at the message: %.2000s", p.body)
+			}
+			if n := strings.Count(alice.get("/console/channels/"+w.shared.ID).body, `id="m-`+ownersMsg.ID+`"`); n != 0 {
+				t.Fatal("the message is on the newest page: the test proves nothing")
+			}
+			carol.get("/console/messages/"+ownersMsg.ID).want(t, http.StatusNotFound)
+			alice.get("/console/threads/"+th+"?at="+ownersMsg.ID).want(t, http.StatusNotFound)
+		})
+	})
+}
+
+// fetchGet reads path as the console's script does (the fragment header).
+func (b *browser) fetchGet(tb testing.TB, path string) consolePage {
+	tb.Helper()
+	return b.script(tb, http.MethodGet, path, nil)
+}
+
+// gzipped is the size of path's answer as a browser fetches it: compressed, where the server
+// compresses it.
+func gzipped(tb testing.TB, b *browser, path string) int {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.base+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	hc := &http.Client{Jar: b.hc.Jar, Transport: &http.Transport{DisableCompression: true}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("%s: status %d", path, resp.StatusCode)
+	}
+	return len(raw)
+}
+
 // fetch posts a form as the console's script does (the fragment header, the CSRF field).
 func (b *browser) fetch(tb testing.TB, path string, form url.Values) consolePage {
 	tb.Helper()
 	form.Set("csrf_token", b.csrf)
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
+	return b.script(tb, http.MethodPost, path, form)
+}
+
+// script sends a request as the console's script does: with the fragment header, and form
+// (if any) as the body.
+func (b *browser) script(tb testing.TB, method, path string, form url.Values) consolePage {
+	tb.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, b.base+path, body)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	req.Header.Set("Bothy-Fragment", "1")
 	resp, err := b.hc.Do(req)
 	if err != nil {

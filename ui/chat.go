@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
@@ -61,6 +62,12 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/runs/{id}/cancel", signedIn, c.cancelRun)
 	c.handle("GET /console/messages/{id}/fragment", signedIn, c.messageFragment)
 	c.handle("GET /console/runs/{id}/fragment", signedIn, c.runFragment)
+	c.handle("GET /console/messages/{id}", signedIn, c.permalink)
+	c.handle("GET /console/messages/{id}/edit", signedIn, c.editPage)
+	c.handle("POST /console/messages/{id}/edit", signedIn, c.editMessage)
+	c.handle("GET /console/messages/{id}/delete", signedIn, c.deletePage)
+	c.handle("POST /console/messages/{id}/delete", signedIn, c.deleteMessage)
+	c.handle("GET /console/messages/{id}/reply", signedIn, c.replyPage)
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -124,13 +131,15 @@ func (c *chatView) threadPage(rq *request) error {
 // showThread renders a thread: ch when the caller loaded its channel already. draft and errText
 // are a refused message and why.
 func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel, status int, draft, errText string) error {
-	var before kernel.ID
-	if b := rq.r.URL.Query().Get("before"); b != "" {
-		id, err := kernel.ParseID(b)
-		if err != nil {
-			return kernel.Errorf(kernel.CodeNotFound, "no such page")
+	var before, at kernel.ID
+	for name, to := range map[string]*kernel.ID{"before": &before, "at": &at} {
+		if v := rq.r.URL.Query().Get(name); v != "" {
+			id, err := kernel.ParseID(v)
+			if err != nil {
+				return kernel.Errorf(kernel.CodeNotFound, "no such page")
+			}
+			*to = id
 		}
-		before = id
 	}
 	// The log's head before the messages are read: the script identifies from it, so an event
 	// committed between this read and its connection is replayed rather than missed (one
@@ -141,7 +150,14 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	}
 	// ListMessages decides message.read on the thread: a thread the person may not see
 	// answers 404 before anything else is read.
-	msgs, more, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{Before: before, Limit: chatPageMessages})
+	var msgs []messaging.Message
+	more, latest := false, before.IsZero()
+	var err error
+	if !at.IsZero() {
+		msgs, more, latest, err = c.messagesAround(rq, threadID, at)
+	} else {
+		msgs, more, err = c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{Before: before, Limit: chatPageMessages})
+	}
 	if err != nil {
 		return err
 	}
@@ -156,9 +172,13 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		}
 		ch = &got
 	}
-	tv, err := c.threadView(rq, th, *ch, msgs, more, before.IsZero())
+	tv, err := c.threadView(rq, th, *ch, msgs, more, latest)
 	if err != nil {
 		return err
+	}
+	if wantsFragment(rq) && !before.IsZero() {
+		// The script loads the page before the one it shows as the reader scrolls up.
+		return c.render(rq, http.StatusOK, pages.ThreadItems(tv))
 	}
 	tv.Draft, tv.Error = draft, errText
 	if cursor >= 0 {
@@ -170,6 +190,29 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	}
 	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, Thread: &tv}
 	return c.render(rq, status, pages.Chat(v))
+}
+
+// messagesAround is the page of a thread around the message at (a permalink's target): some
+// messages before it, it, and some after; latest when nothing lies after those. A message of
+// another thread is not on this thread's page.
+func (c *chatView) messagesAround(rq *request, threadID, at kernel.ID) (msgs []messaging.Message, more, latest bool, err error) {
+	m, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, at)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if m.ThreadID != threadID {
+		return nil, false, false, kernel.Errorf(kernel.CodeNotFound, "the message is not in this thread")
+	}
+	before, more, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{Before: at, Limit: chatPageMessages / 2})
+	if err != nil {
+		return nil, false, false, err
+	}
+	after, newer, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, threadID, chat.Page{After: at, Limit: chatPageMessages / 2})
+	if err != nil {
+		return nil, false, false, err
+	}
+	msgs = append(append(before, m), after...)
+	return msgs, more, !newer, nil
 }
 
 // threadHref is where a thread is shown: its channel's address for a main thread.
@@ -187,7 +230,7 @@ func threadTitle(th chat.Thread, ch chat.Channel) string {
 	case th.Title != "":
 		return th.Title
 	}
-	return "Thread of " + th.CreatedAt.UTC().Format("Jan 2 15:04")
+	return "Thread of " + th.CreatedAt.UTC().Format("Jan 2 15:04") + " UTC"
 }
 
 // chatNav is the left column: the spaces and channels the person may read, and a few of the
@@ -269,8 +312,9 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	for i, r := range list {
 		cards[i] = c.runCard(ctx, rq, r, dir)
 	}
+	may := threadAbilities{react: canReact, reply: canPost, inThread: !th.IsMain}
 	tv.Items = placeRuns(msgs, list, cards, latest, func(m messaging.Message) components.MessageView {
-		return messageView(m, dir, reactions[m.ID], rq.actor.ID, canReact, rq.csrf)
+		return messageView(m, dir, reactions[m.ID], rq.actor.ID, c.messageAbilities(ctx, rq.actor, m, may), rq.csrf)
 	})
 	tv.CanPost = canPost
 	// A channel's page offers a new thread to whoever may open one there.
@@ -348,19 +392,57 @@ func (c *chatView) reactionsOf(ctx context.Context, msgs []messaging.Message) (m
 // reactionPalette is what a person may react with in one click.
 var reactionPalette = []string{"👍", "❤️", "😄", "🎉", "👀"}
 
+// threadAbilities are what the person may do with any message of a thread: react, reply
+// (which posts, in the thread or in a new one), and whether it is a thread or a channel's main
+// thread. They are decided once for a page.
+type threadAbilities struct {
+	react, reply, inThread bool
+}
+
+// messageAbilities are what the person may do with one message: a thread's abilities, and edit
+// and delete as authz decides them for this message (the author with post; for delete also a
+// manager of the channel), the same decision as PATCH and DELETE /api/v1/messages/{id}.
+type messageAbilities struct {
+	threadAbilities
+	edit, delete bool
+}
+
+func (c *chatView) messageAbilities(ctx context.Context, actor kernel.Actor, m messaging.Message, t threadAbilities) messageAbilities {
+	a := messageAbilities{threadAbilities: t}
+	if m.Deleted {
+		return a
+	}
+	a.edit = m.AuthorID == actor.ID && c.allowed(ctx, actor, kernel.ActMessageUpdate, m.Resource())
+	a.delete = c.allowed(ctx, actor, kernel.ActMessageDelete, m.Resource())
+	return a
+}
+
+// permalinkPath is the console's address of a message, which opens its thread at it.
+func permalinkPath(id kernel.ID) string { return "/console/messages/" + string(id) }
+
+// The times of the chat view: a short one shown without the script (which rewrites both in the
+// reader's time zone), labelled UTC, and the whole one on hover.
+const (
+	shortTimeLayout = "Jan 2 15:04 UTC"
+	fullTimeLayout  = "Monday, January 2, 2006, 15:04:05 UTC"
+)
+
 // messageView is a message as the page shows it: its author by name, the body rendered from
 // Markdown, its reactions counted by emoji in the order they first came.
-func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction, me kernel.ID, canReact bool, csrf string) components.MessageView {
+func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction, me kernel.ID, may messageAbilities, csrf string) components.MessageView {
 	a := dir.get(m.AuthorID)
+	at := m.CreatedAt.UTC()
 	v := components.MessageView{ID: string(m.ID), AuthorHandle: a.Handle, AuthorName: a.Name, AuthorAgent: a.Agent,
-		Time: m.CreatedAt.UTC().Format("Jan 2 15:04"), Stamp: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"),
-		Deleted: m.Deleted, Edited: m.EditedAt != nil && !m.Deleted, CSRF: csrf}
+		Time: at.Format(shortTimeLayout), Stamp: at.Format(time.RFC3339), FullTime: at.Format(fullTimeLayout),
+		Deleted: m.Deleted, Edited: m.EditedAt != nil && !m.Deleted, Href: permalinkPath(m.ID), Version: m.Version, CSRF: csrf}
 	if !m.Deleted {
 		v.Body = markdown.Render(m.Content)
 		v.Note = triggerNote(m.TriggerState)
-		if canReact {
+		if may.react {
 			v.Palette = reactionPalette
 		}
+		v.CanReply, v.InThread = may.reply, may.inThread
+		v.CanEdit, v.CanDelete = may.edit, may.delete
 	}
 	rs = slices.Clone(rs)
 	slices.SortStableFunc(rs, func(a, b messaging.Reaction) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -395,8 +477,13 @@ func triggerNote(state *string) string {
 // runCard is a run as its card shows it; the cancel form for who may cancel a run that has
 // not ended.
 func (c *chatView) runCard(ctx context.Context, rq *request, r runs.Run, dir *principalDir) components.RunCardView {
-	v := components.RunCardView{ID: string(r.ID), AgentHandle: dir.get(r.AgentID).Handle, State: string(r.Status),
-		Reason: string(r.Reason), StatusLine: r.Document.Status, Output: r.Document.Output, Version: r.Version, CSRF: rq.csrf}
+	agent := dir.get(r.AgentID).Handle
+	v := components.RunCardView{ID: string(r.ID), AgentHandle: agent, State: string(r.Status), StateLabel: runStateLabel(r.Status),
+		Reason: string(r.Reason), Explain: runExplain(r, agent), StatusLine: r.Document.Status, Output: r.Document.Output,
+		Version: r.Version, Updated: r.UpdatedAt.UnixMicro(), CSRF: rq.csrf}
+	if r.ErrorMessage != nil && r.Status == runs.StatusFailed {
+		v.ErrorMessage = *r.ErrorMessage
+	}
 	if r.TriggerMessageID != nil {
 		v.TriggerID = string(*r.TriggerMessageID)
 	}
@@ -405,9 +492,73 @@ func (c *chatView) runCard(ctx context.Context, rq *request, r runs.Run, dir *pr
 		v.CanCancel = !v.Cancelling && c.allowed(ctx, rq.actor, kernel.ActRunCancel, r.Resource())
 	}
 	for _, s := range r.Document.Steps {
-		v.Steps = append(v.Steps, components.StepView{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Status: string(s.Status), Detail: s.Detail})
+		v.Steps = append(v.Steps, components.StepView{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Status: stepStatus(r.Status, s.Status),
+			Detail: s.Detail})
 	}
 	return v
+}
+
+// runStateLabel is a run's state in a word or two for people.
+func runStateLabel(s runs.Status) string {
+	switch s {
+	case runs.StatusQueued:
+		return "Waiting for the agent"
+	case runs.StatusRunning:
+		return "Working"
+	case runs.StatusWaitingInput:
+		return "Waiting for input"
+	case runs.StatusSucceeded:
+		return "Done"
+	case runs.StatusFailed:
+		return "Failed"
+	case runs.StatusCancelled:
+		return "Cancelled"
+	}
+	return string(s)
+}
+
+// runReasons say in a sentence why a run ended as it did, by its reason code: the one table of
+// these words. The card shows them server-side, and the script reads the card again on every
+// change of state, so it needs none of its own. %s is the agent's handle.
+var runReasons = map[runs.Reason]string{
+	runs.ReasonAgentUnavailable:  "@%s did not pick this up in time: it was not connected, or too busy. Try again when it is online.",
+	runs.ReasonStale:             "@%s stopped reporting progress, so the run was ended. It may have got stuck; try again.",
+	runs.ReasonInterrupted:       "The connection to @%s was lost during the run and did not come back in time.",
+	runs.ReasonCancelTimeout:     "Cancelled: @%s did not confirm the cancel in time, so the run was stopped without it.",
+	runs.ReasonPermissionRevoked: "The run was stopped: whoever asked for it may no longer invoke @%s here, or @%s may no longer read this channel.",
+	runs.ReasonAgentDisabled:     "The run was stopped: @%s was disabled.",
+	runs.ReasonAgentError:        "@%s ran into an error.",
+}
+
+// runExplain is the sentence of why r ended as it did; "" for a run that has not ended or
+// succeeded. A code of the agent's own is its failure, told as such (its message, if any, shows
+// next to it).
+func runExplain(r runs.Run, agent string) string {
+	switch {
+	case r.Status == runs.StatusCancelled && r.Reason == "":
+		return "Cancelled: @" + agent + " stopped when asked to."
+	case r.Status != runs.StatusFailed && r.Status != runs.StatusCancelled:
+		return ""
+	}
+	text, ok := runReasons[r.Reason]
+	if !ok {
+		text = "@%s reported a failure (" + strings.ReplaceAll(string(r.Reason), "%", "") + ")."
+	}
+	return strings.ReplaceAll(text, "%s", agent)
+}
+
+// stepStatus is what a step shows: a step still under way in a run that has ended did not
+// finish, and says so rather than "running".
+func stepStatus(run runs.Status, s runs.StepStatus) string {
+	if run.Terminal() {
+		switch s {
+		case runs.StepRunning:
+			return "stopped"
+		case runs.StepPending:
+			return "not started"
+		}
+	}
+	return string(s)
 }
 
 // newClientMsgID is the idempotency key of one composer form.
@@ -609,9 +760,22 @@ func (c *chatView) renderMessage(rq *request, m messaging.Message, status int) e
 	if err != nil {
 		return err
 	}
-	th := chat.Thread{ID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID, ChannelKind: m.ChannelKind}
-	canReact := c.allowed(rq.ctx(), rq.actor, kernel.ActReactionAdd, th.Resource())
-	return c.render(rq, status, components.Message(messageView(m, dir, rs[m.ID], rq.actor.ID, canReact, rq.csrf)))
+	mv, err := c.messageViewOf(rq, m, dir, rs[m.ID])
+	if err != nil {
+		return err
+	}
+	return c.render(rq, status, components.Message(mv))
+}
+
+// messageViewOf is one message as its thread shows it, outside a page of the thread.
+func (c *chatView) messageViewOf(rq *request, m messaging.Message, dir *principalDir, rs []messaging.Reaction) (components.MessageView, error) {
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
+	if err != nil {
+		return components.MessageView{}, err
+	}
+	canPost := c.allowed(rq.ctx(), rq.actor, kernel.ActMessageCreate, th.Resource())
+	may := threadAbilities{react: c.allowed(rq.ctx(), rq.actor, kernel.ActReactionAdd, th.Resource()), reply: canPost, inThread: !th.IsMain}
+	return messageView(m, dir, rs, rq.actor.ID, c.messageAbilities(rq.ctx(), rq.actor, m, may), rq.csrf), nil
 }
 
 // runFragment is one run card, for the script: a new run, or one whose patches it missed.

@@ -1,20 +1,75 @@
 // bothy console: the live parts of the pages. Every page works without it.
 //
+// On every page: the phone menu and the chat's channel drawer open in place (without the
+// script they are :target), and <time datetime> shows in the reader's time zone.
+//
 // On a thread of the chat view it connects to the gateway like any other client (the upgrade
 // carries the session cookie, and an identify without a token identifies with it), focuses the
 // thread and keeps it live: a message, a reaction or a run that changes is fetched again as the
 // server renders it (/console/messages/{id}/fragment, /console/runs/{id}/fragment), so the
-// Markdown stays in Go; run.updated patches are applied to the card as text. The composer and
-// the reaction and cancel forms post with fetch and put the answer in place.
+// Markdown and every word shown stay in Go; run.updated patches are applied to the card as
+// text. The composer and the forms of a message (reaction, edit, delete) and of a run (cancel)
+// post with fetch and put the answer in place. The messages stay at the newest while the
+// reader is there, older pages load on scrolling up, and nothing the reader looks at moves.
 "use strict";
 (function () {
+  function $(el, id) { return el.querySelector('[data-testid="' + id + '"]'); }
+
+  // Times: the server writes UTC; the reader reads their own zone, the whole date on hover.
+  var clock = window.Intl && Intl.DateTimeFormat;
+  var fmtTime = clock && new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  var fmtDay = clock && new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  var fmtYear = clock && new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  var fmtFull = clock && new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
+  function localTimes(root) {
+    if (!clock) return;
+    var now = new Date();
+    Array.prototype.forEach.call(root.querySelectorAll("time[datetime]"), function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      var f = d.toDateString() === now.toDateString() ? fmtTime : d.getFullYear() === now.getFullYear() ? fmtDay : fmtYear;
+      t.textContent = f.format(d);
+      t.title = fmtFull.format(d);
+      t.dataset.local = "1";
+    });
+  }
+  localTimes(document);
+
+  // A form that opens with text to go on from (a reply's quote, the text being edited) puts
+  // the caret after it.
+  var start = document.querySelector("textarea[autofocus]");
+  if (start) { start.focus(); start.setSelectionRange(start.value.length, start.value.length); }
+
+  // The phone menu and the channel drawer: a link to #id opens the element in place; Escape, a
+  // click outside or its close link shuts it.
+  function toggler(link) {
+    var panel = link && document.getElementById(link.getAttribute("href").slice(1));
+    if (!panel) return;
+    function set(open) {
+      panel.classList.toggle("open", open);
+      link.setAttribute("aria-expanded", open ? "true" : "false");
+    }
+    link.addEventListener("click", function (e) {
+      e.preventDefault();
+      e.stopPropagation();
+      set(!panel.classList.contains("open"));
+    });
+    document.addEventListener("click", function (e) {
+      if (!panel.classList.contains("open")) return;
+      var close = e.target.closest && e.target.closest(".drawer-close, .menu-close");
+      if (close && panel.contains(close)) { e.preventDefault(); set(false); return; }
+      if (!panel.contains(e.target)) set(false);
+    });
+    document.addEventListener("keydown", function (e) { if (e.key === "Escape") set(false); });
+  }
+  toggler(document.querySelector('[data-testid="menu-toggle"]'));
+  toggler(document.querySelector('[data-testid="channels-toggle"]'));
+
   var thread = document.querySelector('[data-testid="thread"]');
   if (!thread) return;
   var threadID = thread.dataset.threadId;
-  var list = thread.querySelector('[data-testid="messages"]');
+  var box = $(thread, "messages"), list = $(thread, "feed"), jump = $(thread, "jump");
   var latest = thread.hasAttribute("data-latest");
-
-  function $(el, id) { return el.querySelector('[data-testid="' + id + '"]'); }
 
   // send posts or gets a console address as the script does: the answer is the fragment of what
   // changed, or the reason it was refused, as text.
@@ -31,28 +86,109 @@
   function parse(html) {
     var t = document.createElement("template");
     t.innerHTML = html.trim();
-    return t.content.firstElementChild;
+    localTimes(t.content);
+    return t.content;
   }
-  function nearBottom() { return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120; }
+  function first(html) { return parse(html).firstElementChild; }
+
+  // Scrolling. The messages scroll in reverse (CSS), so the page opens at the newest; below is
+  // the distance of the newest from the bottom of the view.
+  function below() { return list.getBoundingClientRect().bottom - box.getBoundingClientRect().bottom; }
+  function atBottom() { return below() < 40; }
+  function toBottom() { box.scrollTop += below(); }
+  // keep runs change, which adds, replaces or grows what the thread shows, and then scrolls so
+  // that the reader sees what they saw: the newest if they were there, else the same message at
+  // the same place on the screen.
+  function keep(change) {
+    var pinned = atBottom(), anchor = null, top = 0, view = box.getBoundingClientRect();
+    if (!pinned) {
+      for (var el = list.firstElementChild; el; el = el.nextElementSibling) {
+        var r = el.getBoundingClientRect();
+        if (el.id && r.bottom > view.top) { anchor = el.id; top = r.top; break; }
+      }
+    }
+    var out = change();
+    if (pinned) toBottom();
+    else if (anchor && document.getElementById(anchor)) box.scrollTop += document.getElementById(anchor).getBoundingClientRect().top - top;
+    showJump();
+    return out;
+  }
+  var unseen = false;
+  // The control leads to the newest: below on the newest page, to it from an older one.
+  function showJump() {
+    var away = !latest || !atBottom();
+    if (atBottom()) unseen = false;
+    jump.hidden = !away;
+    jump.textContent = unseen ? "New messages ↓" : "Jump to latest ↓";
+    jump.dataset.unseen = unseen ? "1" : "";
+  }
+  jump.addEventListener("click", function () {
+    if (!latest) { location.href = thread.dataset.href; return; }
+    unseen = false;
+    toBottom();
+    showJump();
+  });
+
+  // At a permalink's message (#m-ID) the page opens there, marked; otherwise at the newest.
+  var target = location.hash.indexOf("#m-") === 0 && document.getElementById(location.hash.slice(1));
+  if (target) target.scrollIntoView({ block: "center" });
+  showJump();
+
+  // Older pages load as the reader nears the top; what they look at stays where it is.
+  var loadingOlder = false;
+  function older() {
+    var link = $(list, "older");
+    if (!link || loadingOlder || list.getBoundingClientRect().top - box.getBoundingClientRect().top < -600) return;
+    loadingOlder = true;
+    send(link.href).then(function (h) {
+      var page = parse(h);
+      Array.prototype.slice.call(page.children).forEach(function (el) { if (el.id && document.getElementById(el.id)) el.remove(); });
+      keep(function () { link.replaceWith(page); });
+      loadingOlder = false;
+      older();
+    }, function () { loadingOlder = false; });
+  }
+  box.addEventListener("scroll", function () { showJump(); older(); }, { passive: true });
+  older();
 
   // put replaces a message or run card, or places a new one: a run after its message (and the
-  // runs already there), anything else at the end, on the newest page only.
-  function put(el) {
+  // runs already there), anything else at the end, on the newest page only. A message that is
+  // being edited keeps its form.
+  //
+  // Fragments may come back out of order: an older rendering never replaces a newer one. A run
+  // card rendered after a change of state but before a patch the card has applied already is
+  // put in place and read again, to have both.
+  function put(el, mine) {
     if (!el || !el.id) return;
     var old = document.getElementById(el.id);
-    if (old) { old.replaceWith(el); return; }
-    if (!latest) return;
-    var follow = nearBottom(), at = el.dataset.trigger && document.getElementById("m-" + el.dataset.trigger);
-    if (at) {
-      while (at.nextElementSibling && at.nextElementSibling.classList.contains("run")) at = at.nextElementSibling;
-      at.after(el);
-    } else {
-      list.appendChild(el);
+    if (old) {
+      if (old.classList.contains("editing") && !mine) return;
+      var run = el.classList.contains("run"), stale = false;
+      if (run) {
+        if (+el.dataset.updated < +old.dataset.updated) return;
+        stale = +el.dataset.version < +old.dataset.version;
+      } else if (+el.dataset.version < +old.dataset.version) return;
+      keep(function () { old.replaceWith(el); });
+      if (stale) load("runs", el.dataset.runId);
+      return;
     }
-    if (follow) el.scrollIntoView({ block: "end" });
+    if (!latest) return;
+    var at = el.dataset.trigger && document.getElementById("m-" + el.dataset.trigger);
+    var away = !atBottom();
+    keep(function () {
+      if (at) {
+        while (at.nextElementSibling && at.nextElementSibling.classList.contains("run")) at = at.nextElementSibling;
+        at.after(el);
+      } else {
+        list.appendChild(el);
+      }
+    });
+    if (mine) toBottom();
+    else if (away && el.classList.contains("msg")) unseen = true;
+    showJump();
   }
   function load(kind, id) {
-    if (id) send("/console/" + kind + "/" + id + "/fragment").then(function (h) { put(parse(h)); }, function () {});
+    if (id) send("/console/" + kind + "/" + id + "/fragment").then(function (h) { put(first(h)); }, function () {});
   }
 
   // Run updates (docs/gateway.md): a patch applies on its base version, a whole document
@@ -62,8 +198,8 @@
     if (!card) { load("runs", d.run_id); return; }
     var have = +card.dataset.version;
     if (d.version <= have) return;
-    if (d.document) fill(card, d.document, true);
-    else if (d.patch && d.base_version === have) fill(card, d.patch, false);
+    if (d.document) keep(function () { fill(card, d.document, true); });
+    else if (d.patch && d.base_version === have) keep(function () { fill(card, d.patch, false); });
     else { load("runs", d.run_id); return; }
     card.dataset.version = d.version;
   }
@@ -146,19 +282,97 @@
     if (!el.parentNode) form.prepend(el);
   }
 
-  // Forms marked data-live (reactions, cancel) and the composer post with fetch.
+  // Forms marked data-live (reactions, edit, delete, cancel) post with fetch; the answer is the
+  // message or card as it now is.
   document.addEventListener("submit", function (e) {
     var f = e.target;
     if (!f.dataset.live) return;
     e.preventDefault();
     var fd = new FormData(f);
     if (e.submitter && e.submitter.name) fd.set(e.submitter.name, e.submitter.value);
-    send(f.action, new URLSearchParams(fd)).then(function (h) { put(parse(h)); }, function (err) { say(f, err.message); });
+    send(f.action, new URLSearchParams(fd)).then(function (h) { put(first(h), true); }, function (err) { say(f, err.message); });
   });
 
+  // The actions of a message. Edit and delete fetch their form from the address the link goes
+  // to without the script and show it in the message; a reply in a thread puts a quote of the
+  // message in the composer; copy link copies the message's permalink.
   var form = $(thread, "composer");
+  var input = form && $(form, "composer-input");
+  function closeForm(msg) {
+    var f = msg.querySelector("form.edit, form.confirm");
+    if (f) keep(function () { f.remove(); msg.classList.remove("editing"); var b = $(msg, "message-body"); if (b) b.hidden = false; });
+  }
+  function openForm(msg, url, replaceBody) {
+    closeForm(msg);
+    return send(url).then(function (h) {
+      var f = first(h), body = $(msg, "message-body");
+      keep(function () {
+        msg.classList.add("editing");
+        if (replaceBody && body) body.hidden = true;
+        (body || $(msg, "message-deleted")).after(f);
+      });
+      var field = f.querySelector("textarea") || f.querySelector("button");
+      if (field) {
+        field.focus();
+        if (field.setSelectionRange) field.setSelectionRange(field.value.length, field.value.length);
+      }
+      return f;
+    });
+  }
+  function edit(msg) {
+    openForm(msg, "/console/messages/" + msg.dataset.id + "/edit", true).then(function (f) {
+      var ta = f.querySelector("textarea");
+      ta.addEventListener("keydown", function (e) {
+        if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
+        else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
+      });
+    }, function (err) { say(msg, err.message); });
+  }
+  function copied(a, text) {
+    var was = a.textContent;
+    a.textContent = text;
+    a.classList.add("done");
+    setTimeout(function () { a.textContent = was; a.classList.remove("done"); }, 2000);
+  }
+  function copy(a) {
+    var url = new URL(a.getAttribute("href"), location.href).href;
+    var done = function () { copied(a, "Link copied"); }, fail = function () {
+      var t = document.createElement("textarea");
+      t.value = url;
+      document.body.appendChild(t);
+      t.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (x) { ok = false; }
+      t.remove();
+      if (ok) done(); else window.prompt("Copy this link:", url);
+    };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(url).then(done, fail);
+    else fail();
+  }
+  list.addEventListener("click", function (e) {
+    var a = e.target.closest && e.target.closest("a[data-action]");
+    if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
+    var msg = a.closest(".msg");
+    if (!msg) return;
+    switch (a.dataset.action) {
+      case "copy": e.preventDefault(); copy(a); break;
+      case "edit": e.preventDefault(); edit(msg); break;
+      case "delete": e.preventDefault(); openForm(msg, a.href, false).catch(function (err) { say(msg, err.message); }); break;
+      case "close": e.preventDefault(); closeForm(msg); break;
+      case "quote":
+        if (!input) return;
+        e.preventDefault();
+        send(a.href).then(function (q) {
+          input.value = input.value.trim() ? input.value.replace(/\s*$/, "\n\n") + q : q;
+          input.focus();
+          input.setSelectionRange(input.value.length, input.value.length);
+        }, function (err) { say(form, err.message); });
+        break;
+    }
+  });
+
   if (!form) return;
-  var input = $(form, "composer-input"), cid = form.querySelector('[name="client_msg_id"]');
+  var cid = form.querySelector('[name="client_msg_id"]');
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     if (!input.value.trim()) return;
@@ -168,7 +382,7 @@
       var err = $(form, "form-error");
       if (err) err.remove();
       if (!input.value.trim()) input.value = "";
-      put(parse(h));
+      put(first(h), true);
       var b = new Uint8Array(12);
       crypto.getRandomValues(b);
       cid.value = "console-" + Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join("");
@@ -221,6 +435,12 @@
       }
       if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); pick(picks[sel]); return; }
       if (e.key === "Escape") { menu.hidden = true; picks = []; return; }
+    }
+    // ↑ on an empty composer edits the person's newest message that they may edit.
+    if (e.key === "ArrowUp" && !input.value && !e.shiftKey && !e.altKey) {
+      var mine = list.querySelectorAll(".msg[data-can-edit]");
+      if (mine.length) { e.preventDefault(); edit(mine[mine.length - 1]); }
+      return;
     }
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();

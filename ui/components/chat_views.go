@@ -8,8 +8,10 @@ type MessageView struct {
 	AuthorHandle string
 	AuthorName   string
 	AuthorAgent  bool
-	// Time is when it was posted, for people ("Mar 2 15:04"); Stamp the same in RFC 3339.
-	Time, Stamp string
+	// Time is when it was posted, in UTC and labelled so ("Mar 2 15:04 UTC"), for a page read
+	// without the script, which rewrites it in the reader's time zone from Stamp (RFC 3339).
+	// FullTime is the whole date and time in UTC, shown on hover.
+	Time, Stamp, FullTime string
 	// Body is the content rendered by package markdown, the one renderer whose output is
 	// written unescaped.
 	Body    markdown.HTML
@@ -21,6 +23,17 @@ type MessageView struct {
 	Reactions []ReactionView
 	// Palette is the emojis offered to react with; empty when the person may not react.
 	Palette []string
+	// Href is the message's permalink in the console (/console/messages/{id}): it opens the
+	// thread at the message.
+	Href string
+	// CanReply offers a reply: in a channel's main thread it starts a thread from the message,
+	// in a thread it answers there. InThread tells which.
+	CanReply, InThread bool
+	// CanEdit (the author, who may still post) and CanDelete (the author, or a manager of the
+	// channel) offer those actions; authz decides both, as for the REST API.
+	CanEdit, CanDelete bool
+	// Version is the message's version: the script keeps the newer of two renderings.
+	Version int
 	CSRF    string
 }
 
@@ -37,13 +50,18 @@ type RunCardView struct {
 	AgentHandle string
 	// TriggerID is the message that invoked the agent; the card follows it.
 	TriggerID string
-	State     string
-	// Reason says why it failed or was cancelled; "" otherwise.
-	Reason     string
-	StatusLine string
-	Steps      []StepView
-	Output     string
-	Version    int
+	// State is the run's state code (data-state); StateLabel says it for people ("Working").
+	State, StateLabel string
+	// Reason is the code of why it failed or was cancelled ("" otherwise); Explain says it in a
+	// sentence, and ErrorMessage is the agent's own word on its failure.
+	Reason, Explain, ErrorMessage string
+	StatusLine                    string
+	Steps                         []StepView
+	Output                        string
+	// Version is the run document's version, Updated the run's last change (Unix
+	// microseconds): the script applies patches on Version and keeps the newer of two renderings.
+	Version int
+	Updated int64
 	// Cancelling: someone asked the run to stop and its agent has not confirmed yet.
 	Cancelling bool
 	// CanCancel shows the cancel form: the person may cancel and the run has not ended.
@@ -51,7 +69,22 @@ type RunCardView struct {
 	CSRF      string
 }
 
-// StepView is one step of a run.
+// StepView is one step of a run. Status is what the card shows: a step of a run that ended
+// while the step was under way shows "stopped", never "running".
 type StepView struct {
 	ID, Kind, Title, Status, Detail string
+}
+
+// EditView is the form that changes a message's content, inline or on its own page.
+type EditView struct {
+	ID, Content, Href, Error string
+	CSRF                     string
+}
+
+// DeleteView is the confirmation of a message's deletion, inline or on its own page.
+type DeleteView struct {
+	ID, Href string
+	// Others is set when the person deletes someone else's message (as a manager).
+	Others bool
+	CSRF   string
 }

@@ -62,6 +62,28 @@ type ThreadView struct {
 	CSRF        string
 }
 
+// MessageActionView is the page of one action on a message (Action "edit", "delete" or
+// "reply"), for a browser without the script.
+type MessageActionView struct {
+	Chrome      layouts.Chrome
+	Action      string
+	ThreadTitle string
+	ThreadHref  string
+	Message     components.MessageView
+	Edit        components.EditView
+	Delete      components.DeleteView
+	Reply       ReplyView
+}
+
+// ReplyView is the form of a reply: in a thread an answer there, in a channel's main thread a
+// new thread (Title) that quotes the message; Content starts with the quote.
+type ReplyView struct {
+	InThread            bool
+	ThreadID, ChannelID string
+	Title, Content      string
+	ClientMsgID         string
+}
+
 // ThreadItem is a message or a run card, in the order of the thread.
 type ThreadItem struct {
 	Message *components.MessageView

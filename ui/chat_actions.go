@@ -1,0 +1,328 @@
+package ui
+
+import (
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/ui/components"
+	"bothy.dev/bothy/ui/layouts"
+	"bothy.dev/bothy/ui/pages"
+)
+
+// The actions on one message: its permalink, edit, delete and reply. Each has a page of its
+// own that works without the script (a form with the CSRF token, post/redirect/get); with the
+// Bothy-Fragment header the same address answers only the form, or the message as it now is,
+// for the script to put in place. Every change goes through messaging's use cases, which
+// authorize it as the REST API does; the pages ask authz first only to answer a person who may
+// read the message but not do this with 403 rather than a form that would fail.
+
+// permalink opens the thread of a message at it: GET /console/messages/{id} is what "Copy
+// link" copies.
+func (c *chatView) permalink(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	c.redirect(rq, messageHref(th, m.ID), rq.flash)
+	return nil
+}
+
+// messageHref is the address of the page of th around message id, scrolled to it.
+func messageHref(th chat.Thread, id kernel.ID) string {
+	return threadHref(th) + "?at=" + string(id) + "#m-" + string(id)
+}
+
+// messageAndThread loads the message of the path (message.read) and its thread.
+func (c *chatView) messageAndThread(rq *request) (messaging.Message, chat.Thread, error) {
+	if !c.chatReady() {
+		return messaging.Message{}, chat.Thread{}, errNoChat
+	}
+	id, err := pathID(rq)
+	if err != nil {
+		return messaging.Message{}, chat.Thread{}, err
+	}
+	m, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return messaging.Message{}, chat.Thread{}, err
+	}
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
+	return m, th, err
+}
+
+// refuse answers a person who may see the message but may not do what they asked with the
+// status the REST API answers (403, or 410 for a deleted message) and the reason.
+func (c *chatView) refuse(rq *request, status int, text string) {
+	if wantsFragment(rq) {
+		refuseFragment(rq, status, text)
+		return
+	}
+	title := "Not allowed"
+	if status == http.StatusGone {
+		title = "Deleted"
+	}
+	c.errorPage(rq, status, title, text)
+}
+
+// refuseErr answers a use case's refusal of an action on a message.
+func (c *chatView) refuseErr(rq *request, err error) {
+	if kernel.IsCode(err, kernel.CodeMessageDeleted) {
+		c.refuse(rq, http.StatusGone, "The message was deleted.")
+		return
+	}
+	c.refuse(rq, http.StatusForbidden, "You may not do that with this message.")
+}
+
+// actionPage renders the page of one action on m, the form in it.
+func (c *chatView) actionPage(rq *request, status int, title string, m messaging.Message, th chat.Thread, v pages.MessageActionView) error {
+	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
+	if err != nil {
+		return err
+	}
+	rs, err := c.reactionsOf(rq.ctx(), []messaging.Message{m})
+	if err != nil {
+		return err
+	}
+	if v.Message, err = c.messageViewOf(rq, m, dir, rs[m.ID]); err != nil {
+		return err
+	}
+	full, err := c.d.Chat.Thread(rq.ctx(), th.ID)
+	if err != nil {
+		return err
+	}
+	ch, err := c.d.Chat.GetChannel(rq.ctx(), rq.actor, th.ChannelID)
+	if err != nil {
+		return err
+	}
+	v.Chrome = c.chrome(rq, title, "chat")
+	v.ThreadTitle, v.ThreadHref = threadTitle(full, ch), messageHref(th, m.ID)
+	return c.render(rq, status, pages.MessageAction(v))
+}
+
+func (c *chatView) editView(m messaging.Message, th chat.Thread, content, errText, csrf string) components.EditView {
+	return components.EditView{ID: string(m.ID), Content: content, Href: messageHref(th, m.ID), Error: errText, CSRF: csrf}
+}
+
+// mayEdit answers false, after refusing, when the person may not edit m.
+func (c *chatView) mayEdit(rq *request, m messaging.Message) bool {
+	switch {
+	case m.Deleted:
+		c.refuse(rq, http.StatusGone, "The message was deleted: there is nothing to edit.")
+	case m.AuthorID != rq.actor.ID || !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageUpdate, m.Resource()):
+		c.refuse(rq, http.StatusForbidden, "Only its author may edit a message, while they may post in the channel.")
+	default:
+		return true
+	}
+	return false
+}
+
+// editPage is the form that changes a message's text.
+func (c *chatView) editPage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	if !c.mayEdit(rq, m) {
+		return nil
+	}
+	e := c.editView(m, th, m.Content, "", rq.csrf)
+	if wantsFragment(rq) {
+		return c.render(rq, http.StatusOK, components.EditForm(e))
+	}
+	return c.actionPage(rq, http.StatusOK, "Edit the message", m, th, pages.MessageActionView{Action: "edit", Edit: e})
+}
+
+// editMessage saves the new text (messaging.EditMessage, as PATCH /api/v1/messages/{id}) and
+// goes back to the thread at the message; refused text comes back in the form with the reason.
+func (c *chatView) editMessage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	content := rq.r.PostFormValue("content")
+	edited, err := c.d.Messages.EditMessage(rq.ctx(), rq.actor, m.ID, content)
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation:
+		if wantsFragment(rq) {
+			refuseFragment(rq, http.StatusUnprocessableEntity, formError(err))
+			return nil
+		}
+		return c.actionPage(rq, http.StatusUnprocessableEntity, "Edit the message", m, th,
+			pages.MessageActionView{Action: "edit", Edit: c.editView(m, th, content, formError(err), rq.csrf)})
+	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+		if c.mayEdit(rq, m) { // allowed a moment ago: the message or the rights changed since
+			c.refuseErr(rq, err)
+		}
+		return nil
+	default:
+		return err
+	}
+	if wantsFragment(rq) {
+		return c.renderMessage(rq, edited, http.StatusOK)
+	}
+	c.redirect(rq, messageHref(th, m.ID), layouts.Flash{Kind: "ok", Text: "Message edited."})
+	return nil
+}
+
+// mayDelete answers false, after refusing, when the person may not delete m.
+func (c *chatView) mayDelete(rq *request, m messaging.Message) bool {
+	switch {
+	case m.Deleted:
+		c.refuse(rq, http.StatusGone, "The message was deleted already.")
+	case !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageDelete, m.Resource()):
+		c.refuse(rq, http.StatusForbidden, "Only its author, or a manager of the channel, may delete a message.")
+	default:
+		return true
+	}
+	return false
+}
+
+// deletePage asks before a message is deleted.
+func (c *chatView) deletePage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	if !c.mayDelete(rq, m) {
+		return nil
+	}
+	d := components.DeleteView{ID: string(m.ID), Href: messageHref(th, m.ID), Others: m.AuthorID != rq.actor.ID, CSRF: rq.csrf}
+	if wantsFragment(rq) {
+		return c.render(rq, http.StatusOK, components.DeleteForm(d))
+	}
+	return c.actionPage(rq, http.StatusOK, "Delete the message", m, th, pages.MessageActionView{Action: "delete", Delete: d})
+}
+
+// deleteMessage deletes the message (messaging.DeleteMessage, as DELETE /api/v1/messages/{id})
+// and goes back to the thread, where it shows as deleted.
+func (c *chatView) deleteMessage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	switch err := c.d.Messages.DeleteMessage(rq.ctx(), rq.actor, m.ID); kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+		if c.mayDelete(rq, m) {
+			c.refuseErr(rq, err)
+		}
+		return nil
+	default:
+		return err
+	}
+	if wantsFragment(rq) {
+		if m, err = c.d.Messages.GetMessage(rq.ctx(), rq.actor, m.ID); err != nil {
+			return err
+		}
+		return c.renderMessage(rq, m, http.StatusOK)
+	}
+	c.redirect(rq, messageHref(th, m.ID), layouts.Flash{Kind: "ok", Text: "Message deleted."})
+	return nil
+}
+
+// replyPage is the reply to a message: in a thread, an answer there that quotes it; in a
+// channel's main thread, a new thread that starts with the quote (the same use case as the
+// channel's new-thread form), titled after the message. The script asks for the quote alone
+// (as text) to put it in the thread's composer.
+func (c *chatView) replyPage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	if m.Deleted || !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageCreate, th.Resource()) {
+		c.refuse(rq, http.StatusForbidden, "You may not post in this channel, so you cannot reply here.")
+		return nil
+	}
+	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
+	if err != nil {
+		return err
+	}
+	quote := replyQuote(m, dir.get(m.AuthorID).Handle, c.origin(rq)+permalinkPath(m.ID))
+	if wantsFragment(rq) {
+		rq.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = rq.w.Write([]byte(quote))
+		return nil
+	}
+	r := pages.ReplyView{InThread: !th.IsMain, ThreadID: string(th.ID), ChannelID: string(th.ChannelID), Content: quote,
+		ClientMsgID: newClientMsgID()}
+	title := "Reply"
+	if th.IsMain {
+		r.Title, title = replyTitle(m.Content), "Reply in a new thread"
+	}
+	return c.actionPage(rq, http.StatusOK, title, m, th, pages.MessageActionView{Action: "reply", Reply: r})
+}
+
+// origin is the scheme and host the person reached the console at, for links they post: the
+// configured public URL, else this request's own.
+func (c *chatView) origin(rq *request) string {
+	if c.d.PublicURL != "" {
+		return strings.TrimSuffix(c.d.PublicURL, "/")
+	}
+	scheme := "http"
+	if rq.r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + rq.r.Host
+}
+
+// Bounds of a reply's quote and title.
+const (
+	replyQuoteLines = 3
+	replyQuoteRunes = 280
+	replyTitleRunes = 60
+)
+
+// replyQuote is the start of a reply: the first lines of m as a Markdown quote, and who said
+// it with a link to it, then an empty line to write under.
+func replyQuote(m messaging.Message, handle, link string) string {
+	var b strings.Builder
+	lines := strings.Split(strings.TrimSpace(m.Content), "\n")
+	cut := len(lines) > replyQuoteLines
+	if cut {
+		lines = lines[:replyQuoteLines]
+	}
+	n := 0
+	for _, l := range lines {
+		l = strings.TrimRight(l, " \t\r")
+		if r := utf8.RuneCountInString(l); n+r > replyQuoteRunes {
+			l, cut = truncateRunes(l, replyQuoteRunes-n), true
+		}
+		n += utf8.RuneCountInString(l)
+		b.WriteString("> " + l + "\n")
+		if n >= replyQuoteRunes {
+			break
+		}
+	}
+	if cut {
+		b.WriteString("> …\n")
+	}
+	b.WriteString("> — @" + handle + ", " + link + "\n\n")
+	return b.String()
+}
+
+// replyTitle names the thread a reply starts after the message's first line.
+func replyTitle(content string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(content), "\n")
+	first = strings.TrimSpace(strings.TrimLeft(first, "#> "))
+	if utf8.RuneCountInString(first) > replyTitleRunes {
+		first = strings.TrimSpace(truncateRunes(first, replyTitleRunes-1)) + "…"
+	}
+	return "Re: " + first
+}
+
+func truncateRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
