@@ -96,7 +96,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 			('m2', 't1', 'c1', 'sp1', 'p2', '', NULL, 1, '` + t0 + `', NULL, '` + t0 + `', 'r1', NULL)`,
 		`INSERT INTO runs VALUES ('r1', 'p2', 't1', 'c1', 'sp1', 'm1', 'p1', 'failed', 'agent_disabled', 2,
 			'{"status":"Reading — ü","steps":[{"id":"s1","kind":"tool_call","title":"t","status":"done","detail":"?"}]}',
-			'` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', 6)`,
+			'` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', '` + t0 + `', 6, 'the tool said no — ü')`,
 		`INSERT INTO run_output VALUES ('r1', 1, '$1'), ('r1', 2, ' ünï')`,
 		`INSERT INTO message_revisions VALUES ('m1', 1, 'hello', '` + t0 + `')`,
 		`INSERT INTO mentions VALUES ('m1', 'p2')`,

@@ -298,16 +298,29 @@ func TestLogin(t *testing.T) {
 			wantCode(t, err, kernel.CodeUnauthenticated)
 		})
 
-		t.Run("limits failures per handle and says when to retry", func(t *testing.T) {
+		t.Run("failures against a handle from other addresses never refuse its right password", func(t *testing.T) {
 			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 3, LoginFailuresPerIP: 100, LoginFailureWindow: 10 * time.Minute})
 			e.owner(t)
-			for i := 0; i < 3; i++ {
+			for i := 0; i < 5; i++ {
 				_, err := e.id.Login(bg, "olga", "wrong-password", fmt.Sprintf("192.0.2.%d", i+10))
 				wantCode(t, err, kernel.CodeUnauthenticated)
 				e.clock.Advance(time.Minute)
 			}
+			if _, err := e.id.Login(bg, "Olga", "owner-password", "198.51.100.7"); err != nil {
+				t.Fatalf("the right password from a clean address: %v", err)
+			}
+		})
+
+		t.Run("limits failures per handle from one address and says when to retry", func(t *testing.T) {
+			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 3, LoginFailuresPerIP: 100, LoginFailureWindow: 10 * time.Minute})
+			e.owner(t)
+			for i := 0; i < 3; i++ {
+				_, err := e.id.Login(bg, "olga", "wrong-password", "192.0.2.10")
+				wantCode(t, err, kernel.CodeUnauthenticated)
+				e.clock.Advance(time.Minute)
+			}
 			verifies := e.hasher.verifies.Load()
-			_, err := e.id.Login(bg, "Olga", "owner-password", "198.51.100.7")
+			_, err := e.id.Login(bg, "Olga", "owner-password", "192.0.2.10")
 			if ke := wantCode(t, err, kernel.CodeRateLimited); ke.RetryAfterSeconds != 7*60 {
 				t.Fatalf("retry after %d", ke.RetryAfterSeconds)
 			}
@@ -315,7 +328,7 @@ func TestLogin(t *testing.T) {
 				t.Fatal("a refused attempt still hashed")
 			}
 			e.clock.Advance(7 * time.Minute)
-			if _, err := e.id.Login(bg, "olga", "owner-password", "198.51.100.7"); err != nil {
+			if _, err := e.id.Login(bg, "olga", "owner-password", "192.0.2.10"); err != nil {
 				t.Fatalf("after the window: %v", err)
 			}
 		})
