@@ -136,26 +136,51 @@ func (s *ChatStore) PrincipalRef(ctx context.Context, id kernel.ID) (chat.Princi
 	return chat.PrincipalRef{ID: id, Kind: kernel.PrincipalKind(kind), Active: status == "active"}, nil
 }
 
+const insertThread = `INSERT INTO threads (id, channel_id, space_id, title, is_main, created_by, created_at, updated_at,
+	last_message_at, message_count, parent_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func threadArgs(t chat.Thread) []any {
+	return []any{string(t.ID), string(t.ChannelID), string(t.SpaceID), t.Title, sqlBool(t.IsMain), string(t.CreatedBy),
+		fmtTime(t.CreatedAt), fmtTime(t.UpdatedAt), fmtTimePtr(t.LastMessageAt), t.MessageCount, nullIDPtr(t.ParentMessageID)}
+}
+
 func (s *ChatStore) CreateThread(ctx context.Context, t chat.Thread) error {
-	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO threads (id, channel_id, space_id, title, is_main, created_by, created_at, updated_at, last_message_at, message_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		string(t.ID), string(t.ChannelID), string(t.SpaceID), t.Title, sqlBool(t.IsMain), string(t.CreatedBy),
-		fmtTime(t.CreatedAt), fmtTime(t.UpdatedAt), fmtTimePtr(t.LastMessageAt), t.MessageCount)
+	_, err := s.db.q(ctx).ExecContext(ctx, insertThread, threadArgs(t)...)
 	return s.db.mapErr(err, "thread")
 }
 
+// CreateThreadUnder leans on the unique index threads_parent_message: on PostgreSQL (READ
+// COMMITTED) the insert of a second writer waits for the first one's commit and then does
+// nothing, and the read that follows sees the first one's thread; SQLite has one writer.
+func (s *ChatStore) CreateThreadUnder(ctx context.Context, t chat.Thread) (bool, error) {
+	if t.ParentMessageID == nil {
+		return false, kernel.Errorf(kernel.CodeInternal, "a thread under a message needs the message")
+	}
+	res, err := s.db.q(ctx).ExecContext(ctx, insertThread+` ON CONFLICT (parent_message_id) DO NOTHING`, threadArgs(t)...)
+	return s.db.changedRows(res, err, "thread")
+}
+
+func (s *ChatStore) ThreadByParent(ctx context.Context, messageID kernel.ID) (chat.Thread, error) {
+	t, err := scanThread(s.db.q(ctx).QueryRowContext(ctx, threadSelect+` WHERE t.parent_message_id = ? AND c.archived_at IS NULL`, string(messageID)))
+	return t, s.db.mapErr(err, "thread")
+}
+
 const threadSelect = `SELECT t.id, t.channel_id, t.space_id, t.title, t.is_main, t.created_by, t.created_at, t.updated_at,
-	t.last_message_at, t.message_count, c.kind FROM threads t JOIN channels c ON c.id = t.channel_id`
+	t.last_message_at, t.message_count, t.parent_message_id, c.kind FROM threads t JOIN channels c ON c.id = t.channel_id`
 
 func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
 	var t chat.Thread
 	var isMain int
 	var created, updated string
-	var last sql.NullString
+	var last, parent sql.NullString
 	err := sc.Scan(&t.ID, &t.ChannelID, &t.SpaceID, &t.Title, &isMain, &t.CreatedBy, &created, &updated,
-		&last, &t.MessageCount, &t.ChannelKind)
+		&last, &t.MessageCount, &parent, &t.ChannelKind)
 	t.IsMain = isMain != 0
 	t.CreatedAt, t.UpdatedAt, t.LastMessageAt = parseTime(created), parseTime(updated), parseNullTime(last)
+	if parent.Valid {
+		id := kernel.ID(parent.String)
+		t.ParentMessageID = &id
+	}
 	return t, err
 }
 

@@ -59,6 +59,7 @@ func chatTestPrincipal(tb testing.TB, db *storage.DB, handle string) kernel.Acto
 
 // chatEnv is a migrated store with the chat service on it.
 type chatEnv struct {
+	where string // the database, for a second store on it (OpenAt)
 	db    *storage.DB
 	store *storage.ChatStore
 	az    *chatAllow
@@ -69,8 +70,9 @@ type chatEnv struct {
 
 func newChatEnv(tb testing.TB, eng storetest.Engine) *chatEnv {
 	tb.Helper()
-	db := eng.Open(tb, storage.Options{})
-	e := &chatEnv{db: db, store: storage.NewChatStore(db), az: &chatAllow{deny: map[kernel.ID]bool{}},
+	where := eng.NewDatabase(tb)
+	db := eng.OpenAt(tb, where, storage.Options{})
+	e := &chatEnv{where: where, db: db, store: storage.NewChatStore(db), az: &chatAllow{deny: map[kernel.ID]bool{}},
 		clock: kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))}
 	e.svc = chat.New(chat.Deps{Store: e.store, Principals: e.store, UoW: db, Events: db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	e.alice = chatTestPrincipal(tb, db, "alice")
@@ -337,6 +339,40 @@ func TestChatStoreThreads(t *testing.T) {
 			th, err := e.store.Thread(ctx, ids[0])
 			if err != nil || th.MessageCount != before.MessageCount+56 {
 				t.Fatalf("count %d, want %d (%v)", th.MessageCount, before.MessageCount+56, err)
+			}
+		})
+		t.Run("keeps one thread under a message: a second insert does nothing", func(t *testing.T) {
+			parent := kernel.NewID()
+			var first chat.Thread
+			for i := range 2 {
+				err := e.db.Do(ctx, func(ctx context.Context) error {
+					th, created, err := e.svc.CreateThreadUnder(ctx, e.alice.ID, c, parent)
+					if err == nil && created != (i == 0) {
+						t.Errorf("call %d: created = %v", i, created)
+					}
+					if i == 0 {
+						first = th
+					} else if th.ID != first.ID {
+						t.Errorf("call %d answered thread %s, not %s", i, th.ID, first.ID)
+					}
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := e.store.ThreadByParent(ctx, parent)
+			if err != nil || got.ID != first.ID || got.ParentMessageID == nil || *got.ParentMessageID != parent || got.IsMain {
+				t.Fatalf("by parent %+v, %v", got, err)
+			}
+			if _, err := e.store.ThreadByParent(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("no thread: err = %v", err)
+			}
+			dup := chat.Thread{ID: kernel.NewID(), ChannelID: c.ID, SpaceID: c.SpaceID, CreatedBy: e.alice.ID, CreatedAt: e.clock.Now(),
+				UpdatedAt: e.clock.Now(), ParentMessageID: &parent}
+			err = e.db.Do(ctx, func(ctx context.Context) error { return e.store.CreateThread(ctx, dup) })
+			if !kernel.IsCode(err, kernel.CodeConflict) {
+				t.Fatalf("a plain insert of a second thread under the message: err = %v, want conflict", err)
 			}
 		})
 		t.Run("answers not found for a missing thread", func(t *testing.T) {

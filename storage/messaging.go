@@ -73,15 +73,19 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, id kernel.
 	return s.db.mapErr(err, "mentions")
 }
 
+// messageSelect reads a message with the thread under it, if any (threads_parent_message): its
+// reply count and last reply are that thread's counters, so a reply writes no row of the parent.
 const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, c.kind FROM messages m JOIN channels c ON c.id = m.channel_id`
+	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, c.kind, r.id, r.message_count, r.last_message_at
+	FROM messages m JOIN channels c ON c.id = m.channel_id LEFT JOIN threads r ON r.parent_message_id = m.id`
 
 func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
 	var m messaging.Message
-	var cmid, edited, deleted, runID, trigger sql.NullString
+	var cmid, edited, deleted, runID, trigger, replies, lastReply sql.NullString
+	var replyCount sql.NullInt64
 	var created string
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
-		&created, &edited, &deleted, &runID, &trigger, &m.ChannelKind)
+		&created, &edited, &deleted, &runID, &trigger, &m.ChannelKind, &replies, &replyCount, &lastReply)
 	m.ClientMsgID, m.CreatedAt, m.EditedAt, m.Deleted = messaging.ClientMsgID(cmid.String), parseTime(created), parseNullTime(edited), deleted.Valid
 	if runID.Valid {
 		id := kernel.ID(runID.String)
@@ -89,6 +93,10 @@ func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) 
 	}
 	if trigger.Valid {
 		m.TriggerState = &trigger.String
+	}
+	if replies.Valid {
+		id, n := kernel.ID(replies.String), replyCount.Int64
+		m.ReplyThreadID, m.ReplyCount, m.LastReplyAt = &id, &n, parseNullTime(lastReply)
 	}
 	m.Mentions = []kernel.ID{}
 	return m, err

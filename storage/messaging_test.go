@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -372,5 +373,151 @@ func BenchmarkCreateMessage(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}
+
+func TestMessageStoreReplies(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		t.Run("a parent carries its thread, reply count and last reply, read from the thread's counters", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			parent := e.post(t, e.alice, e.mainID, "a question", "")
+			plain := e.post(t, e.alice, e.mainID, "no replies", "")
+			th, first, started, err := e.svc.Reply(ctx, e.bob, parent.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"})
+			if err != nil || !started {
+				t.Fatalf("started=%v err=%v", started, err)
+			}
+			e.clock.Advance(1e9)
+			_, second, started, err := e.svc.Reply(ctx, e.cy, parent.ID, messaging.NewReply{Content: "two"})
+			if err != nil || started || second.ThreadID != th.ID {
+				t.Fatalf("second reply: %+v started=%v err=%v", second, started, err)
+			}
+			check := func(t *testing.T, m messaging.Message, count int64, last messaging.Message) {
+				t.Helper()
+				if m.ReplyThreadID == nil || *m.ReplyThreadID != th.ID || m.ReplyCount == nil || *m.ReplyCount != count ||
+					m.LastReplyAt == nil || !m.LastReplyAt.Equal(last.CreatedAt) || m.ThreadID != e.mainID {
+					t.Fatalf("parent %+v, want thread %s, %d replies, last at %v", m, th.ID, count, last.CreatedAt)
+				}
+			}
+			got, err := e.svc.GetMessage(ctx, e.alice, parent.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, got, 2, second)
+			page, _, err := e.svc.ListMessages(ctx, e.alice, e.mainID, chat.Page{})
+			if err != nil || len(page) != 2 {
+				t.Fatalf("page %+v, %v", page, err)
+			}
+			check(t, page[0], 2, second)
+			if page[1].ReplyThreadID != nil || page[1].ReplyCount != nil || page[1].LastReplyAt != nil {
+				t.Fatalf("a message without a thread: %+v", page[1])
+			}
+			b, _ := json.Marshal(page[1])
+			if strings.Contains(string(b), "reply_") {
+				t.Fatalf("a message without a thread shows reply members: %s", b)
+			}
+			b, _ = json.Marshal(page[0])
+			if !strings.Contains(string(b), `"reply_thread_id":"`+string(th.ID)+`"`) || !strings.Contains(string(b), `"reply_count":2`) {
+				t.Fatalf("json %s", b)
+			}
+			stored, _ := e.store.Thread(ctx, th.ID)
+			if stored.ParentMessageID == nil || *stored.ParentMessageID != parent.ID {
+				t.Fatalf("thread %+v", stored)
+			}
+			evs := e.newEvents(t)
+			var created []kernel.LoggedEvent
+			for _, ev := range evs {
+				if ev.Type == kernel.EvThreadCreated {
+					created = append(created, ev)
+				}
+			}
+			if len(created) != 1 || !strings.Contains(string(created[0].Payload), `"parent_message_id":"`+string(parent.ID)+`"`) {
+				t.Fatalf("thread.created %+v", created)
+			}
+
+			t.Run("a deleted reply counts no more and leaves the last reply's time", func(t *testing.T) {
+				if err := e.svc.DeleteMessage(ctx, e.cy, second.ID); err != nil {
+					t.Fatal(err)
+				}
+				got, _ := e.svc.GetMessage(ctx, e.alice, parent.ID)
+				check(t, got, 1, second)
+			})
+			t.Run("a deleted parent keeps its thread, which takes replies", func(t *testing.T) {
+				if err := e.svc.DeleteMessage(ctx, e.alice, parent.ID); err != nil {
+					t.Fatal(err)
+				}
+				got, _ := e.svc.GetMessage(ctx, e.alice, parent.ID)
+				if !got.Deleted || got.ReplyThreadID == nil || *got.ReplyThreadID != th.ID {
+					t.Fatalf("tombstone %+v", got)
+				}
+				e.clock.Advance(1e9)
+				_, third, _, err := e.svc.Reply(ctx, e.bob, parent.ID, messaging.NewReply{Content: "three"})
+				if err != nil || third.ThreadID != th.ID {
+					t.Fatalf("reply under a deleted parent: %+v %v", third, err)
+				}
+				got, _ = e.svc.GetMessage(ctx, e.alice, parent.ID)
+				check(t, got, 2, third)
+				if _, _, _, err := e.svc.Reply(ctx, e.bob, plain.ID, messaging.NewReply{Content: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Run("answers a repeated client_msg_id with the first reply", func(t *testing.T) {
+				th2, again, started, err := e.svc.Reply(ctx, e.bob, parent.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"})
+				if err != nil || started || th2.ID != th.ID || again.ID != first.ID {
+					t.Fatalf("repeat: %+v started=%v err=%v", again, started, err)
+				}
+			})
+		})
+		t.Run("starts one thread per message when requests race, from two stores on one database", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			parent := e.post(t, e.alice, e.mainID, "a question", "")
+			other := eng.OpenAt(t, e.where, storage.Options{})
+			otherChat := storage.NewChatStore(other)
+			otherMsgs := storage.NewMessageStore(other)
+			twin := messaging.New(messaging.Deps{Store: otherMsgs, Directory: otherMsgs, Redactor: other, UoW: other, Events: other,
+				Authz: e.az, Clock: e.clock, Threads: chat.New(chat.Deps{Store: otherChat, Principals: otherChat, UoW: other,
+					Events: other, Authz: e.az, Scoper: e.az, Clock: e.clock})})
+			const n = 8
+			var wg sync.WaitGroup
+			var started atomic.Int32
+			threads := make([]kernel.ID, 2*n)
+			for i := range 2 * n {
+				svc := e.svc
+				if i%2 == 1 {
+					svc = twin
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					th, _, s, err := svc.Reply(ctx, e.bob, parent.ID, messaging.NewReply{Content: fmt.Sprintf("reply %d", i)})
+					if err != nil {
+						t.Errorf("reply %d: %v", i, err)
+						return
+					}
+					if s {
+						started.Add(1)
+					}
+					threads[i] = th.ID
+				}()
+			}
+			wg.Wait()
+			if started.Load() != 1 {
+				t.Fatalf("%d replies started a thread, want 1", started.Load())
+			}
+			for i, id := range threads {
+				if id != threads[0] {
+					t.Fatalf("reply %d went to thread %s, reply 0 to %s", i, id, threads[0])
+				}
+			}
+			got, err := e.svc.GetMessage(ctx, e.alice, parent.ID)
+			if err != nil || got.ReplyCount == nil || *got.ReplyCount != 2*n {
+				t.Fatalf("parent %+v, %v", got, err)
+			}
+			var rows int
+			if err := storage.ScanIn(ctx, e.db, `SELECT COUNT(*) FROM threads WHERE parent_message_id = ?`, &rows,
+				string(parent.ID)); err != nil || rows != 1 {
+				t.Fatalf("%d threads under the message, %v", rows, err)
+			}
+		})
 	})
 }

@@ -62,7 +62,11 @@ type Thread struct {
 	UpdatedAt     time.Time  `json:"updated_at"`
 	LastMessageAt *time.Time `json:"last_message_at"`
 	MessageCount  int64      `json:"message_count"`
-	ChannelKind   string     `json:"-"`
+	// ParentMessageID is the message of the channel's main thread that the thread started
+	// under (its replies); nil for a thread started on its own and for a main thread. It never
+	// changes, and a message has at most one such thread.
+	ParentMessageID *kernel.ID `json:"parent_message_id"`
+	ChannelKind     string     `json:"-"`
 }
 
 // Resource describes the space for Authorize.
@@ -149,6 +153,14 @@ type Store interface {
 
 	// CreateThread inserts t. Errors: conflict.
 	CreateThread(ctx context.Context, t Thread) error
+	// CreateThreadUnder inserts t, a thread under the message *t.ParentMessageID, unless that
+	// message has a thread already (one made by a concurrent Unit of Work too, on either
+	// engine); inserted reports which, and nothing is written when it is false.
+	// Errors: conflict (another unique key).
+	CreateThreadUnder(ctx context.Context, t Thread) (inserted bool, err error)
+	// ThreadByParent loads the thread under a message, with the kind of its channel.
+	// Errors: not_found (the message has none, or its channel is archived).
+	ThreadByParent(ctx context.Context, messageID kernel.ID) (Thread, error)
 	// Thread loads a thread with the kind of its channel. Errors: not_found.
 	Thread(ctx context.Context, id kernel.ID) (Thread, error)
 	// Threads lists one page of a channel's threads (see Page) and whether more lie beyond it
@@ -182,14 +194,24 @@ type Threads interface {
 	Channel(ctx context.Context, id kernel.ID) (Channel, error)
 	// Thread loads a thread with its channel kind. Errors: not_found.
 	Thread(ctx context.Context, id kernel.ID) (Thread, error)
-	// ThreadRef returns where a thread lives: its id, channel, space, channel kind, author and
-	// whether it is a main thread; nothing else is set. A thread never changes channel or space, so the
+	// ThreadRef returns where a thread lives: its id, channel, space, channel kind, author,
+	// whether it is a main thread and the message it started under; nothing else is set. A thread never changes channel or space, so the
 	// answer is kept in memory after the first read: the message-create hot path then reads no
 	// row for it (a round trip on the one PostgreSQL write connection). Errors: not_found.
 	ThreadRef(ctx context.Context, id kernel.ID) (Thread, error)
 	// CreateThread creates a thread in ch, authored by actorID, and appends thread.created. It
 	// must run in a Unit of Work. The title may be empty. Errors: validation_failed (title).
 	CreateThread(ctx context.Context, actorID kernel.ID, ch Channel, title string) (Thread, error)
+	// CreateThreadUnder creates the thread under the message parent of ch's main thread,
+	// authored by actorID, untitled, and appends thread.created (with parent_message_id); it
+	// must run in a Unit of Work. When the message has a thread already (a concurrent request
+	// made it), it answers that thread, created false, and appends nothing. The caller has
+	// checked that parent is in ch's main thread. Errors: not_found (the thread of a concurrent
+	// request whose channel was archived since).
+	CreateThreadUnder(ctx context.Context, actorID kernel.ID, ch Channel, parent kernel.ID) (th Thread, created bool, err error)
+	// ThreadByParent loads the thread under a message with its channel kind.
+	// Errors: not_found (none).
+	ThreadByParent(ctx context.Context, messageID kernel.ID) (Thread, error)
 	// AppendToThread counts one more message in the thread, posted at at. Inside a Unit of Work
 	// the count is applied at commit, once per thread per batch, so the caller must have loaded
 	// the thread in the same unit. Errors: not_found outside a unit.

@@ -309,6 +309,47 @@ func TestThreads(t *testing.T) {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
+	t.Run("creates one thread under a message and answers it again without a second event", func(t *testing.T) {
+		parent := kernel.NewID()
+		var first chat.Thread
+		err := f.tx.Do(ctx, func(ctx context.Context) error {
+			th, created, err := f.svc.CreateThreadUnder(ctx, alice.ID, c, parent)
+			if err == nil && !created {
+				t.Error("the first thread under a message was not created")
+			}
+			first = th
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := f.tx.Events()
+		last := evs[len(evs)-1]
+		if p := last.Payload.(chat.Thread); last.Type != kernel.EvThreadCreated || p.ID != first.ID || p.ParentMessageID == nil ||
+			*p.ParentMessageID != parent || p.IsMain || p.Title != "" {
+			t.Fatalf("last event = %+v", last)
+		}
+		err = f.tx.Do(ctx, func(ctx context.Context) error {
+			th, created, err := f.svc.CreateThreadUnder(ctx, kernel.NewID(), c, parent)
+			if err == nil && (created || th.ID != first.ID) {
+				t.Errorf("second call: %+v created=%v", th, created)
+			}
+			return err
+		})
+		if err != nil || len(f.tx.Events()) != len(evs) {
+			t.Fatalf("second call: err = %v, %d events after %d", err, len(f.tx.Events()), len(evs))
+		}
+		if got, err := f.svc.ThreadByParent(ctx, parent); err != nil || got.ID != first.ID || got.ChannelKind != chat.KindChannel {
+			t.Fatalf("by parent: %+v, %v", got, err)
+		}
+		if _, err := f.svc.ThreadByParent(ctx, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("a message without a thread: err = %v", err)
+		}
+		ref, err := f.svc.ThreadRef(ctx, first.ID)
+		if err != nil || ref.ParentMessageID == nil || *ref.ParentMessageID != parent {
+			t.Fatalf("ref %+v, %v", ref, err)
+		}
+	})
 	t.Run("accepts an empty thread title and refuses one over 200 characters", func(t *testing.T) {
 		err := f.tx.Do(ctx, func(ctx context.Context) error {
 			th, err := f.svc.CreateThread(ctx, alice.ID, c, " ")

@@ -188,6 +188,30 @@ func (f *fakeStore) CreateThread(ctx context.Context, t chat.Thread) error {
 	return nil
 }
 
+func (f *fakeStore) CreateThreadUnder(ctx context.Context, t chat.Thread) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.threads {
+		if o.ParentMessageID != nil && *o.ParentMessageID == *t.ParentMessageID {
+			return false, nil
+		}
+	}
+	f.threads[t.ID] = t
+	return true, nil
+}
+
+func (f *fakeStore) ThreadByParent(ctx context.Context, messageID kernel.ID) (chat.Thread, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.threads {
+		if t.ParentMessageID != nil && *t.ParentMessageID == messageID {
+			t.ChannelKind = f.channels[t.ChannelID].Kind
+			return t, nil
+		}
+	}
+	return chat.Thread{}, kernel.ErrNotFound
+}
+
 func (f *fakeStore) Thread(ctx context.Context, id kernel.ID) (chat.Thread, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -401,7 +401,7 @@ func (s *Service) ThreadRef(ctx context.Context, id kernel.ID) (Thread, error) {
 		return Thread{}, err
 	}
 	ref := Thread{ID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID, ChannelKind: th.ChannelKind, IsMain: th.IsMain,
-		CreatedBy: th.CreatedBy}
+		CreatedBy: th.CreatedBy, ParentMessageID: th.ParentMessageID}
 	if s.refsLen.Add(1) > maxThreadRefs {
 		s.refs.Clear()
 		s.refsLen.Store(1)
@@ -425,6 +425,29 @@ func (s *Service) CreateThread(ctx context.Context, actorID kernel.ID, ch Channe
 	s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: th.Scope(),
 		SubjectID: th.ID, ActorID: actorID, Payload: th})
 	return th, nil
+}
+
+// CreateThreadUnder implements Threads.
+func (s *Service) CreateThreadUnder(ctx context.Context, actorID kernel.ID, ch Channel, parent kernel.ID) (Thread, bool, error) {
+	now := s.now()
+	th := Thread{ID: kernel.NewID(), ChannelID: ch.ID, SpaceID: ch.SpaceID, CreatedBy: actorID, CreatedAt: now,
+		UpdatedAt: now, ParentMessageID: &parent, ChannelKind: ch.Kind}
+	inserted, err := s.store.CreateThreadUnder(ctx, th)
+	if err != nil {
+		return Thread{}, false, err
+	}
+	if !inserted {
+		th, err := s.store.ThreadByParent(ctx, parent)
+		return th, false, err
+	}
+	s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: th.Scope(),
+		SubjectID: th.ID, ActorID: actorID, Payload: th})
+	return th, true, nil
+}
+
+// ThreadByParent implements Threads.
+func (s *Service) ThreadByParent(ctx context.Context, messageID kernel.ID) (Thread, error) {
+	return s.store.ThreadByParent(ctx, messageID)
 }
 
 // AppendToThread implements Threads.

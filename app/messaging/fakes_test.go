@@ -25,6 +25,9 @@ type fakeThreads struct {
 	events   kernel.EventLog
 	channels map[kernel.ID]chat.Channel
 	threads  map[kernel.ID]chat.Thread
+	// race, when set, runs in CreateThreadUnder before it looks for the thread: a test makes
+	// the thread of a concurrent request there.
+	race func(parent kernel.ID)
 }
 
 var _ chat.Threads = (*fakeThreads)(nil)
@@ -64,6 +67,33 @@ func (f *fakeThreads) CreateThread(ctx context.Context, actorID kernel.ID, ch ch
 	f.mu.Unlock()
 	f.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
 	return t, nil
+}
+
+func (f *fakeThreads) CreateThreadUnder(ctx context.Context, actorID kernel.ID, ch chat.Channel, parent kernel.ID) (chat.Thread, bool, error) {
+	if f.race != nil {
+		f.race(parent) // a concurrent request makes the thread first
+	}
+	if t, err := f.ThreadByParent(ctx, parent); err == nil {
+		return t, false, nil
+	}
+	t := chat.Thread{ID: kernel.NewID(), ChannelID: ch.ID, SpaceID: ch.SpaceID, CreatedBy: actorID, ChannelKind: ch.Kind,
+		ParentMessageID: &parent}
+	f.mu.Lock()
+	f.threads[t.ID] = t
+	f.mu.Unlock()
+	f.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
+	return t, true, nil
+}
+
+func (f *fakeThreads) ThreadByParent(ctx context.Context, messageID kernel.ID) (chat.Thread, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.threads {
+		if t.ParentMessageID != nil && *t.ParentMessageID == messageID {
+			return t, nil
+		}
+	}
+	return chat.Thread{}, kernel.ErrNotFound
 }
 
 func (f *fakeThreads) AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error {

@@ -40,6 +40,14 @@ type Message struct {
 	// agent_cannot_read, agent_disabled); nil when it concerned no agent. The runs module decides
 	// it through MessagePosted.Trigger; messaging only stores and shows it.
 	TriggerState *string `json:"trigger_state"`
+	// ReplyThreadID, ReplyCount and LastReplyAt describe the thread under the message (started
+	// by POST /api/v1/messages/{id}/thread): its id, its messages (the replies, deleted ones not
+	// counted) and when the newest reply was posted (a deleted reply does not move it back).
+	// They are read from the thread's own counters with the message, and left out of the JSON
+	// form of a message without such a thread. ThreadID stays the thread the message is in.
+	ReplyThreadID *kernel.ID `json:"reply_thread_id,omitempty"`
+	ReplyCount    *int64     `json:"reply_count,omitempty"`
+	LastReplyAt   *time.Time `json:"last_reply_at,omitempty"`
 	// ChannelKind is loaded with the message so that it can be authorized without a second read.
 	ChannelKind string `json:"-"`
 }

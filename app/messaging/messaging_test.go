@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -459,4 +460,192 @@ func TestListMessages(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+func TestReply(t *testing.T) {
+	ctx := context.Background()
+	threadCount := func(f *msgFixture) int { return len(f.threads.threads) }
+	t.Run("starts the thread under a message with the reply as its first message", func(t *testing.T) {
+		f := mustMessaging(t)
+		parent := mustPost(t, f, bob, "a question")
+		before := len(f.tx.Events())
+		th, m, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "an answer @bob", ClientMsgID: "r-1"})
+		if err != nil || !started {
+			t.Fatalf("err = %v started = %v", err, started)
+		}
+		if th.ParentMessageID == nil || *th.ParentMessageID != parent.ID || th.IsMain || th.ChannelID != f.channel.ID ||
+			th.MessageCount != 1 || th.LastMessageAt == nil || !th.LastMessageAt.Equal(m.CreatedAt) {
+			t.Fatalf("thread %+v", th)
+		}
+		if m.ThreadID != th.ID || m.AuthorID != alice.ID || m.Content != "an answer @bob" || !reflect.DeepEqual(m.Mentions, []kernel.ID{bob.ID}) {
+			t.Fatalf("message %+v", m)
+		}
+		var asked []kernel.Action
+		for _, c := range f.authz.Calls {
+			asked = append(asked, c.Action)
+			if c.Action == kernel.ActMessageRead && (c.Resource.Kind != kernel.ResMessage || c.Resource.ID != parent.ID) {
+				t.Fatalf("message.read on %+v", c.Resource)
+			}
+			if c.Action == kernel.ActThreadCreate && (c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID) {
+				t.Fatalf("thread.create on %+v", c.Resource)
+			}
+		}
+		if !slices.Contains(asked, kernel.ActMessageRead) || !slices.Contains(asked, kernel.ActThreadCreate) {
+			t.Fatalf("asked %v", asked)
+		}
+		evs := f.tx.Events()[before:]
+		if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+			t.Fatalf("events %+v", evs)
+		}
+		if p := evs[0].Payload.(chat.Thread); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
+			t.Fatalf("thread.created names no parent: %+v", p)
+		}
+		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || !last.NewThread {
+			t.Fatalf("posted %+v: a thread under a message is a new thread for the trigger", last)
+		}
+	})
+	t.Run("answers in the existing thread of the message, which a second reply does not start again", func(t *testing.T) {
+		f := mustMessaging(t)
+		parent := mustPost(t, f, bob, "a question")
+		first, _, _, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, threads := len(f.tx.Events()), threadCount(f)
+		th, m, started, err := f.svc.Reply(ctx, bob, parent.ID, messaging.NewReply{Content: "two @carol"})
+		if err != nil || started || th.ID != first.ID || m.ThreadID != first.ID || th.MessageCount != 2 {
+			t.Fatalf("thread %+v message %+v started=%v err=%v", th, m, started, err)
+		}
+		if c := f.authz.Last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != th.ID {
+			t.Fatalf("last check %+v: posting in the thread needs message.create on it", c)
+		}
+		evs := f.tx.Events()[before:]
+		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || threadCount(f) != threads {
+			t.Fatalf("events %+v, %d threads", evs, threadCount(f))
+		}
+		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || last.NewThread || !slices.Contains(last.Message.Mentions, carol.ID) {
+			t.Fatalf("posted %+v: a reply in an existing thread invokes by its mentions only", last)
+		}
+	})
+	t.Run("answers a repeated client_msg_id with the stored reply and changes nothing", func(t *testing.T) {
+		f := mustMessaging(t)
+		parent := mustPost(t, f, bob, "a question")
+		th, m, _, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, posted := len(f.tx.Events()), len(f.posted)
+		th2, m2, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"})
+		if err != nil || started || th2.ID != th.ID || !reflect.DeepEqual(m2, m) || len(f.tx.Events()) != before || len(f.posted) != posted {
+			t.Fatalf("repeat: %+v %+v started=%v err=%v", th2, m2, started, err)
+		}
+		other := mustPost(t, f, bob, "another question")
+		if _, _, _, err := f.svc.Reply(ctx, alice, other.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"}); !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("the id of a reply under another message: err = %v", err)
+		}
+		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "x", ClientMsgID: "m-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "x", ClientMsgID: "m-1"}); !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("the id of a message in the main thread: err = %v", err)
+		}
+	})
+	t.Run("answers in the thread a concurrent request started first", func(t *testing.T) {
+		f := mustMessaging(t)
+		parent := mustPost(t, f, bob, "a question")
+		var raced kernel.ID
+		f.threads.race = func(p kernel.ID) {
+			f.threads.race = nil
+			th := chat.Thread{ID: kernel.NewID(), ChannelID: f.channel.ID, SpaceID: f.channel.SpaceID, ParentMessageID: &p,
+				ChannelKind: chat.KindChannel}
+			f.threads.threads[th.ID], raced = th, th.ID
+		}
+		before, threads := len(f.tx.Events()), threadCount(f)
+		th, m, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "mine"})
+		if err != nil || started || th.ID != raced || m.ThreadID != raced || threadCount(f) != threads+1 {
+			t.Fatalf("thread %+v started=%v err=%v, %d threads", th, started, err, threadCount(f))
+		}
+		if evs := f.tx.Events()[before:]; len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated {
+			t.Fatalf("events %+v: the thread.created is the other request's", evs)
+		}
+	})
+	t.Run("a deleted message keeps its thread for replies but starts none", func(t *testing.T) {
+		f := mustMessaging(t)
+		with, without := mustPost(t, f, bob, "with a thread"), mustPost(t, f, bob, "without")
+		th, _, _, err := f.svc.Reply(ctx, alice, with.ID, messaging.NewReply{Content: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []kernel.ID{with.ID, without.ID} {
+			if err := f.svc.DeleteMessage(ctx, bob, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _, started, err := f.svc.Reply(ctx, alice, with.ID, messaging.NewReply{Content: "two"}); err != nil || started || got.ID != th.ID {
+			t.Fatalf("reply under a deleted message with a thread: %+v started=%v err=%v", got, started, err)
+		}
+		before, threads := len(f.tx.Events()), threadCount(f)
+		if _, _, _, err := f.svc.Reply(ctx, alice, without.ID, messaging.NewReply{Content: "two"}); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+			t.Fatalf("reply under a deleted message without a thread: err = %v", err)
+		}
+		if len(f.tx.Events()) != before || threadCount(f) != threads {
+			t.Fatal("a refused reply changed something")
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		parent func(t *testing.T, f *msgFixture) kernel.ID
+		deny   func(a kernel.Action, r kernel.Resource) error
+		in     messaging.NewReply
+		want   kernel.Code
+	}{
+		{name: "refuses a message in a thread: threads do not nest", want: messaging.CodeNotInMainThread,
+			parent: func(t *testing.T, f *msgFixture) kernel.ID {
+				_, m, _, err := f.svc.CreateThread(context.Background(), bob, f.channel.ID, messaging.NewThread{Content: "in a thread"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.ID
+			}},
+		{name: "answers not found for a message the caller may not read", want: kernel.CodeNotFound,
+			deny: func(a kernel.Action, r kernel.Resource) error {
+				if a == kernel.ActMessageRead {
+					return kernel.ErrNotFound
+				}
+				return nil
+			}},
+		{name: "answers not found for a missing message", want: kernel.CodeNotFound,
+			parent: func(*testing.T, *msgFixture) kernel.ID { return kernel.NewID() }},
+		{name: "refuses who may not start a thread in the channel", want: kernel.CodeForbidden,
+			deny: func(a kernel.Action, r kernel.Resource) error {
+				if a == kernel.ActThreadCreate {
+					return kernel.Errorf(kernel.CodeForbidden, "no")
+				}
+				return nil
+			}},
+		{name: "refuses blank content", in: messaging.NewReply{Content: " "}, want: kernel.CodeValidation},
+		{name: "refuses a client_msg_id with a space", in: messaging.NewReply{Content: "a", ClientMsgID: "a b"}, want: kernel.CodeValidation},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustMessaging(t)
+			parent := mustPost(t, f, bob, "a question").ID
+			if tt.parent != nil {
+				parent = tt.parent(t, f)
+			}
+			if tt.deny != nil {
+				f.authz.Fn = func(_ kernel.Actor, a kernel.Action, r kernel.Resource) error { return tt.deny(a, r) }
+			}
+			if tt.in.Content == "" && tt.in.ClientMsgID == "" && tt.want != kernel.CodeValidation {
+				tt.in.Content = "an answer"
+			}
+			before, threads, msgs := len(f.tx.Events()), threadCount(f), len(f.store.messages)
+			_, _, _, err := f.svc.Reply(ctx, alice, parent, tt.in)
+			if !kernel.IsCode(err, tt.want) {
+				t.Fatalf("err = %v, want %s", err, tt.want)
+			}
+			if len(f.tx.Events()) != before || threadCount(f) != threads || len(f.store.messages) != msgs {
+				t.Fatal("a refused reply changed something")
+			}
+		})
+	}
 }

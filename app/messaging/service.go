@@ -88,15 +88,12 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err != nil {
 			return err
 		}
-		now := s.now()
-		m = Message{ID: kernel.NewID(), ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID,
-			AuthorID: actor.ID, Content: in.Content, ClientMsgID: ClientMsgID(in.ClientMsgID), Mentions: mentions,
-			Version: 1, CreatedAt: now, ChannelKind: th.ChannelKind}
+		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
 		if in.RunID != kernel.NilID {
 			run := in.RunID
 			m.RunID = &run
 		}
-		inserted, err := s.store.InsertMessage(ctx, m)
+		inserted, err := s.insert(ctx, actor, &m, false)
 		if err != nil {
 			return err
 		}
@@ -111,16 +108,30 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 			m = prev
 			return nil
 		}
-		if err := s.threads.AppendToThread(ctx, th.ID, now); err != nil {
-			return err
-		}
-		if err := s.posted(ctx, actor, &m, false); err != nil {
-			return err
-		}
 		created = true
 		return nil
 	})
 	return m, created, err
+}
+
+// newMessage is the first version of a message of actor in th, posted now.
+func (s *Service) newMessage(actor kernel.Actor, th chat.Thread, content, clientMsgID string, mentions []kernel.ID) Message {
+	return Message{ID: kernel.NewID(), ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID,
+		AuthorID: actor.ID, Content: content, ClientMsgID: ClientMsgID(clientMsgID), Mentions: mentions,
+		Version: 1, CreatedAt: s.now(), ChannelKind: th.ChannelKind}
+}
+
+// insert stores the new message m, counts it in its thread and publishes it (posted);
+// inserted is false, and nothing is written, when its author has used its client_msg_id
+// before.
+func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) (inserted bool, err error) {
+	if inserted, err = s.store.InsertMessage(ctx, *m); err != nil || !inserted {
+		return false, err
+	}
+	if err := s.threads.AppendToThread(ctx, m.ThreadID, m.CreatedAt); err != nil {
+		return false, err
+	}
+	return true, s.posted(ctx, actor, m, newThread)
 }
 
 // NewThread is the input of CreateThread.
@@ -177,28 +188,129 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		if th, err = s.threads.CreateThread(ctx, actor.ID, ch, in.Title); err != nil {
 			return err
 		}
-		now := s.now()
-		m = Message{ID: kernel.NewID(), ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID,
-			AuthorID: actor.ID, Content: in.Content, ClientMsgID: ClientMsgID(in.ClientMsgID), Mentions: mentions,
-			Version: 1, CreatedAt: now, ChannelKind: th.ChannelKind}
-		inserted, err := s.store.InsertMessage(ctx, m)
-		if err != nil {
-			return err
-		}
-		if !inserted { // only a concurrent twin on an engine with several writers gets here
-			return kernel.Errorf(kernel.CodeConflict, "client_msg_id is being used by a concurrent request")
-		}
-		if err := s.threads.AppendToThread(ctx, th.ID, now); err != nil {
-			return err
-		}
-		th.MessageCount, th.LastMessageAt = th.MessageCount+1, &now
-		if err := s.posted(ctx, actor, &m, true); err != nil {
+		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
+		if err := s.insertFirst(ctx, actor, &th, &m, true); err != nil {
 			return err
 		}
 		created = true
 		return nil
 	})
 	return th, m, created, err
+}
+
+// insertFirst inserts m into th (insert), which the caller has just found or made, after
+// looking for the author's client_msg_id itself, and counts it in th as the answer shows it.
+func (s *Service) insertFirst(ctx context.Context, actor kernel.Actor, th *chat.Thread, m *Message, newThread bool) error {
+	inserted, err := s.insert(ctx, actor, m, newThread)
+	if err != nil {
+		return err
+	}
+	if !inserted { // only a concurrent twin on an engine with several writers gets here
+		return kernel.Errorf(kernel.CodeConflict, "client_msg_id is being used by a concurrent request")
+	}
+	at := m.CreatedAt
+	th.MessageCount, th.LastMessageAt = th.MessageCount+1, &at
+	return nil
+}
+
+// CodeNotInMainThread refuses a thread under a message that is itself in a thread: only the
+// messages of a channel's main thread have threads under them (threads do not nest).
+const CodeNotInMainThread kernel.Code = "not_in_main_thread"
+
+// NewReply is the input of Reply.
+type NewReply struct {
+	Content string
+	// ClientMsgID makes the reply idempotent per author, as for any message; empty means none.
+	ClientMsgID string
+}
+
+// Reply answers a message of a channel's main thread in the thread under it, in one Unit of
+// Work: when the message has no thread yet it starts one with the reply as its first message
+// (started true), else it posts the reply there. Either needs thread.create on the channel,
+// the right POST /channels/{id}/threads asks for; an existing thread needs message.create on
+// it too. A message the actor may not read is not found. A new thread appends thread.created,
+// whose parent_message_id names the message, then message.created, and invokes the channel's
+// operator as any new thread does; a reply in an existing thread invokes the agents it
+// mentions, as any message does. Two requests that race to start the thread of one message
+// end with one thread (the store's unique index): the later one answers in it.
+//
+// A deleted message keeps its thread, which takes replies, but starts none. A repeat with the
+// client_msg_id of an earlier reply under the same message answers that reply and its thread,
+// started false, and changes nothing. Errors: not_found, forbidden, validation_failed,
+// not_in_main_thread, message_deleted, conflict (the client_msg_id was used for a message
+// elsewhere).
+func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kernel.ID, in NewReply) (th chat.Thread, m Message, started bool, err error) {
+	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		th, m, started = chat.Thread{}, Message{}, false
+		parent, err := s.store.Message(ctx, messageID)
+		if err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActMessageRead, parent.Resource()); err != nil {
+			return err
+		}
+		place, err := s.threads.ThreadRef(ctx, parent.ThreadID)
+		if err != nil {
+			return err
+		}
+		if !place.IsMain {
+			return kernel.Errorf(CodeNotInMainThread, "the message is in a thread: reply in that thread instead")
+		}
+		ch, err := s.threads.Channel(ctx, parent.ChannelID)
+		if err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, kernel.ActThreadCreate, ch.Resource()); err != nil {
+			return err
+		}
+		if err := checkContent(in.Content); err != nil {
+			return err
+		}
+		if err := checkClientMsgID(in.ClientMsgID); err != nil {
+			return err
+		}
+		if in.ClientMsgID != "" {
+			prev, err := s.store.MessageByClientID(ctx, actor.ID, in.ClientMsgID)
+			switch {
+			case err == nil:
+				pt, err := s.threads.Thread(ctx, prev.ThreadID)
+				if err != nil {
+					return err
+				}
+				if pt.ParentMessageID == nil || *pt.ParentMessageID != parent.ID {
+					return kernel.Errorf(kernel.CodeConflict, "client_msg_id was already used for another message")
+				}
+				th, m = pt, prev
+				return nil
+			case !kernel.IsCode(err, kernel.CodeNotFound):
+				return err
+			}
+		}
+		mentions, err := s.resolveMentions(ctx, in.Content)
+		if err != nil {
+			return err
+		}
+		th, err = s.threads.ThreadByParent(ctx, parent.ID)
+		switch {
+		case kernel.IsCode(err, kernel.CodeNotFound):
+			if parent.Deleted {
+				return errDeleted
+			}
+			if th, started, err = s.threads.CreateThreadUnder(ctx, actor.ID, ch, parent.ID); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+		if !started {
+			if err := s.authz.Authorize(ctx, actor, kernel.ActMessageCreate, th.Resource()); err != nil {
+				return err
+			}
+		}
+		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
+		return s.insertFirst(ctx, actor, &th, &m, started)
+	})
+	return th, m, started, err
 }
 
 // posted appends message.created for the new message m and then publishes MessagePosted, in
