@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -10,39 +9,22 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"bothy.dev/bothy/app/kernel/kerneltest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a running serve.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testCLI is one invocation of the command line with its own environment, input and signals.
 type testCLI struct {
 	*cli
-	stdout, stderr *syncBuffer
+	stdout, stderr *kerneltest.Buffer
 	sigs           chan os.Signal
 }
 
 func newTestCLI(env ...string) *testCLI {
-	t := &testCLI{stdout: &syncBuffer{}, stderr: &syncBuffer{}, sigs: make(chan os.Signal, 4)}
+	t := &testCLI{stdout: &kerneltest.Buffer{}, stderr: &kerneltest.Buffer{}, sigs: make(chan os.Signal, 4)}
 	t.cli = &cli{
 		stdin:   strings.NewReader(""),
 		stdout:  t.stdout,

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 )
 
 type fakeAuth struct{}
@@ -261,24 +261,6 @@ func TestHandleRaw(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink the server's goroutines may write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // post writes a POST header with Content-Length length to addr, then body, then waits for the
 // answer's status (0 for none within wait); hangUp closes the client's side after body.
 func post(t *testing.T, addr, path, token, contentType string, length int, body string, hangUp bool, wait time.Duration) (int, time.Duration) {
@@ -310,7 +292,7 @@ func post(t *testing.T, addr, path, token, contentType string, length int, body 
 
 func TestRequestBodies(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	logs := &syncBuffer{}
+	logs := &kerneltest.Buffer{}
 	rt := NewRouter(fakeAuth{}, nil, Options{MaxBodyBytes: 1 << 20, BodyReadTimeout: timeout, PublicForms: []string{"/form"},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	decodeName := func(r *Request) (int, any, error) {

@@ -4,6 +4,7 @@
 package kerneltest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -122,3 +123,22 @@ func (a *Authz) Last() AuthzCall {
 
 // InUnit reports whether ctx carries a unit of a Tx, for fakes of ports that must run in one.
 func InUnit(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
+
+// Buffer is a bytes.Buffer that a running server's goroutines may write (its log, a command's
+// output) while the test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
