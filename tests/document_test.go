@@ -25,6 +25,7 @@ var contractRoutes = []string{
 	"POST /api/v1/threads/{id}/messages", "GET /api/v1/threads/{id}/messages",
 	"GET /api/v1/messages/{id}", "PATCH /api/v1/messages/{id}", "DELETE /api/v1/messages/{id}",
 	"GET /api/v1/messages/{id}/revisions", // not in the first contract; the server has it
+	"POST /api/v1/messages/{id}/thread",   // a reply under a message starts its thread or answers in it
 	"PUT /api/v1/messages/{id}/reactions/{emoji}", "DELETE /api/v1/messages/{id}/reactions/{emoji}",
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",

@@ -58,6 +58,8 @@ type (
 		CreatedBy     string  `json:"created_by"`
 		MessageCount  int64   `json:"message_count"`
 		LastMessageAt *string `json:"last_message_at"`
+		// ParentMessageID is the message the thread started under, if any.
+		ParentMessageID *string `json:"parent_message_id"`
 	}
 	message struct {
 		ID          string   `json:"id"`
@@ -72,6 +74,10 @@ type (
 		CreatedAt   string   `json:"created_at"`
 		EditedAt    *string  `json:"edited_at"`
 		Deleted     bool     `json:"deleted"`
+		// The thread under the message, when it has one.
+		ReplyThreadID *string `json:"reply_thread_id"`
+		ReplyCount    *int64  `json:"reply_count"`
+		LastReplyAt   *string `json:"last_reply_at"`
 	}
 	revision struct {
 		MessageID string `json:"message_id"`

@@ -16,6 +16,7 @@ import (
 type MessageUseCases interface {
 	CreateThread(ctx context.Context, actor kernel.Actor, channelID kernel.ID, in messaging.NewThread) (chat.Thread, messaging.Message, bool, error)
 	CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in messaging.NewMessage) (messaging.Message, bool, error)
+	Reply(ctx context.Context, actor kernel.Actor, messageID kernel.ID, in messaging.NewReply) (chat.Thread, messaging.Message, bool, error)
 	ListMessages(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error)
 	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
 	EditMessageIf(ctx context.Context, actor kernel.Actor, id kernel.ID, content string, versions []int) (messaging.Message, error)
@@ -125,6 +126,12 @@ func ifMatchVersions(values []string) ([]int, error) {
 	return versions, nil
 }
 
+// threadWithMessage is the answer of a thread with the message that made or answered it.
+type threadWithMessage struct {
+	Thread  chat.Thread       `json:"thread"`
+	Message messaging.Message `json:"message"`
+}
+
 // MessageRoutes serves threads with their first message, messages, revisions and reactions. An
 // agent posts its answer to a run with the run's Invocation-Token, checked by tokens (nil: no
 // token is taken), which links the message to the run.
@@ -151,10 +158,32 @@ func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 			if err != nil {
 				return 0, nil, err
 			}
-			return createdStatus(created), struct {
-				Thread  chat.Thread       `json:"thread"`
-				Message messaging.Message `json:"message"`
-			}{th, msg}, nil
+			return createdStatus(created), threadWithMessage{th, msg}, nil
+		}},
+		// A reply under a message of a channel: 201 when it started the message's thread, 200
+		// when it went into the thread the message had (or repeated a client_msg_id), with the
+		// thread and the reply, as a new thread answers.
+		{Method: http.MethodPost, Pattern: "/api/v1/messages/{id}/thread", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
+			id, err := r.PathID("id")
+			if err != nil {
+				return 0, nil, err
+			}
+			var in struct {
+				Content     string  `json:"content"`
+				ClientMsgID *string `json:"client_msg_id"`
+			}
+			if err := r.Decode(&in); err != nil {
+				return 0, nil, err
+			}
+			cmid, err := clientMsgID(in.ClientMsgID)
+			if err != nil {
+				return 0, nil, err
+			}
+			th, msg, started, err := m.Reply(r.Context(), r.Actor, id, messaging.NewReply{Content: in.Content, ClientMsgID: cmid})
+			if err != nil {
+				return 0, nil, err
+			}
+			return createdStatus(started), threadWithMessage{th, msg}, nil
 		}},
 		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageCreate, Handler: func(r *Request) (int, any, error) {
 			id, err := r.PathID("id")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -28,6 +29,10 @@ func statusOf(code kernel.Code) int {
 	case kernel.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case kernel.CodeConflict, kernel.CodeRequestInProgress, kernel.CodeLastOwner, kernel.CodeSetupComplete:
+		return http.StatusConflict
+	// A thread under a message that is itself in a thread: the message's place conflicts with
+	// the request, which a client fixes by answering in that thread.
+	case messaging.CodeNotInMainThread:
 		return http.StatusConflict
 	case kernel.CodeMessageDeleted:
 		return http.StatusGone
