@@ -321,30 +321,49 @@ func TestBrowserChatMessageActions(t *testing.T) {
 			}
 		})
 
-		step(t, b, "a reply to a message of the channel starts a thread that quotes and links it", func(t *testing.T, b *tab) {
-			b.clickTo(msgSel(ownersMsg.ID) + " " + testID("message-reply"))
-			b.waitFor(testID("new-thread-form"))
-			if title := eval[string](b, `document.querySelector("#new-thread-title").value`); title != "Re: the owner's own words" {
-				t.Errorf("the thread's title is %q", title)
-			}
-			b.do("write under the quote", chromedp.SendKeys(chromedp.CSS(testID("new-thread-content")), "I agree", chromedp.NodeVisible))
-			b.screenshot("chat-reply-page.png")
-			b.clickTo(testID("new-thread-send"))
+		var replies string
+		step(t, b, "Reply on a message of the channel opens a form under it; the reply starts its thread, which the other reader sees counted live", func(t *testing.T, b *tab) {
+			b.click(msgSel(ownersMsg.ID) + " " + testID("message-reply"))
+			b.waitFor(msgSel(ownersMsg.ID) + " " + testID("reply-content"))
+			b.do("write the reply", chromedp.SendKeys(chromedp.CSS(msgSel(ownersMsg.ID)+" "+testID("reply-content")), "I agree", chromedp.NodeVisible))
+			b.screenshot("chat-reply-form.png")
+			b.loads("send the reply with Enter", chromedp.SendKeys(chromedp.CSS(msgSel(ownersMsg.ID)+" "+testID("reply-content")), kb.Enter, chromedp.NodeVisible))
 			b.waitFor(testID("thread", `[data-live="1"]`))
-			if loc := b.location(); !strings.Contains(loc, "/console/threads/") {
+			loc := b.location()
+			if !strings.Contains(loc, "/console/threads/") {
 				t.Fatalf("the reply led to %s", loc)
 			}
-			first := testID("message") + " " + testID("message-body")
-			b.waitFor(first + " blockquote")
-			if q := b.text(first + " blockquote"); !strings.Contains(q, "the owner's own words") || !strings.Contains(q, "@owner") {
-				t.Fatalf("the quote reads %q", q)
+			replies = strings.SplitN(strings.TrimPrefix(loc, w.in.srv.public), "#", 2)[0]
+			if got := b.text(testID("thread-parent") + " " + testID("message-body")); got != "the owner's own words" {
+				t.Fatalf("the thread shows above its replies %q", got)
 			}
-			link := b.attr(first+` blockquote a[href*="/console/messages/`+ownersMsg.ID+`"]`, "href")
-			if link != w.in.srv.public+"/console/messages/"+ownersMsg.ID {
-				t.Fatalf("the quote links to %q", link)
+			messageWith(b, "I agree")
+			b.screenshot("chat-reply-thread.png")
+			owner.until("the owner's page counts one reply under the message, linking to its thread", `(() => {
+				const r = document.querySelector(`+jsString(msgSel(ownersMsg.ID)+" "+testID("message-replies"))+`);
+				return r && r.textContent.includes("1 reply") && r.getAttribute("href") === `+jsString(replies)+`; })()`)
+		})
+
+		step(t, b, "Reply on the same message again opens the same thread, where a second reply is counted live too", func(t *testing.T, b *tab) {
+			b.visit(channel)
+			b.waitFor(testID("thread", `[data-live="1"]`))
+			if got := b.text(msgSel(ownersMsg.ID) + " " + testID("message-replies")); !strings.Contains(got, "1 reply") || !strings.Contains(got, "last reply") {
+				t.Fatalf("the message shows %q", got)
 			}
-			if !strings.Contains(b.text(first), "I agree") {
-				t.Fatalf("the reply reads %q", b.text(first))
+			b.clickTo(msgSel(ownersMsg.ID) + " " + testID("message-reply"))
+			b.waitFor(testID("thread", `[data-live="1"]`))
+			if loc := strings.TrimPrefix(b.location(), w.in.srv.public); loc != replies {
+				t.Fatalf("the second Reply led to %s, not the thread %s", loc, replies)
+			}
+			b.typeInto(testID("composer-input"), "and one more thing")
+			b.press(testID("composer-input"), kb.Enter)
+			messageWith(b, "and one more thing")
+			owner.until("the owner's page counts two replies", `(() => {
+				const r = document.querySelector(`+jsString(msgSel(ownersMsg.ID)+" "+testID("message-replies"))+`);
+				return r && r.textContent.includes("2 replies"); })()`)
+			owner.screenshot("chat-replies-count.png")
+			if !eval[bool](owner, `window.__bothyNoReload === 1`) {
+				t.Fatal("the owner's page was reloaded")
 			}
 		})
 

@@ -511,17 +511,53 @@ func TestConsoleChatMessageActions(t *testing.T) {
 			}
 		})
 
-		t.Run("a reply to a message of the channel starts a thread that quotes and links it", func(t *testing.T) {
+		t.Run("a reply to a message of the channel starts its thread, and Reply then opens that thread", func(t *testing.T) {
 			p := alice.get("/console/messages/"+ownersMsg.ID+"/reply").want(t, http.StatusOK)
-			if !p.has("new-thread-form") || !strings.Contains(p.body, `value="Re: the owner speaks"`) ||
-				!strings.Contains(p.body, "&gt; the owner speaks\n&gt; — @owner, "+w.in.srv.public+"/console/messages/"+ownersMsg.ID) {
+			if !p.has("reply-form") || !strings.Contains(p.body, `action="/console/messages/`+ownersMsg.ID+`/thread"`) ||
+				!strings.Contains(p.body, `name="csrf_token"`) || !strings.Contains(p.body, `name="client_msg_id"`) {
 				t.Fatalf("%.4000s", p.body)
 			}
-			r := alice.post("/console/channels/"+w.shared.ID+"/threads", url.Values{"title": {"Re: the owner speaks"},
-				"content": {"> the owner speaks\n\nyes"}, "client_msg_id": {uniqueName("reply")}}).want(t, http.StatusSeeOther)
-			if !strings.HasPrefix(r.location(), "/console/threads/") {
-				t.Fatalf("the reply led to %q", r.location())
+			if f := alice.fetchGet(t, "/console/messages/"+ownersMsg.ID+"/reply"); !strings.HasPrefix(strings.TrimSpace(f.body), `<form method="post" action="/console/messages/`+ownersMsg.ID+`/thread"`) {
+				t.Fatalf("the script's form: %.600s", f.body)
 			}
+			alice.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"  "}}).want(t, http.StatusUnprocessableEntity)
+			cmid := uniqueName("reply")
+			r := alice.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"yes, *indeed*"},
+				"client_msg_id": {cmid}}).want(t, http.StatusSeeOther)
+			var parent message
+			w.in.owner.do(t, http.MethodGet, api("messages", ownersMsg.ID), nil).want(t, http.StatusOK).decode(t, &parent)
+			if parent.ReplyThreadID == nil || parent.ReplyCount == nil || *parent.ReplyCount != 1 {
+				t.Fatalf("the API reads the message as %+v", parent)
+			}
+			replies := "/console/threads/" + *parent.ReplyThreadID
+			if !strings.HasPrefix(r.location(), replies+"#m-") {
+				t.Fatalf("the reply led to %q, not its thread %s", r.location(), replies)
+			}
+			// The same form sent again (a double click) posts once.
+			alice.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"yes, *indeed*"},
+				"client_msg_id": {cmid}}).want(t, http.StatusSeeOther)
+			if again := alice.get("/console/messages/"+ownersMsg.ID+"/reply").want(t, http.StatusSeeOther); again.location() != replies {
+				t.Fatalf("Reply again leads to %q, not the thread %s", again.location(), replies)
+			}
+			th := alice.get(replies).want(t, http.StatusOK)
+			if !th.has("thread-parent") || !strings.Contains(th.element(t, "message", "data-id", ownersMsg.ID), "the owner speaks") ||
+				!strings.Contains(th.body, "<h1>Re: the owner speaks</h1>") || !strings.Contains(th.body, "<em>indeed</em>") {
+				t.Fatalf("the thread of the reply: %.4000s", th.body)
+			}
+			msg := alice.get("/console/channels/"+w.shared.ID).want(t, http.StatusOK).element(t, "message", "data-id", ownersMsg.ID)
+			for _, want := range []string{`data-reply-thread="` + *parent.ReplyThreadID + `"`, "1 reply", `href="` + replies + `"`} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("the message in the channel lacks %s: %s", want, msg)
+				}
+			}
+			alice.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"and more"}}).want(t, http.StatusSeeOther)
+			if msg := alice.fetchGet(t, "/console/messages/"+ownersMsg.ID+"/fragment").body; !strings.Contains(msg, "2 replies") {
+				t.Fatalf("after a second reply the message shows %s", msg)
+			}
+			bob.get("/console/messages/"+ownersMsg.ID+"/reply").want(t, http.StatusForbidden)
+			bob.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"me?"}}).want(t, http.StatusForbidden)
+			carol.post("/console/messages/"+ownersMsg.ID+"/thread", url.Values{"content": {"me?"}}).want(t, http.StatusNotFound)
+			alice.post("/console/messages/"+w.sharedTh.Message.ID+"/thread", url.Values{"content": {"nested"}}).want(t, http.StatusConflict)
 		})
 
 		t.Run("a reply in a thread is an answer there with the quote", func(t *testing.T) {

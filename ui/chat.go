@@ -68,6 +68,7 @@ func (con *Console) chatRoutes() {
 	c.handle("GET /console/messages/{id}/delete", signedIn, c.deletePage)
 	c.handle("POST /console/messages/{id}/delete", signedIn, c.deleteMessage)
 	c.handle("GET /console/messages/{id}/reply", signedIn, c.replyPage)
+	c.handle("POST /console/messages/{id}/thread", signedIn, c.replyUnder)
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -180,6 +181,11 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		// The script loads the page before the one it shows as the reader scrolls up.
 		return c.render(rq, http.StatusOK, pages.ThreadItems(tv))
 	}
+	if th.ParentMessageID != nil {
+		if err := c.withParent(rq, &tv, th); err != nil {
+			return err
+		}
+	}
 	tv.Draft, tv.Error = draft, errText
 	if cursor >= 0 {
 		tv.Cursor = strconv.FormatInt(cursor, 10)
@@ -213,6 +219,47 @@ func (c *chatView) messagesAround(rq *request, threadID, at kernel.ID) (msgs []m
 	}
 	msgs = append(append(before, m), after...)
 	return msgs, more, !newer, nil
+}
+
+// withParent puts the message a thread started under above its replies, and names the thread
+// after it when it has no title of its own.
+func (c *chatView) withParent(rq *request, tv *pages.ThreadView, th chat.Thread) error {
+	parent, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, *th.ParentMessageID)
+	if err != nil {
+		return err
+	}
+	home, err := c.d.Chat.ThreadRef(rq.ctx(), parent.ThreadID)
+	if err != nil {
+		return err
+	}
+	pv, err := c.standaloneView(rq, parent)
+	if err != nil {
+		return err
+	}
+	tv.Parent, tv.ParentHref = &pv, messageHref(home, parent.ID)
+	if th.Title == "" {
+		tv.Title = parentTitle(parent)
+	}
+	return nil
+}
+
+// parentTitle names an untitled thread under a message after the message's first line.
+func parentTitle(parent messaging.Message) string {
+	if parent.Deleted {
+		return "Replies to a deleted message"
+	}
+	return replyTitle(parent.Content)
+}
+
+// threadName is what the console calls a thread: threadTitle, or for an untitled thread under
+// a message, the message's first line (which costs a read of the message).
+func (c *chatView) threadName(rq *request, th chat.Thread, ch chat.Channel) string {
+	if th.ParentMessageID != nil && th.Title == "" {
+		if parent, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, *th.ParentMessageID); err == nil {
+			return parentTitle(parent)
+		}
+	}
+	return threadTitle(th, ch)
 }
 
 // threadHref is where a thread is shown: its channel's address for a main thread.
@@ -264,7 +311,7 @@ func (c *chatView) chatNav(rq *request, current, currentThread kernel.ID) ([]pag
 					if ths[i].IsMain {
 						continue
 					}
-					n.Threads = append(n.Threads, pages.ThreadNav{Title: threadTitle(ths[i], ch), Href: threadHref(ths[i]),
+					n.Threads = append(n.Threads, pages.ThreadNav{Title: c.threadName(rq, ths[i], ch), Href: threadHref(ths[i]),
 						Current: ths[i].ID == currentThread})
 				}
 			}
@@ -443,6 +490,17 @@ func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction
 		}
 		v.CanReply, v.InThread = may.reply, may.inThread
 		v.CanEdit, v.CanDelete = may.edit, may.delete
+	}
+	if m.ReplyThreadID != nil {
+		r := &components.RepliesView{ThreadID: string(*m.ReplyThreadID), Href: "/console/threads/" + string(*m.ReplyThreadID)}
+		if m.ReplyCount != nil {
+			r.Count = *m.ReplyCount
+		}
+		if m.LastReplyAt != nil {
+			last := m.LastReplyAt.UTC()
+			r.Time, r.Stamp, r.FullTime = last.Format(shortTimeLayout), last.Format(time.RFC3339), last.Format(fullTimeLayout)
+		}
+		v.Replies = r
 	}
 	rs = slices.Clone(rs)
 	slices.SortStableFunc(rs, func(a, b messaging.Reaction) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -752,19 +810,25 @@ func (c *chatView) messageFragment(rq *request) error {
 }
 
 func (c *chatView) renderMessage(rq *request, m messaging.Message, status int) error {
-	rs, err := c.reactionsOf(rq.ctx(), []messaging.Message{m})
-	if err != nil {
-		return err
-	}
-	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
-	if err != nil {
-		return err
-	}
-	mv, err := c.messageViewOf(rq, m, dir, rs[m.ID])
+	mv, err := c.standaloneView(rq, m)
 	if err != nil {
 		return err
 	}
 	return c.render(rq, status, components.Message(mv))
+}
+
+// standaloneView is one message as its thread shows it, with its reactions and author read for
+// it alone.
+func (c *chatView) standaloneView(rq *request, m messaging.Message) (components.MessageView, error) {
+	rs, err := c.reactionsOf(rq.ctx(), []messaging.Message{m})
+	if err != nil {
+		return components.MessageView{}, err
+	}
+	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
+	if err != nil {
+		return components.MessageView{}, err
+	}
+	return c.messageViewOf(rq, m, dir, rs[m.ID])
 }
 
 // messageViewOf is one message as its thread shows it, outside a page of the thread.

@@ -78,15 +78,8 @@ func (c *chatView) refuseErr(rq *request, err error) {
 
 // actionPage renders the page of one action on m, the form in it.
 func (c *chatView) actionPage(rq *request, status int, title string, m messaging.Message, th chat.Thread, v pages.MessageActionView) error {
-	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{m.AuthorID})
-	if err != nil {
-		return err
-	}
-	rs, err := c.reactionsOf(rq.ctx(), []messaging.Message{m})
-	if err != nil {
-		return err
-	}
-	if v.Message, err = c.messageViewOf(rq, m, dir, rs[m.ID]); err != nil {
+	var err error
+	if v.Message, err = c.standaloneView(rq, m); err != nil {
 		return err
 	}
 	full, err := c.d.Chat.Thread(rq.ctx(), th.ID)
@@ -98,7 +91,7 @@ func (c *chatView) actionPage(rq *request, status int, title string, m messaging
 		return err
 	}
 	v.Chrome = c.chrome(rq, title, "chat")
-	v.ThreadTitle, v.ThreadHref = threadTitle(full, ch), messageHref(th, m.ID)
+	v.ThreadTitle, v.ThreadHref = c.threadName(rq, full, ch), messageHref(th, m.ID)
 	return c.render(rq, status, pages.MessageAction(v))
 }
 
@@ -224,14 +217,18 @@ func (c *chatView) deleteMessage(rq *request) error {
 	return nil
 }
 
-// replyPage is the reply to a message: in a thread, an answer there that quotes it; in a
-// channel's main thread, a new thread that starts with the quote (the same use case as the
-// channel's new-thread form), titled after the message. The script asks for the quote alone
-// (as text) to put it in the thread's composer.
+// replyPage is the reply to a message. In a thread it is an answer there that quotes the
+// message (the script asks for the quote alone, as text, to put it in the thread's composer).
+// In a channel's main thread it opens the thread under the message when there is one, else
+// the form of the first reply, which starts that thread (the script shows the form under the
+// message; a thread started meanwhile takes the reply all the same).
 func (c *chatView) replyPage(rq *request) error {
 	m, th, err := c.messageAndThread(rq)
 	if err != nil {
 		return err
+	}
+	if th.IsMain {
+		return c.firstReplyPage(rq, m, th)
 	}
 	if m.Deleted || !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageCreate, th.Resource()) {
 		c.refuse(rq, http.StatusForbidden, "You may not post in this channel, so you cannot reply here.")
@@ -247,13 +244,84 @@ func (c *chatView) replyPage(rq *request) error {
 		_, _ = rq.w.Write([]byte(quote))
 		return nil
 	}
-	r := pages.ReplyView{InThread: !th.IsMain, ThreadID: string(th.ID), ChannelID: string(th.ChannelID), Content: quote,
-		ClientMsgID: newClientMsgID()}
-	title := "Reply"
-	if th.IsMain {
-		r.Title, title = replyTitle(m.Content), "Reply in a new thread"
+	r := pages.ReplyView{InThread: true, ThreadID: string(th.ID), Content: quote, ClientMsgID: newClientMsgID()}
+	return c.actionPage(rq, http.StatusOK, "Reply", m, th, pages.MessageActionView{Action: "reply", Reply: r})
+}
+
+// mayReplyUnder answers false, after refusing, when the person may not reply under m, a message
+// of a channel's main thread: they need the right to start a thread in the channel, as
+// messaging.Reply asks, and a deleted message starts none.
+func (c *chatView) mayReplyUnder(rq *request, m messaging.Message) bool {
+	ch := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID, ChannelKind: m.ChannelKind}
+	switch {
+	case !c.allowed(rq.ctx(), rq.actor, kernel.ActThreadCreate, ch):
+		c.refuse(rq, http.StatusForbidden, "You may not post in this channel, so you cannot reply here.")
+	case m.Deleted && m.ReplyThreadID == nil:
+		c.refuse(rq, http.StatusGone, "The message was deleted: it starts no thread.")
+	default:
+		return true
 	}
-	return c.actionPage(rq, http.StatusOK, title, m, th, pages.MessageActionView{Action: "reply", Reply: r})
+	return false
+}
+
+func (c *chatView) firstReplyPage(rq *request, m messaging.Message, th chat.Thread) error {
+	if !c.mayReplyUnder(rq, m) {
+		return nil
+	}
+	if m.ReplyThreadID != nil && !wantsFragment(rq) {
+		replies, err := c.d.Chat.ThreadRef(rq.ctx(), *m.ReplyThreadID)
+		if err != nil {
+			return err
+		}
+		c.redirect(rq, threadHref(replies), rq.flash)
+		return nil
+	}
+	f := c.replyForm(rq, m, th, "", "")
+	if wantsFragment(rq) {
+		return c.render(rq, http.StatusOK, components.ReplyForm(f))
+	}
+	return c.actionPage(rq, http.StatusOK, "Reply in a thread", m, th, pages.MessageActionView{Action: "reply", Reply: pages.ReplyView{First: f}})
+}
+
+func (c *chatView) replyForm(rq *request, m messaging.Message, th chat.Thread, content, errText string) components.ReplyFormView {
+	cmid := rq.r.PostFormValue("client_msg_id")
+	if cmid == "" {
+		cmid = newClientMsgID()
+	}
+	return components.ReplyFormView{ID: string(m.ID), Content: content, Href: messageHref(th, m.ID), Error: errText,
+		ClientMsgID: cmid, CSRF: rq.csrf}
+}
+
+// replyUnder posts the reply under a message of a channel's main thread (messaging.Reply, as
+// POST /api/v1/messages/{id}/thread): it starts the thread under the message or answers in the
+// one it has, and goes there, at the reply. Refused text comes back in the form with the
+// reason.
+func (c *chatView) replyUnder(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	content := rq.r.PostFormValue("content")
+	replies, reply, _, err := c.d.Messages.Reply(rq.ctx(), rq.actor, m.ID, messaging.NewReply{Content: content,
+		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
+	switch kernel.CodeOf(err) {
+	case "":
+	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+		return c.actionPage(rq, http.StatusUnprocessableEntity, "Reply in a thread", m, th,
+			pages.MessageActionView{Action: "reply", Reply: pages.ReplyView{First: c.replyForm(rq, m, th, content, formError(err))}})
+	case messaging.CodeNotInMainThread:
+		c.refuse(rq, http.StatusConflict, "The message is in a thread: answer it there.")
+		return nil
+	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+		if c.mayReplyUnder(rq, m) {
+			c.refuseErr(rq, err)
+		}
+		return nil
+	default:
+		return err
+	}
+	c.redirect(rq, threadHref(replies)+"#m-"+string(reply.ID), layouts.Flash{})
+	return nil
 }
 
 // origin is the scheme and host the person reached the console at, for links they post: the

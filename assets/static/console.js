@@ -9,8 +9,10 @@
 // server renders it (/console/messages/{id}/fragment, /console/runs/{id}/fragment), so the
 // Markdown and every word shown stay in Go; run.updated patches are applied to the card as
 // text. The composer and the forms of a message (reaction, edit, delete) and of a run (cancel)
-// post with fetch and put the answer in place. The messages stay at the newest while the
-// reader is there, older pages load on scrolling up, and nothing the reader looks at moves.
+// post with fetch and put the answer in place; the first reply under a message of a channel
+// opens its form under the message, and a message's count of replies follows its thread. The
+// messages stay at the newest while the reader is there, older pages load on scrolling up, and
+// nothing the reader looks at moves.
 "use strict";
 (function () {
   function $(el, id) { return el.querySelector('[data-testid="' + id + '"]'); }
@@ -231,8 +233,32 @@
     });
   }
 
+  // A message with a thread under it shows how many replies it has and when the last came: a
+  // thread started under a message on the page, and a reply that comes, changes or goes in the
+  // thread of one, read that message again. Its readings go one after the other, so the last
+  // one shown is one read after the last event.
+  var reading = {};
+  function reread(id) {
+    if (reading[id]) { reading[id] = 2; return; }
+    reading[id] = 1;
+    send("/console/messages/" + id + "/fragment").then(function (h) { put(first(h)); }, function () {}).then(function () {
+      var again = reading[id] === 2;
+      delete reading[id];
+      if (again) reread(id);
+    });
+  }
+  function replies(e, d) {
+    var parent = null;
+    if (e.type === "thread.created" && d.parent_message_id) parent = document.getElementById("m-" + d.parent_message_id);
+    else if (e.type.indexOf("message.") === 0 && (e.thread_id || d.thread_id)) {
+      parent = document.querySelector('.msg[data-reply-thread="' + (e.thread_id || d.thread_id).replace(/[^0-9a-f-]/g, "") + '"]');
+    }
+    if (parent) reread(parent.dataset.id);
+  }
+
   function onEvent(e) {
     var d = e.data || {};
+    replies(e, d);
     if ((e.thread_id || d.thread_id) !== threadID) return;
     switch (e.type) {
       case "message.created": case "message.updated": case "message.deleted": load("messages", d.id); break;
@@ -299,7 +325,7 @@
   var form = $(thread, "composer");
   var input = form && $(form, "composer-input");
   function closeForm(msg) {
-    var f = msg.querySelector("form.edit, form.confirm");
+    var f = msg.querySelector("form.edit, form.confirm, form.reply");
     if (f) keep(function () { f.remove(); msg.classList.remove("editing"); var b = $(msg, "message-body"); if (b) b.hidden = false; });
   }
   function openForm(msg, url, replaceBody) {
@@ -323,6 +349,16 @@
     openForm(msg, "/console/messages/" + msg.dataset.id + "/edit", true).then(function (f) {
       var ta = f.querySelector("textarea");
       ta.addEventListener("keydown", function (e) {
+        if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
+        else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
+      });
+    }, function (err) { say(msg, err.message); });
+  }
+  // The first reply under a message of the channel: its form opens under the message and posts
+  // as a page does, which leads to the thread it starts.
+  function reply(msg, url) {
+    openForm(msg, url, false).then(function (f) {
+      f.querySelector("textarea").addEventListener("keydown", function (e) {
         if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
         else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
       });
@@ -358,6 +394,7 @@
       case "copy": e.preventDefault(); copy(a); break;
       case "edit": e.preventDefault(); edit(msg); break;
       case "delete": e.preventDefault(); openForm(msg, a.href, false).catch(function (err) { say(msg, err.message); }); break;
+      case "reply": e.preventDefault(); reply(msg, a.href); break;
       case "close": e.preventDefault(); closeForm(msg); break;
       case "quote":
         if (!input) return;

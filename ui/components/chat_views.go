@@ -1,6 +1,18 @@
 package components
 
-import "bothy.dev/bothy/ui/markdown"
+import (
+	"strconv"
+
+	"bothy.dev/bothy/ui/markdown"
+)
+
+// repliesLabel counts the replies under a message in words.
+func repliesLabel(n int64) string {
+	if n == 1 {
+		return "1 reply"
+	}
+	return strconv.FormatInt(n, 10) + " replies"
+}
 
 // MessageView is one message of the chat view, as the page and the script's fragment show it.
 type MessageView struct {
@@ -26,15 +38,35 @@ type MessageView struct {
 	// Href is the message's permalink in the console (/console/messages/{id}): it opens the
 	// thread at the message.
 	Href string
-	// CanReply offers a reply: in a channel's main thread it starts a thread from the message,
-	// in a thread it answers there. InThread tells which.
+	// CanReply offers a reply: in a channel's main thread it opens the thread under the message
+	// (Replies) or, without one yet, a form whose reply starts it; in a thread it quotes the
+	// message in the composer. InThread tells which.
 	CanReply, InThread bool
+	// Replies is the thread under a message of a channel's main thread; nil when it has none.
+	Replies *RepliesView
 	// CanEdit (the author, who may still post) and CanDelete (the author, or a manager of the
 	// channel) offer those actions; authz decides both, as for the REST API.
 	CanEdit, CanDelete bool
 	// Version is the message's version: the script keeps the newer of two renderings.
 	Version int
 	CSRF    string
+}
+
+// RepliesView is the thread under a message as the message shows it: how many replies and when
+// the newest came (in UTC and labelled, rewritten by the script in the reader's zone, as the
+// message's own time), linking to the thread.
+type RepliesView struct {
+	ThreadID, Href        string
+	Count                 int64
+	Time, Stamp, FullTime string
+}
+
+// ReplyFormView is the form of the first reply under a message of a channel's main thread,
+// which starts the thread under it: inline under the message (the script) or on its own page.
+type ReplyFormView struct {
+	ID, Content, Href, Error string
+	ClientMsgID              string
+	CSRF                     string
 }
 
 // ReactionView is one emoji on a message with how many put it there; Mine when the person did.

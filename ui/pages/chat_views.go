@@ -49,6 +49,10 @@ type ThreadView struct {
 	// identifies from it, so that nothing committed meanwhile is missed.
 	Cursor string
 	Items  []ThreadItem
+	// Parent is the message a thread started under, shown above its replies, and ParentHref
+	// its place in the channel; nil for any other thread.
+	Parent     *components.MessageView
+	ParentHref string
 	// CanPost shows the composer.
 	CanPost bool
 	// CanStartThread shows the form of a new thread (on a channel's main thread).
@@ -75,13 +79,15 @@ type MessageActionView struct {
 	Reply       ReplyView
 }
 
-// ReplyView is the form of a reply: in a thread an answer there, in a channel's main thread a
-// new thread (Title) that quotes the message; Content starts with the quote.
+// ReplyView is the form of a reply: in a thread an answer there whose Content starts with a
+// quote of the message; in a channel's main thread the first reply under the message (First),
+// which starts the thread under it.
 type ReplyView struct {
-	InThread            bool
-	ThreadID, ChannelID string
-	Title, Content      string
-	ClientMsgID         string
+	InThread    bool
+	ThreadID    string
+	Content     string
+	ClientMsgID string
+	First       components.ReplyFormView
 }
 
 // ThreadItem is a message or a run card, in the order of the thread.
