@@ -164,22 +164,11 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
 			return err
 		}
-		if in.ClientMsgID != "" {
-			prev, err := s.store.MessageByClientID(ctx, actor.ID, in.ClientMsgID)
-			switch {
-			case err == nil:
-				pt, err := s.threads.Thread(ctx, prev.ThreadID)
-				if err != nil {
-					return err
-				}
-				if pt.ChannelID != ch.ID || pt.IsMain {
-					return kernel.Errorf(kernel.CodeConflict, "client_msg_id was already used for another message")
-				}
-				th, m = pt, prev
-				return nil
-			case !kernel.IsCode(err, kernel.CodeNotFound):
-				return err
-			}
+		var again bool
+		if th, m, again, err = s.repeated(ctx, actor, in.ClientMsgID, func(pt chat.Thread) bool {
+			return pt.ChannelID == ch.ID && !pt.IsMain
+		}); err != nil || again {
+			return err
 		}
 		mentions, err := s.resolveMentions(ctx, in.Content)
 		if err != nil {
@@ -211,6 +200,29 @@ func (s *Service) insertFirst(ctx context.Context, actor kernel.Actor, th *chat.
 	at := m.CreatedAt
 	th.MessageCount, th.LastMessageAt = th.MessageCount+1, &at
 	return nil
+}
+
+// repeated looks for the message of actor with clientMsgID ("" is none), which a create that
+// starts a thread answers again, with its thread, when fits holds for that thread; again
+// reports that it found one. Errors: conflict (the id names a message that does not fit).
+func (s *Service) repeated(ctx context.Context, actor kernel.Actor, clientMsgID string, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, err error) {
+	if clientMsgID == "" {
+		return th, m, false, nil
+	}
+	prev, err := s.store.MessageByClientID(ctx, actor.ID, clientMsgID)
+	switch {
+	case kernel.IsCode(err, kernel.CodeNotFound):
+		return th, m, false, nil
+	case err != nil:
+		return th, m, false, err
+	}
+	if th, err = s.threads.Thread(ctx, prev.ThreadID); err != nil {
+		return th, m, false, err
+	}
+	if !fits(th) {
+		return chat.Thread{}, Message{}, false, kernel.Errorf(kernel.CodeConflict, "client_msg_id was already used for another message")
+	}
+	return th, prev, true, nil
 }
 
 // CodeNotInMainThread refuses a thread under a message that is itself in a thread: only the
@@ -269,22 +281,11 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
 			return err
 		}
-		if in.ClientMsgID != "" {
-			prev, err := s.store.MessageByClientID(ctx, actor.ID, in.ClientMsgID)
-			switch {
-			case err == nil:
-				pt, err := s.threads.Thread(ctx, prev.ThreadID)
-				if err != nil {
-					return err
-				}
-				if pt.ParentMessageID == nil || *pt.ParentMessageID != parent.ID {
-					return kernel.Errorf(kernel.CodeConflict, "client_msg_id was already used for another message")
-				}
-				th, m = pt, prev
-				return nil
-			case !kernel.IsCode(err, kernel.CodeNotFound):
-				return err
-			}
+		var again bool
+		if th, m, again, err = s.repeated(ctx, actor, in.ClientMsgID, func(pt chat.Thread) bool {
+			return pt.ParentMessageID != nil && *pt.ParentMessageID == parent.ID
+		}); err != nil || again {
+			return err
 		}
 		mentions, err := s.resolveMentions(ctx, in.Content)
 		if err != nil {
