@@ -199,6 +199,17 @@ func TestCreateThread(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("refuses a client_msg_id of a reply under a message", func(t *testing.T) {
+		f := mustMessaging(t)
+		parent := mustPost(t, f, bob, "a question")
+		if _, _, _, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "a", ClientMsgID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _, err := f.svc.CreateThread(ctx, alice, f.channel.ID, messaging.NewThread{Content: "a", ClientMsgID: "x"})
+		if !kernel.IsCode(err, kernel.CodeConflict) {
+			t.Fatalf("err = %v", err)
+		}
+	})
 	for _, tt := range []struct {
 		name  string
 		in    messaging.NewThread

@@ -166,7 +166,7 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		}
 		var again bool
 		if th, m, again, err = s.repeated(ctx, actor, in.ClientMsgID, func(pt chat.Thread) bool {
-			return pt.ChannelID == ch.ID && !pt.IsMain
+			return pt.ChannelID == ch.ID && !pt.IsMain && pt.ParentMessageID == nil
 		}); err != nil || again {
 			return err
 		}
