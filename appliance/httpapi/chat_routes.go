@@ -76,183 +76,109 @@ func keysetPage(r *Request) (chat.Page, error) {
 
 // ChatRoutes serves spaces, channels, the operator of a channel and the thread list of a channel.
 func ChatRoutes(c ChatUseCases) []Route {
+	rt := chatRoutes{c: c}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Name string `json:"name"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			sp, err := c.CreateSpace(r.Context(), r.Actor, in.Name)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, sp, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
-			items, err := c.ListSpaces(r.Context(), r.Actor)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsList[chat.Space]{Items: nonNil(items)}, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			sp, err := c.GetSpace(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, sp, nil
-		}},
-		{Method: http.MethodPatch, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceUpdate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Name *string `json:"name"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			sp, err := c.UpdateSpace(r.Context(), r.Actor, id, chat.SpacePatch{Name: in.Name})
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, sp, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelCreate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Name  string `json:"name"`
-				Topic string `json:"topic"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			ch, err := c.CreateChannel(r.Context(), r.Actor, id, chat.NewChannel{Name: in.Name, Topic: in.Topic})
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, ch, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			items, err := c.ListChannels(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsList[chat.Channel]{Items: nonNil(items)}, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			ch, err := c.GetChannel(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, ch, nil
-		}},
-		{Method: http.MethodPatch, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelUpdate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Name  *string `json:"name"`
-				Topic *string `json:"topic"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			ch, err := c.UpdateChannel(r.Context(), r.Actor, id, chat.ChannelPatch{Name: in.Name, Topic: in.Topic})
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, ch, nil
-		}},
-		{Method: http.MethodPut, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				AgentID *string `json:"agent_id"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			if in.AgentID == nil {
-				return 0, nil, kernel.Invalid("agent_id", "agent_id is required (DELETE the operator to remove it)")
-			}
-			agentID, err := kernel.ParseID(*in.AgentID)
-			if err != nil {
-				return 0, nil, kernel.Invalid("agent_id", "agent_id must be an id")
-			}
-			ch, err := c.SetOperator(r.Context(), r.Actor, id, agentID)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, ch, nil
-		}},
-		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if _, err := c.ClearOperator(r.Context(), r.Actor, id); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: kernel.ActSpaceUpdate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			sp, err := c.ArchiveSpace(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, sp, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: kernel.ActChannelUpdate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			ch, err := c.ArchiveChannel(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, ch, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			p, err := keysetPage(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			items, more, err := c.ListThreads(r.Context(), r.Actor, id, p)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsPage[chat.Thread]{Items: nonNil(items), HasMore: more}, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceCreate, Handler: withBody(rt.createSpace)},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceRead, Handler: rt.listSpaces},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceRead, Handler: withID(rt.getSpace)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceUpdate, Handler: withIDBody(rt.updateSpace)},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelCreate, Handler: withIDBody(rt.createChannel)},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelRead, Handler: withID(rt.listChannels)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelRead, Handler: withID(rt.getChannel)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelUpdate, Handler: withIDBody(rt.updateChannel)},
+		{Method: http.MethodPut, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: withIDBody(rt.setOperator)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: withID(rt.clearOperator)},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: kernel.ActSpaceUpdate, Handler: withID(rt.archiveSpace)},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: kernel.ActChannelUpdate, Handler: withID(rt.archiveChannel)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadRead, Handler: withID(rt.listThreads)},
 	}
+}
+
+// chatRoutes holds the handlers of ChatRoutes.
+type chatRoutes struct{ c ChatUseCases }
+
+type spaceBody struct {
+	Name string `json:"name"`
+}
+
+type spacePatchBody struct {
+	Name *string `json:"name"`
+}
+
+type channelBody struct {
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+}
+
+type channelPatchBody struct {
+	Name  *string `json:"name"`
+	Topic *string `json:"topic"`
+}
+
+type operatorBody struct {
+	AgentID *string `json:"agent_id"`
+}
+
+func (rt chatRoutes) createSpace(r *Request, in spaceBody) (int, any, error) {
+	return created(rt.c.CreateSpace(r.Context(), r.Actor, in.Name))
+}
+
+func (rt chatRoutes) listSpaces(r *Request) (int, any, error) {
+	return list(rt.c.ListSpaces(r.Context(), r.Actor))
+}
+
+func (rt chatRoutes) getSpace(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.c.GetSpace(r.Context(), r.Actor, id))
+}
+
+func (rt chatRoutes) updateSpace(r *Request, id kernel.ID, in spacePatchBody) (int, any, error) {
+	return ok(rt.c.UpdateSpace(r.Context(), r.Actor, id, chat.SpacePatch{Name: in.Name}))
+}
+
+func (rt chatRoutes) createChannel(r *Request, spaceID kernel.ID, in channelBody) (int, any, error) {
+	return created(rt.c.CreateChannel(r.Context(), r.Actor, spaceID, chat.NewChannel{Name: in.Name, Topic: in.Topic}))
+}
+
+func (rt chatRoutes) listChannels(r *Request, spaceID kernel.ID) (int, any, error) {
+	return list(rt.c.ListChannels(r.Context(), r.Actor, spaceID))
+}
+
+func (rt chatRoutes) getChannel(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.c.GetChannel(r.Context(), r.Actor, id))
+}
+
+func (rt chatRoutes) updateChannel(r *Request, id kernel.ID, in channelPatchBody) (int, any, error) {
+	return ok(rt.c.UpdateChannel(r.Context(), r.Actor, id, chat.ChannelPatch{Name: in.Name, Topic: in.Topic}))
+}
+
+func (rt chatRoutes) setOperator(r *Request, id kernel.ID, in operatorBody) (int, any, error) {
+	if in.AgentID == nil {
+		return 0, nil, kernel.Invalid("agent_id", "agent_id is required (DELETE the operator to remove it)")
+	}
+	agentID, err := kernel.ParseID(*in.AgentID)
+	if err != nil {
+		return 0, nil, kernel.Invalid("agent_id", "agent_id must be an id")
+	}
+	return ok(rt.c.SetOperator(r.Context(), r.Actor, id, agentID))
+}
+
+func (rt chatRoutes) clearOperator(r *Request, id kernel.ID) (int, any, error) {
+	_, err := rt.c.ClearOperator(r.Context(), r.Actor, id)
+	return noContent(err)
+}
+
+func (rt chatRoutes) archiveSpace(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.c.ArchiveSpace(r.Context(), r.Actor, id))
+}
+
+func (rt chatRoutes) archiveChannel(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.c.ArchiveChannel(r.Context(), r.Actor, id))
+}
+
+func (rt chatRoutes) listThreads(r *Request, channelID kernel.ID) (int, any, error) {
+	p, err := keysetPage(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return page(rt.c.ListThreads(r.Context(), r.Actor, channelID, p))
 }
