@@ -25,8 +25,8 @@ func withID(h func(r *Request, id kernel.ID) (int, any, error)) Handler {
 // withBody serves a route whose JSON body decodes into a T.
 func withBody[T any](h func(r *Request, in T) (int, any, error)) Handler {
 	return func(r *Request) (int, any, error) {
-		var in T
-		if err := r.Decode(&in); err != nil {
+		in, err := decodeBody[T](r)
+		if err != nil {
 			return 0, nil, err
 		}
 		return h(r, in)
@@ -37,12 +37,30 @@ func withBody[T any](h func(r *Request, in T) (int, any, error)) Handler {
 // into a T.
 func withIDBody[T any](h func(r *Request, id kernel.ID, in T) (int, any, error)) Handler {
 	return withID(func(r *Request, id kernel.ID) (int, any, error) {
-		var in T
-		if err := r.Decode(&in); err != nil {
+		in, err := decodeBody[T](r)
+		if err != nil {
 			return 0, nil, err
 		}
 		return h(r, id, in)
 	})
+}
+
+// checkedBody is a body with a rule its shape cannot say (a member that must be present, or
+// not empty when present): decodeBody applies it straight after decoding.
+type checkedBody interface{ check() error }
+
+// decodeBody decodes the body of r into a T and, when a T is a checkedBody, checks it.
+func decodeBody[T any](r *Request) (T, error) {
+	var in T
+	if err := r.Decode(&in); err != nil {
+		return in, err
+	}
+	if c, ok := any(in).(checkedBody); ok {
+		if err := c.check(); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
 }
 
 // ok answers v with 200, or the error.

@@ -55,16 +55,21 @@ func answerRun(r *Request, tokens InvocationChecker, thread kernel.ID) (kernel.I
 	return c.RunID, nil
 }
 
-// clientMsgID reads the optional client_msg_id of a create: absent or null is none; present it
-// must not be empty (the contract's minLength 1).
-func clientMsgID(p *string) (string, error) {
+// checkClientMsgID checks the optional client_msg_id of a create: absent or null is none;
+// present it must not be empty (the contract's minLength 1).
+func checkClientMsgID(p *string) error {
+	if p != nil && *p == "" {
+		return kernel.Invalid("client_msg_id", "client_msg_id must not be empty; leave it out instead")
+	}
+	return nil
+}
+
+// orEmpty is the text p points at, or "" for none.
+func orEmpty(p *string) string {
 	if p == nil {
-		return "", nil
+		return ""
 	}
-	if *p == "" {
-		return "", kernel.Invalid("client_msg_id", "client_msg_id must not be empty; leave it out instead")
-	}
-	return *p, nil
+	return *p
 }
 
 // createdStatus is 201 for a new message and 200 for the idempotent repeat of a client_msg_id,
@@ -136,170 +141,130 @@ type threadWithMessage struct {
 // agent posts its answer to a run with the run's Invocation-Token, checked by tokens (nil: no
 // token is taken), which links the message to the run.
 func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
+	rt := messageRoutes{m: m, tokens: tokens}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Title       string  `json:"title"`
-				Content     string  `json:"content"`
-				ClientMsgID *string `json:"client_msg_id"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			cmid, err := clientMsgID(in.ClientMsgID)
-			if err != nil {
-				return 0, nil, err
-			}
-			th, msg, created, err := m.CreateThread(r.Context(), r.Actor, id, messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: cmid})
-			if err != nil {
-				return 0, nil, err
-			}
-			return createdStatus(created), threadWithMessage{th, msg}, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: withIDBody(rt.createThread)},
 		// A reply under a message of a channel: 201 when it started the message's thread, 200
 		// when it went into the thread the message had (or repeated a client_msg_id), with the
 		// thread and the reply, as a new thread answers.
-		{Method: http.MethodPost, Pattern: "/api/v1/messages/{id}/thread", Action: kernel.ActThreadCreate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Content     string  `json:"content"`
-				ClientMsgID *string `json:"client_msg_id"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			cmid, err := clientMsgID(in.ClientMsgID)
-			if err != nil {
-				return 0, nil, err
-			}
-			th, msg, started, err := m.Reply(r.Context(), r.Actor, id, messaging.NewReply{Content: in.Content, ClientMsgID: cmid})
-			if err != nil {
-				return 0, nil, err
-			}
-			return createdStatus(started), threadWithMessage{th, msg}, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageCreate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Content     string  `json:"content"`
-				ClientMsgID *string `json:"client_msg_id"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			cmid, err := clientMsgID(in.ClientMsgID)
-			if err != nil {
-				return 0, nil, err
-			}
-			run, err := answerRun(r, tokens, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			msg, created, err := m.CreateMessage(r.Context(), r.Actor, id, messaging.NewMessage{Content: in.Content, ClientMsgID: cmid, RunID: run})
-			if err != nil {
-				return 0, nil, err
-			}
-			return createdStatus(created), msg, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			p, err := keysetPage(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			items, more, err := m.ListMessages(r.Context(), r.Actor, id, p)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsPage[messaging.Message]{Items: nonNil(items), HasMore: more}, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			msg, err := m.GetMessage(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			r.ResponseHeader().Set("ETag", messageETag(msg))
-			return http.StatusOK, msg, nil
-		}},
-		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageUpdate, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Content string `json:"content"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			versions, err := ifMatchVersions(r.Header.Values("If-Match"))
-			if err != nil {
-				return 0, nil, err
-			}
-			msg, err := m.EditMessageIf(r.Context(), r.Actor, id, in.Content, versions)
-			if err != nil {
-				return 0, nil, err
-			}
-			r.ResponseHeader().Set("ETag", messageETag(msg))
-			return http.StatusOK, msg, nil
-		}},
-		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageDelete, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := m.DeleteMessage(r.Context(), r.Actor, id); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: kernel.ActRevisionsRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			items, err := m.ListRevisions(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsList[messaging.Revision]{Items: nonNil(items)}, nil
-		}},
-		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionAdd, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := m.AddReaction(r.Context(), r.Actor, id, r.PathValue("emoji")); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
-		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionRemove, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := m.RemoveReaction(r.Context(), r.Actor, id, r.PathValue("emoji")); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/messages/{id}/thread", Action: kernel.ActThreadCreate, Handler: withIDBody(rt.reply)},
+		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageCreate, Handler: withIDBody(rt.createMessage)},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageRead, Handler: withID(rt.listMessages)},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageRead, Handler: withID(rt.getMessage)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageUpdate, Handler: withIDBody(rt.editMessage)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageDelete, Handler: withID(rt.deleteMessage)},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: kernel.ActRevisionsRead, Handler: withID(rt.listRevisions)},
+		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionAdd, Handler: withID(rt.addReaction)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionRemove, Handler: withID(rt.removeReaction)},
 	}
+}
+
+// messageRoutes holds the handlers of MessageRoutes.
+type messageRoutes struct {
+	m      MessageUseCases
+	tokens InvocationChecker
+}
+
+// threadBody is a new thread with its first message.
+type threadBody struct {
+	Title       string  `json:"title"`
+	Content     string  `json:"content"`
+	ClientMsgID *string `json:"client_msg_id"`
+}
+
+func (b threadBody) check() error { return checkClientMsgID(b.ClientMsgID) }
+
+// messageBody is a new message in a thread, or a reply under a message.
+type messageBody struct {
+	Content     string  `json:"content"`
+	ClientMsgID *string `json:"client_msg_id"`
+}
+
+func (b messageBody) check() error { return checkClientMsgID(b.ClientMsgID) }
+
+// editBody is the new content of a message.
+type editBody struct {
+	Content string `json:"content"`
+}
+
+// threadAnswer answers a thread with the message that made or answered it: 201 when it is new,
+// 200 when nothing new happened.
+func threadAnswer(th chat.Thread, msg messaging.Message, isNew bool, err error) (int, any, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	return createdStatus(isNew), threadWithMessage{th, msg}, nil
+}
+
+// taggedMessage answers msg with 200 and its ETag.
+func taggedMessage(r *Request, msg messaging.Message) (int, any, error) {
+	r.ResponseHeader().Set("ETag", messageETag(msg))
+	return http.StatusOK, msg, nil
+}
+
+func (rt messageRoutes) createThread(r *Request, channelID kernel.ID, in threadBody) (int, any, error) {
+	return threadAnswer(rt.m.CreateThread(r.Context(), r.Actor, channelID,
+		messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID)}))
+}
+
+func (rt messageRoutes) reply(r *Request, messageID kernel.ID, in messageBody) (int, any, error) {
+	return threadAnswer(rt.m.Reply(r.Context(), r.Actor, messageID,
+		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID)}))
+}
+
+func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in messageBody) (int, any, error) {
+	run, err := answerRun(r, rt.tokens, threadID)
+	if err != nil {
+		return 0, nil, err
+	}
+	msg, isNew, err := rt.m.CreateMessage(r.Context(), r.Actor, threadID,
+		messaging.NewMessage{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), RunID: run})
+	if err != nil {
+		return 0, nil, err
+	}
+	return createdStatus(isNew), msg, nil
+}
+
+func (rt messageRoutes) listMessages(r *Request, threadID kernel.ID) (int, any, error) {
+	p, err := keysetPage(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return page(rt.m.ListMessages(r.Context(), r.Actor, threadID, p))
+}
+
+func (rt messageRoutes) getMessage(r *Request, id kernel.ID) (int, any, error) {
+	msg, err := rt.m.GetMessage(r.Context(), r.Actor, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return taggedMessage(r, msg)
+}
+
+func (rt messageRoutes) editMessage(r *Request, id kernel.ID, in editBody) (int, any, error) {
+	versions, err := ifMatchVersions(r.Header.Values("If-Match"))
+	if err != nil {
+		return 0, nil, err
+	}
+	msg, err := rt.m.EditMessageIf(r.Context(), r.Actor, id, in.Content, versions)
+	if err != nil {
+		return 0, nil, err
+	}
+	return taggedMessage(r, msg)
+}
+
+func (rt messageRoutes) deleteMessage(r *Request, id kernel.ID) (int, any, error) {
+	return noContent(rt.m.DeleteMessage(r.Context(), r.Actor, id))
+}
+
+func (rt messageRoutes) listRevisions(r *Request, id kernel.ID) (int, any, error) {
+	return list(rt.m.ListRevisions(r.Context(), r.Actor, id))
+}
+
+func (rt messageRoutes) addReaction(r *Request, id kernel.ID) (int, any, error) {
+	return noContent(rt.m.AddReaction(r.Context(), r.Actor, id, r.PathValue("emoji")))
+}
+
+func (rt messageRoutes) removeReaction(r *Request, id kernel.ID) (int, any, error) {
+	return noContent(rt.m.RemoveReaction(r.Context(), r.Actor, id, r.PathValue("emoji")))
 }
