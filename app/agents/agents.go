@@ -1,4 +1,4 @@
-// Package agents holds the agents (DESIGN §7): principals of kind agent that an owner creates
+// Package agents holds the agents (see docs/runs.md): principals of kind agent that an owner creates
 // with an API token, that receive grants like people, and that connect over the public API to
 // work when they are invoked. It owns the agents table (through its Store port) and the durable
 // events agent.created and agent.updated. An agent's principal and API tokens belong to identity,

@@ -1,4 +1,4 @@
-// Package authz is the one decision point for permissions (DESIGN §2.4): it decides every action
+// Package authz is the one decision point for permissions (see docs/architecture.md, Authorization): it decides every action
 // of every principal on every resource, computes what a principal may read (Visible) and owns the
 // grants that those decisions read.
 //
@@ -10,7 +10,7 @@
 // visible only to holders of a grant on that very channel; a grant on its space does not cover it
 // and being an owner does not open it.
 //
-// # The warm permission cache (seed 11.3: the permission cache follows the log)
+// # The warm permission cache: it follows the log
 //
 // Service keeps an in-memory model of what decisions read: every principal's grants (space and
 // channel levels), owner flag and status, and the structure grants hang on (each channel's space

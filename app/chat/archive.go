@@ -10,7 +10,7 @@ import (
 // it; its payload is the space with archived_at set.
 const EvSpaceArchived = "space.archived"
 
-// EvChannelArchived is the durable event of an archived channel (seed 4.7, chat's events); its
+// EvChannelArchived is the durable event of an archived channel, one of chat's event types; its
 // payload is the channel with archived_at set.
 const EvChannelArchived = "channel.archived"
 

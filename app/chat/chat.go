@@ -1,7 +1,7 @@
 // Package chat is the structure of the hub: spaces, channels and threads. It owns their tables
 // (through its Store port) and the durable events space.*, channel.* and thread.created.
 //
-// It must not use messaging (which sits above it, seed 4.4): messaging creates and bumps threads
+// It must not use messaging (which sits above it: see docs/architecture.md, The modules of app/): messaging creates and bumps threads
 // through the Threads port, which chat implements without authorizing again.
 package chat
 
@@ -180,14 +180,14 @@ type PrincipalRef struct {
 }
 
 // Principals is the narrow source chat reads principals from: identity owns them, and chat
-// checks that an operator is an active agent principal (seed 4.4). storage implements it.
+// checks that an operator is an active agent principal without importing identity. storage implements it.
 type Principals interface {
 	// PrincipalRef returns the kind and status of the principal with id. Errors: not_found.
 	PrincipalRef(ctx context.Context, id kernel.ID) (PrincipalRef, error)
 }
 
-// Threads is the port messaging uses (seed 4.3: "Threads: create for messaging,
-// AppendToThread, message count on deletion"). Its methods never authorize: the caller has
+// Threads is the port messaging uses: it creates a thread for messaging, appends to one, and
+// adjusts a thread's message count when a message is deleted. Its methods never authorize: the caller has
 // decided thread.create or message.create already.
 type Threads interface {
 	// Channel loads a channel, to authorize a new thread in it. Errors: not_found.

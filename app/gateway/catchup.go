@@ -10,7 +10,7 @@ import (
 )
 
 // catchUp switches a freshly identified connection from the log to the hub without a gap or a
-// duplicate (seed 11.4):
+// duplicate:
 //
 //  1. register with the hub, which returns its position P; from now on the hub holds every live
 //     event after P for this connection (offer buffers it while catchingUp);

@@ -2,8 +2,7 @@ package gateway
 
 import "bothy.dev/bothy/app/kernel"
 
-// CloseCode is the status of a WebSocket close frame. The 40xx codes are the seed's (issue 4
-// item 5); several of them mean something else in Discord's gateway, so a client must read this
+// CloseCode is the status of a WebSocket close frame. The 40xx codes are bothy's own; several of them mean something else in Discord's gateway, so a client must read this
 // table (and docs/gateway.md), not guess.
 type CloseCode int
 
@@ -52,7 +51,7 @@ type CloseInfo struct {
 	KeepsSession bool
 }
 
-// CloseCodes is the one table of the gateway's close codes (STYLE rule 10); docs/gateway.md
+// CloseCodes is the one table of the gateway's close codes (errors map to close codes in one place); docs/gateway.md
 // shows it and a test holds the two equal.
 var CloseCodes = []CloseInfo{
 	{CloseTooBig, "message_too_big", "a frame is larger than gateway.max_frame_bytes (RFC 6455 code, sent by the WebSocket layer)", true, ThenResume, true},
@@ -84,7 +83,7 @@ func Info(code CloseCode) CloseInfo {
 }
 
 // closeFor maps a domain error to the close code of the op that failed with it: the one place
-// that does (STYLE rule 10).
+// that does, so that a code means the same on every op.
 func closeFor(err error) CloseCode {
 	switch kernel.CodeOf(err) {
 	case kernel.CodeUnauthenticated:

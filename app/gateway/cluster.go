@@ -35,8 +35,8 @@ type PresenceRow struct {
 	UpdatedAt   time.Time
 }
 
-// PresenceStore is the table of the live people connections of every node (gateway_presence,
-// seed 16); *storage.PresenceStore implements it. Only several nodes use it.
+// PresenceStore is the table of the live people connections of every node (gateway_presence);
+// *storage.PresenceStore implements it. Only several nodes use it.
 type PresenceStore interface {
 	// WritePresence sets node's row of principal: connections > 0 upserts it, updated at at;
 	// 0 deletes it. Errors: internal.
@@ -62,7 +62,7 @@ const (
 )
 
 // signal is the payload of a gateway signal: its kind, the node that sent it and the ids of its
-// kind (seed 11.6).
+// kind, never content: the receiving node reads the state from the database.
 type signal struct {
 	Kind        string    `json:"kind"`
 	Node        kernel.ID `json:"node"`

@@ -176,7 +176,7 @@ func (c *conn) offerPending(p pending) {
 }
 
 // offerEphemeral hands the connection an event without seq (typing.started): dropped when the
-// queue is full or the connection is still catching up (seed 10), never a reason to close.
+// queue is full or the connection is still catching up (an ephemeral event has nothing to replay), never a reason to close.
 func (c *conn) offerEphemeral(f []byte) {
 	c.mu.Lock()
 	if !c.endedLocked() && !c.catchingUp && len(c.queue) < c.g.cfg.OutboundQueueMax {
@@ -302,7 +302,7 @@ func (c *conn) handleAside(msg []byte) (CloseCode, string) {
 }
 
 // op is how one client op is run: whether it needs an identified connection, the action its
-// handler must have authorized when it acts (seed 9.3, checked per op), and the handler. A handler
+// handler must have authorized when it acts (the proof of the check, per op: see docs/architecture.md, Authorization), and the handler. A handler
 // returns acted (it did its effect, so the action must be in the check log) or a close code.
 type op struct {
 	needsIdentify bool

@@ -9,8 +9,8 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// Consumers stores the durable cursors of the agents' consumers (agent_consumers, seed 10 and
-// 11.5); *storage.ConsumerStore implements it.
+// Consumers stores the durable cursors of the agents' consumers (agent_consumers; see
+// docs/architecture.md, The log as the outbox); *storage.ConsumerStore implements it.
 type Consumers interface {
 	// AckedSeq returns the agent's cursor: the seq it acknowledged last, or, before its first
 	// acknowledgement, the seq just before its creation, so that nothing addressed to it is
@@ -25,7 +25,7 @@ type Consumers interface {
 	SeeConsumers(ctx context.Context, agents []kernel.ID, at time.Time) error
 }
 
-// consumers are the agents' consumers on this node (DESIGN §7): an agent's gateway connection
+// consumers are the agents' consumers on this node (see docs/gateway.md, Agents: consumers): an agent's gateway connection
 // is its consumer. Its replay starts after the seq it acknowledged last, whatever cursor it
 // sends, so that an event it received but did not acknowledge (it crashed while working on it)
 // comes again: at least once, in order. The agent acknowledges with ack {seq}; the acks are

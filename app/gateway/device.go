@@ -6,7 +6,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// devices binds each device of a principal to its one connection (seed 11.6 and 16: 4017). A
+// devices binds each device of a principal to its one connection (a replaced one closes with 4017, on any node). A
 // client that names its device in identify (device_id, a UUID it keeps, one per browser
 // profile or installed app) holds one connection for it: the newest identify or resume of the
 // device, on any node, closes the older connection with 4017. A reloaded tab or a client that

@@ -1,4 +1,4 @@
-// Package gateway is the realtime gateway (DESIGN §5 and §6, seed sections 10 and 11): the
+// Package gateway is the realtime gateway (see docs/architecture.md, The write path, and docs/gateway.md): the
 // sessions of the WebSocket protocol, the hub that fans the event log out to them with a
 // permission check per delivery, the one log tail per process that feeds the hub, the presence of
 // people online, the signals between the nodes of a cluster, and the close codes.
@@ -122,7 +122,7 @@ type Structure interface {
 var _ Structure = (*chat.Service)(nil)
 
 // Observer follows the log one event ahead of the hub: the permission cache of authz, which must
-// know of a revoke before the hub authorizes the next delivery (seed 11.3).
+// know of a revoke before the hub authorizes the next delivery (see docs/architecture.md, Authorization).
 type Observer interface {
 	Observe(e kernel.LoggedEvent)
 }
@@ -298,7 +298,7 @@ type Gateway struct {
 }
 
 // session is what resume restores: the principal and its credential, and the focus. It lives in
-// this process only (seed 10): a resume that reaches another node or a restarted one gets 4006.
+// this process only (sessions are not stored): a resume that reaches another node or a restarted one gets 4006.
 type session struct {
 	id    string
 	actor kernel.Actor
@@ -369,7 +369,7 @@ func (g *Gateway) Serve(t Transport, info ConnInfo) {
 	go c.readLoop()
 }
 
-// Shutdown closes every connection with 4013 (seed 15.3 step 3) and waits, until ctx ends, for
+// Shutdown closes every connection with 4013 (a step of the graceful shutdown, after the HTTP requests) and waits, until ctx ends, for
 // them to go; what is left then is dropped. New connections are refused from the first moment.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()

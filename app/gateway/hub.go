@@ -15,7 +15,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// hub fans each logged event out to the connections that may receive it (seed 11.4). It indexes
+// hub fans each logged event out to the connections that may receive it. It indexes
 // connections by principal (members), by channel (a cache of the members that may read a channel,
 // built on a channel's first event and kept up to date as members come and go and their rights
 // change) and by focused thread. For each delivery it asks the Authorizer with the recipient's

@@ -8,7 +8,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// presence knows which people are online (issue 4 item 4): a person is online while at least one
+// presence knows which people are online: a person is online while at least one
 // identified gateway connection of theirs is open, on this node or, with several nodes, on
 // another (remote, learned from gateway_presence by the cluster). It tells the connections of
 // every other person when someone goes online or offline (presence.updated), hands ready the

@@ -9,12 +9,12 @@ import (
 	"bothy.dev/bothy/app/runs"
 )
 
-// EvRunUpdated is the ephemeral event of a run's patches (DESIGN §7): an event frame without seq,
+// EvRunUpdated is the ephemeral event of a run's patches (see docs/runs.md): an event frame without seq,
 // to the connections focused on the run's thread that may read it.
 const EvRunUpdated = "run.updated"
 
 // RunReader reads a run with its stored document, without authorizing; storage's run store
-// implements it. The gateway reads one when another node signals a patch (seed 11.6: the signal
+// implements it. The gateway reads one when another node signals a patch (the signal
 // carries ids, the document comes from the database).
 type RunReader interface {
 	// Run loads a run with its document. Errors: not_found.

@@ -15,7 +15,7 @@ type tailState struct {
 }
 
 // How long the tail keeps trying after failures (a database that does not answer, a gap) before
-// it gives up and so ends the process (seed 14.5): the orchestrator restarts it and the clients
+// it gives up and so ends the process (a process that cannot deliver should not look alive): the orchestrator restarts it and the clients
 // resume.
 const (
 	tailRetryFirst = 50 * time.Millisecond
@@ -24,7 +24,7 @@ const (
 
 var tailGiveUp = 30 * time.Second // a variable for tests
 
-// Tail is the one log tail of the process (seed 11.2): woken by the store after each commit (on
+// Tail is the one log tail of the process: woken by the store after each commit (on
 // PostgreSQL also by another node's, through NOTIFY) and every TailPoll as a safety net, it reads
 // the events after the hub's position in batches of TailBatch and, one event at a time and in seq
 // order, hands each to the Observer (the permission cache) and then to the hub. It returns nil

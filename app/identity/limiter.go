@@ -7,8 +7,8 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// FailureLimiter counts failures per key in a sliding window, in memory (seed R-AR-12: limits
-// live in the process; with several nodes each counts its own). An attempt takes a slot before
+// FailureLimiter counts failures per key in a sliding window, in memory: limits live in the
+// process, and with several nodes each counts its own. An attempt takes a slot before
 // the slow check runs and gives it back on success, so concurrent guesses cannot overshoot.
 type FailureLimiter struct {
 	mu        sync.Mutex

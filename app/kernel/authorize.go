@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Action is a permission-checked operation (seed 4.6). The names are stable: they appear in the
+// Action is a permission-checked operation. The names are stable: they appear in the
 // audit, in route metadata and in tests.
 type Action string
 
@@ -56,7 +56,7 @@ const (
 // ActAgentConsume is an agent reading and acknowledging its own consumer (the REST poll).
 const ActAgentConsume Action = "agent.consume"
 
-// Actions on runs (DESIGN §7): invoking an agent, and reading and cancelling what it does.
+// Actions on runs (see docs/runs.md): invoking an agent, and reading and cancelling what it does.
 const (
 	// ActAgentInvoke is a principal invoking an agent by an @mention in a channel: level invoke.
 	ActAgentInvoke Action = "agent.invoke"
@@ -66,7 +66,7 @@ const (
 	ActRunCancel Action = "run.cancel"
 )
 
-// Actions of the owner's console and its API twins (issue 6): a person enabled again or given a
+// Actions of the owner's console and its API twins: a person enabled again or given a
 // new password by an owner, the instance's settings, and the instance's statistics.
 const (
 	// ActUserEnable is an owner enabling a disabled person again.
@@ -110,7 +110,8 @@ type Resource struct {
 	OwnerID ID
 }
 
-// Authorizer is the one decision point for permissions (DESIGN §2.4).
+// Authorizer is the one decision point for permissions (see docs/architecture.md,
+// Authorization).
 type Authorizer interface {
 	// Authorize decides whether actor may perform action on r. It returns nil, or an *Error
 	// with not_found (the caller may not see r), forbidden (it may see r but not do this) or
@@ -120,7 +121,7 @@ type Authorizer interface {
 }
 
 // CheckLog records the actions checked while serving one request, so the HTTP layer can prove
-// that a route which answers 2xx did check its action (seed 9.3).
+// that a route which answers 2xx did check its action (the proof of the check: it answers 500 otherwise).
 type CheckLog struct {
 	mu      sync.Mutex
 	actions []Action
@@ -168,6 +169,6 @@ type Visibility interface {
 // Scoper computes visibility; the authz module implements it next to Authorizer.
 type Scoper interface {
 	// Visible returns what actor may read. It records action in the check log, so a list route
-	// counts as checked (seed 9.3). Errors: unauthenticated for the anonymous actor.
+	// counts as checked. Errors: unauthenticated for the anonymous actor.
 	Visible(ctx context.Context, actor Actor, action Action) (Visibility, error)
 }

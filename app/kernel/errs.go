@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is a stable public error code (seed 14.1). The HTTP status and the gateway close code
+// Code is a stable public error code: clients may branch on it. The HTTP status and the gateway close code
 // follow from the code, in one place each.
 type Code string
 
@@ -56,7 +56,7 @@ func Invalid(field, format string, args ...any) *Error {
 }
 
 // ErrNotFound is the one not-found answer: for what does not exist and for what the caller
-// may not see (DESIGN §2.4).
+// may not see, so that an answer never tells that a hidden resource exists.
 var ErrNotFound = &Error{Code: CodeNotFound, Message: "no such resource"}
 
 // CodeOf returns the code of err, or internal_error when err carries none.

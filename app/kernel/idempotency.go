@@ -2,7 +2,8 @@ package kernel
 
 import "context"
 
-// IdempotencyRecord is the stored answer to a request made with an Idempotency-Key (seed 8.4).
+// IdempotencyRecord is the stored answer to a request made with an Idempotency-Key, written in the
+// same transaction as the request's effect.
 type IdempotencyRecord struct {
 	Fingerprint string
 	Status      int

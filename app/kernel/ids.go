@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// ID is a UUIDv7 in its canonical lower-case text form (seed R-DM-01). The text form is what
+// ID is a UUIDv7 in its canonical lower-case text form, generated in Go. The text form is what
 // both engines store, so ids sort by creation time in SQL as well as in Go.
 type ID string
 

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Job is background work that a Unit of Work causes (DESIGN §4 step 2, §7): enqueued inside the
+// Job is background work that a Unit of Work causes (see docs/architecture.md, Jobs): enqueued inside the
 // unit, it commits or rolls back with the unit's rows, and a process of role all or worker runs
 // it after the commit, when it is due. A job runs at least once: a handler may run again after
 // a crash or a lost answer, so it reads the current state and does nothing when nothing is left

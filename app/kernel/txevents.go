@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// TxBus delivers in-transaction events (seed 8.3): synchronously, in the order of registration,
+// TxBus delivers in-transaction events: synchronously, in the order of registration,
 // inside the publisher's Unit of Work. A subscriber may write and append durable events; its
 // error vetoes the commit. Subscribers are registered in one place (the appliance wiring) and
 // the bus is sealed before the first Unit of Work.

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// UnitOfWork runs a use case in one transaction (DESIGN §4).
+// UnitOfWork runs a use case in one transaction (see docs/architecture.md, The write path).
 type UnitOfWork interface {
 	// Do runs fn in one transaction carried by ctx; a nested call joins the outer one. fn may be
 	// retried whole on a transient conflict, so it must have no effect outside the database.
@@ -25,7 +25,7 @@ type Scope struct {
 
 // Event is a durable event, appended inside a Unit of Work; it gets its seq at commit.
 type Event struct {
-	Type  string // "message.created", … (seed 4.7)
+	Type  string // "message.created", …: one of the Ev constants below
 	Scope Scope
 	// SubjectID is the id of the object the event is about (a message, a channel, …); the log
 	// redactor finds events by it.
@@ -52,7 +52,7 @@ type LoggedEvent struct {
 	CreatedAt time.Time
 }
 
-// Event types (seed 4.7).
+// Event types. The names are stable: clients read them.
 const (
 	EvUserCreated     = "user.created"
 	EvUserUpdated     = "user.updated"
@@ -73,7 +73,7 @@ const (
 	EvAgentUpdated    = "agent.updated"
 )
 
-// Event types of runs (DESIGN §7). agent.invocation and run.cancel_requested are personal
+// Event types of runs (see docs/runs.md, Events). agent.invocation and run.cancel_requested are personal
 // events of the agent (Scope.PrincipalID); run.state_changed is scoped to the run's thread.
 const (
 	EvAgentInvocation    = "agent.invocation"

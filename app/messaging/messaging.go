@@ -4,7 +4,7 @@
 // message.* and reaction.*; it publishes the in-transaction events MessagePosted and
 // MessageDeleted.
 //
-// It may use chat's Threads port (seed 4.4); it must not know the modules above it (runs, sync):
+// It may use chat's Threads port (chat sits below it); it must not know the modules above it (runs, sync):
 // they subscribe to its in-transaction events instead.
 package messaging
 
@@ -104,7 +104,7 @@ type Reaction struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// MessagePosted is published inside the Unit of Work that created a message (seed 8.3), after
+// MessagePosted is published inside the Unit of Work that created a message, after
 // message.created is appended; runs subscribes to decide on a trigger. It is not published for
 // an idempotent repeat.
 type MessagePosted struct {
@@ -154,15 +154,15 @@ type Store interface {
 	RemoveReaction(ctx context.Context, messageID, principalID kernel.ID, emoji string) (removed bool, err error)
 }
 
-// Directory resolves @handles (identity's principals; seed 4.4: messaging uses identity to
-// resolve mentions).
+// Directory resolves @handles (identity's principals, which messaging may not import:
+// storage implements it).
 type Directory interface {
 	// ResolveHandles maps handle keys (lower-case handles) to the ids of the principals that hold
 	// them; unknown handles are absent from the answer.
 	ResolveHandles(ctx context.Context, keys []string) (map[string]kernel.ID, error)
 }
 
-// Redactor rewrites logged events (kernel eventlog.Redactor of seed 4.5): a deleted message's
+// Redactor rewrites logged events (storage implements it on the event log): a deleted message's
 // content must not stay readable in the event log.
 type Redactor interface {
 	// RedactEvents replaces, inside the Unit of Work of ctx, the payload of the logged events

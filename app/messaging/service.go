@@ -55,7 +55,7 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Mic
 // NewMessage is the input of CreateMessage.
 type NewMessage struct {
 	Content string
-	// ClientMsgID makes the create idempotent per author (seed 8.4); empty means none.
+	// ClientMsgID makes the create idempotent per author (a retried post answers the first message); empty means none.
 	ClientMsgID string
 	// RunID links the message to the run it answers (messages.run_id), in the message's own Unit
 	// of Work. The caller sets it only after checking the agent's invocation token for this
@@ -142,7 +142,8 @@ type NewThread struct {
 }
 
 // CreateThread creates a thread in a channel with its first message, in one Unit of Work
-// (thread.create on the channel; seed 4.6 puts it in messaging). It appends thread.created and
+// (thread.create on the channel: a thread is made by its first message, so messaging checks
+// it). It appends thread.created and
 // message.created. A repeat with the client_msg_id of the first message answers the stored
 // thread and message, created false. Errors: not_found, forbidden, validation_failed, conflict.
 func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelID kernel.ID, in NewThread) (th chat.Thread, m Message, created bool, err error) {

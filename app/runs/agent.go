@@ -315,7 +315,7 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 }
 
 // mayStillInvoke re-checks, before a delivery, the right the trigger checked of the one who
-// invoked r (DESIGN §7): the invoker must be active and hold invoke on the run's channel
+// invoked r (see docs/runs.md): the invoker must be active and hold invoke on the run's channel
 // (agent.invoke). The run the operator of a channel got from a new thread asked no invoke of the
 // thread's author (OnMessagePosted: whoever may open a thread invokes it), so for it the author
 // must still be allowed to open a thread there (thread.create); it is told apart by the agent

@@ -8,7 +8,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// The jobs of runs (DESIGN §7), each the server's verdict on a run that an agent left behind.
+// The jobs of runs (see docs/runs.md, When the server ends a run), each the server's verdict on a run that an agent left behind.
 // The appliance registers a handler for each that calls the method named below; the handlers
 // are idempotent, as kernel.Job asks: each reads the run again in a Unit of Work of its own and
 // does nothing when the run has moved on since the job was enqueued.
@@ -68,7 +68,7 @@ func (s *Service) TimeoutCancel(ctx context.Context, id kernel.ID) error {
 // FailStalled is the job runs.stall_check: it fails at most one batch of the runs that are
 // running or waiting for input and whose last activity (start, patch) is older than
 // agent.stall_timeout, each in a Unit of Work of its own that reads the run again, so a patch
-// that lands meanwhile saves it. The reason tells the two cases apart (DESIGN §7): interrupted
+// that lands meanwhile saves it. The reason tells the two cases apart: interrupted
 // when the agent's consumer showed no sign of life within the stall timeout either (no save of
 // its cursor: it neither polled and acknowledged over REST nor kept a gateway connection that
 // acknowledged; Agents.ConsumersSeen, one read for the batch), stale when the consumer is alive

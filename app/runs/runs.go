@@ -1,5 +1,5 @@
 // Package runs is what an agent does with an invocation: the run with its lifecycle, the run
-// document it streams, and the invocation token that lets it act for the run (DESIGN §7).
+// document it streams, and the invocation token that lets it act for the run (see docs/runs.md).
 //
 // The pure rules below are what every path (the agent's REST calls, the gateway, the jobs)
 // decides with, so that they all decide the same way:
@@ -61,7 +61,8 @@ const (
 	CodeRunEnded kernel.Code = "run_ended"
 	// CodeRunVersionConflict: a patch whose version is not the document's next one (HTTP 409).
 	// It is not the kernel's precondition_failed, which answers 412 for a stale message edit: an
-	// agent's patch is no HTTP precondition, and issue 5 wants 409 for it.
+	// agent's patch carries its version in the body, not in an If-Match header, so it is a
+	// conflict (409) with the document's state.
 	CodeRunVersionConflict kernel.Code = "run_version_conflict"
 	// CodeInvocationTokenInvalid: an invocation token that is malformed, not signed by a key of
 	// this instance, not yet valid, or for another run (HTTP 401).

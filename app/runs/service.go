@@ -68,7 +68,7 @@ type Patched struct {
 }
 
 // OnPatched registers f to be told of every stored patch, after its commit, on the goroutine of
-// the agent's request (so it must not block). Patches are not logged (DESIGN §7): f is their only
+// the agent's request (so it must not block). Patches are not logged (they are ephemeral: see docs/runs.md): f is their only
 // way to the clients, and a client that missed one reads the stored document. Call it before the
 // service is used; a second call replaces the first.
 func (s *Service) OnPatched(f func(context.Context, Patched)) { s.onPatched = f }

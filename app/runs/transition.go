@@ -46,7 +46,7 @@ var (
 	Cancel = Trigger{name: nameCancel}
 )
 
-// The server's triggers, from the jobs of DESIGN §7.
+// The server's triggers, from the jobs of runs (jobs.go).
 var (
 	// CancelTimeout: agent.cancel_grace passed after a cancel request without the agent's
 	// confirmation; any state that has not ended → cancelled with cancel_timeout.

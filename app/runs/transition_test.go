@@ -30,7 +30,7 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-// TestNext is the table of every (state, trigger) pair: DESIGN §7 as a function.
+// TestNext is the table of every (state, trigger) pair: the lifecycle of docs/runs.md as a function.
 func TestNext(t *testing.T) {
 	const (
 		ok       = kernel.Code("")

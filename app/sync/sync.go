@@ -1,5 +1,5 @@
 // Package sync brings a client up to date from the event log: catch-up replays the events after a
-// cursor that the caller may see, in commit order (DESIGN §5).
+// cursor that the caller may see, in commit order (see docs/architecture.md, The log as the outbox).
 //
 // It reads the log only through its Log port and decides visibility only through the kernel's
 // Scoper; it never writes and never reads the tables of other modules.
