@@ -31,64 +31,60 @@ type createdAgentView struct {
 // AgentRoutes serves the agents: create (with the token shown once), list, read, disable and
 // enable. The handlers never log a body or an answer: the create answer holds a token.
 func AgentRoutes(svc AgentUseCases) []Route {
-	status := func(op func(context.Context, kernel.Actor, kernel.ID) (agents.Agent, error)) Handler {
-		return func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			a, err := op(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, a, nil
-		}
-	}
+	rt := agentRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: kernel.ActAgentCreate, Secret: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Handle      string `json:"handle"`
-				DisplayName string `json:"display_name"`
-				Description string `json:"description"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			a, token, err := svc.Create(r.Context(), r.Actor, agents.NewAgent{Handle: in.Handle, DisplayName: in.DisplayName,
-				Description: in.Description})
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, createdAgentView{Agent: a, Token: token}, nil
-		}},
-
-		{Method: http.MethodGet, Pattern: "/api/v1/agents", Action: kernel.ActAgentRead, Handler: func(r *Request) (int, any, error) {
-			p, err := keysetPage(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			items, more, err := svc.List(r.Context(), r.Actor, p)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsPage[agents.Agent]{Items: nonNil(items), HasMore: more}, nil
-		}},
-
-		{Method: http.MethodGet, Pattern: "/api/v1/agents/{id}", Action: kernel.ActAgentRead, Handler: status(svc.Get)},
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/disable", Action: kernel.ActAgentDisable, Handler: status(svc.Disable)},
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/enable", Action: kernel.ActAgentEnable, Handler: status(svc.Enable)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: kernel.ActAgentCreate, Secret: true, Handler: withBody(rt.createAgent)},
+		{Method: http.MethodGet, Pattern: "/api/v1/agents", Action: kernel.ActAgentRead, Handler: rt.listAgents},
+		{Method: http.MethodGet, Pattern: "/api/v1/agents/{id}", Action: kernel.ActAgentRead, Handler: withID(rt.getAgent)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/disable", Action: kernel.ActAgentDisable, Handler: withID(rt.disableAgent)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/enable", Action: kernel.ActAgentEnable, Handler: withID(rt.enableAgent)},
 		// A new token for the agent, its others revoked: shown once, like at creation.
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/token", Action: kernel.ActAgentTokenReset, Secret: true,
-			Handler: func(r *Request) (int, any, error) {
-				id, err := r.PathID("id")
-				if err != nil {
-					return 0, nil, err
-				}
-				a, token, err := svc.ResetToken(r.Context(), r.Actor, id)
-				if err != nil {
-					return 0, nil, err
-				}
-				return http.StatusOK, createdAgentView{Agent: a, Token: token}, nil
-			}},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/token", Action: kernel.ActAgentTokenReset, Secret: true, Handler: withID(rt.resetToken)},
 	}
+}
+
+// agentRoutes holds the handlers of AgentRoutes.
+type agentRoutes struct{ svc AgentUseCases }
+
+type agentBody struct {
+	Handle      string `json:"handle"`
+	DisplayName string `json:"display_name"`
+	Description string `json:"description"`
+}
+
+func (rt agentRoutes) createAgent(r *Request, in agentBody) (int, any, error) {
+	a, token, err := rt.svc.Create(r.Context(), r.Actor, agents.NewAgent{Handle: in.Handle, DisplayName: in.DisplayName,
+		Description: in.Description})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, createdAgentView{Agent: a, Token: token}, nil
+}
+
+func (rt agentRoutes) listAgents(r *Request) (int, any, error) {
+	p, err := keysetPage(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return page(rt.svc.List(r.Context(), r.Actor, p))
+}
+
+func (rt agentRoutes) getAgent(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Get(r.Context(), r.Actor, id))
+}
+
+func (rt agentRoutes) disableAgent(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Disable(r.Context(), r.Actor, id))
+}
+
+func (rt agentRoutes) enableAgent(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Enable(r.Context(), r.Actor, id))
+}
+
+func (rt agentRoutes) resetToken(r *Request, id kernel.ID) (int, any, error) {
+	a, token, err := rt.svc.ResetToken(r.Context(), r.Actor, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, createdAgentView{Agent: a, Token: token}, nil
 }
