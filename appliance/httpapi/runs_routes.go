@@ -31,97 +31,51 @@ var _ RunUseCases = (*runs.Service)(nil)
 // token alone. The agent's calls are decided as run.read on the run (the agent must still read
 // its thread), and the run must be the agent's own.
 func RunRoutes(svc RunUseCases) []Route {
+	rt := runRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			run, err := svc.Get(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, run, nil
-		}},
-		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/runs", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			p, err := keysetPage(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			items, more, err := svc.ListThread(r.Context(), r.Actor, id, p)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, itemsPage[runs.Run]{Items: nonNil(items), HasMore: more}, nil
-		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: withID(rt.getRun)},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/runs", Action: kernel.ActRunRead, Handler: withID(rt.listThreadRuns)},
 		// The answer is the run: cancelled at once when it was queued, still running with
 		// cancel_requested_at set when its agent holds it (the agent confirms).
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/cancel", Action: kernel.ActRunCancel, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			run, err := svc.Cancel(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, run, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/start", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			run, err := svc.Start(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader))
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, run, nil
-		}},
-		{Method: http.MethodPatch, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var p runs.Patch
-			if err := r.Decode(&p); err != nil {
-				return 0, nil, err
-			}
-			run, err := svc.Patch(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), p)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, run, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/finish", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var f runs.Finish
-			if err := r.Decode(&f); err != nil {
-				return 0, nil, err
-			}
-			run, err := svc.Finish(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), f)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, run, nil
-		}},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/token", Action: kernel.ActRunRead, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			tok, err := svc.RenewToken(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, tok, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/cancel", Action: kernel.ActRunCancel, Handler: withID(rt.cancelRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/start", Action: kernel.ActRunRead, Handler: withID(rt.startRun)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: withIDBody(rt.patchRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/finish", Action: kernel.ActRunRead, Handler: withIDBody(rt.finishRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/token", Action: kernel.ActRunRead, Handler: withID(rt.renewToken)},
 	}
+}
+
+// runRoutes holds the handlers of RunRoutes.
+type runRoutes struct{ svc RunUseCases }
+
+func (rt runRoutes) getRun(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Get(r.Context(), r.Actor, id))
+}
+
+func (rt runRoutes) listThreadRuns(r *Request, threadID kernel.ID) (int, any, error) {
+	p, err := keysetPage(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return page(rt.svc.ListThread(r.Context(), r.Actor, threadID, p))
+}
+
+func (rt runRoutes) cancelRun(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Cancel(r.Context(), r.Actor, id))
+}
+
+func (rt runRoutes) startRun(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.Start(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader)))
+}
+
+func (rt runRoutes) patchRun(r *Request, id kernel.ID, p runs.Patch) (int, any, error) {
+	return ok(rt.svc.Patch(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), p))
+}
+
+func (rt runRoutes) finishRun(r *Request, id kernel.ID, f runs.Finish) (int, any, error) {
+	return ok(rt.svc.Finish(r.Context(), r.Actor, id, r.Header.Get(InvocationTokenHeader), f))
+}
+
+func (rt runRoutes) renewToken(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.svc.RenewToken(r.Context(), r.Actor, id))
 }
