@@ -32,67 +32,46 @@ func viewGrant(g authz.Grant) grantView {
 // GrantRoutes serves the grants of a channel: 201 for a new grant, 200 when an existing grant
 // changed (or kept) its level.
 func GrantRoutes(az GrantUseCases) []Route {
+	rt := grantRoutes{az: az}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantCreate, Handler: func(r *Request) (int, any, error) {
-			channelID, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				PrincipalID string `json:"principal_id"`
-				Level       string `json:"level"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			level, err := authz.ParseLevel(in.Level)
-			if err != nil {
-				return 0, nil, err
-			}
-			principalID, err := kernel.ParseID(in.PrincipalID)
-			if err != nil {
-				return 0, nil, kernel.Invalid("principal_id", "principal_id must be an id")
-			}
-			g, created, err := az.CreateGrant(r.Context(), r.Actor, channelID, principalID, level)
-			if err != nil {
-				return 0, nil, err
-			}
-			status := http.StatusOK
-			if created {
-				status = http.StatusCreated
-			}
-			return status, viewGrant(g), nil
-		}},
-
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantRead, Handler: func(r *Request) (int, any, error) {
-			channelID, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			gs, err := az.ListGrants(r.Context(), r.Actor, channelID)
-			if err != nil {
-				return 0, nil, err
-			}
-			out := itemsOf[grantView]{Items: make([]grantView, 0, len(gs))}
-			for _, g := range gs {
-				out.Items = append(out.Items, viewGrant(g))
-			}
-			return http.StatusOK, out, nil
-		}},
-
-		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/grants/{principal_id}", Action: kernel.ActGrantRevoke, Handler: func(r *Request) (int, any, error) {
-			channelID, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			principalID, err := r.PathID("principal_id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := az.RevokeGrant(r.Context(), r.Actor, channelID, principalID); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantCreate, Handler: withIDBody(rt.createGrant)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantRead, Handler: withID(rt.listGrants)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/grants/{principal_id}", Action: kernel.ActGrantRevoke, Handler: withID(rt.revokeGrant)},
 	}
+}
+
+// grantRoutes holds the handlers of GrantRoutes.
+type grantRoutes struct{ az GrantUseCases }
+
+type grantBody struct {
+	PrincipalID string `json:"principal_id"`
+	Level       string `json:"level"`
+}
+
+func (rt grantRoutes) createGrant(r *Request, channelID kernel.ID, in grantBody) (int, any, error) {
+	level, err := authz.ParseLevel(in.Level)
+	if err != nil {
+		return 0, nil, err
+	}
+	principalID, err := kernel.ParseID(in.PrincipalID)
+	if err != nil {
+		return 0, nil, kernel.Invalid("principal_id", "principal_id must be an id")
+	}
+	g, isNew, err := rt.az.CreateGrant(r.Context(), r.Actor, channelID, principalID, level)
+	if err != nil {
+		return 0, nil, err
+	}
+	return createdStatus(isNew), viewGrant(g), nil
+}
+
+func (rt grantRoutes) listGrants(r *Request, channelID kernel.ID) (int, any, error) {
+	return listViews(viewGrant)(rt.az.ListGrants(r.Context(), r.Actor, channelID))
+}
+
+func (rt grantRoutes) revokeGrant(r *Request, channelID kernel.ID) (int, any, error) {
+	principalID, err := r.PathID("principal_id")
+	if err != nil {
+		return 0, nil, err
+	}
+	return noContent(rt.az.RevokeGrant(r.Context(), r.Actor, channelID, principalID))
 }

@@ -102,3 +102,17 @@ func page[T any](items []T, more bool, err error) (int, any, error) {
 	}
 	return http.StatusOK, itemsPage[T]{Items: nonNil(items), HasMore: more}, nil
 }
+
+// listViews answers an unpaginated list with 200, each item as view shows it, or the error.
+func listViews[T, V any](view func(T) V) func(items []T, err error) (int, any, error) {
+	return func(items []T, err error) (int, any, error) {
+		if err != nil {
+			return 0, nil, err
+		}
+		out := itemsList[V]{Items: make([]V, 0, len(items))}
+		for _, it := range items {
+			out.Items = append(out.Items, view(it))
+		}
+		return http.StatusOK, out, nil
+	}
+}

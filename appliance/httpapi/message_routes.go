@@ -73,8 +73,8 @@ func orEmpty(p *string) string {
 }
 
 // createdStatus is 201 for a new message and 200 for the idempotent repeat of a client_msg_id,
-// which answers the message created the first time (seed 8.4): the status tells the client
-// that nothing new happened, the body is the same either way.
+// which answers the message created the first time: the status tells the client
+// that nothing new happened, the body is the same either way. A grant answers the same way.
 func createdStatus(created bool) int {
 	if created {
 		return http.StatusCreated
