@@ -173,7 +173,8 @@ func (db *DB) readCounter(ctx context.Context) (int64, error) {
 }
 
 // Changed returns a channel that is closed at the next commit that appends events. Log tails
-// wait on it (the in-process wake-up of DESIGN §4 step 4).
+// wait on it: the in-process wake-up after a commit (see docs/architecture.md, The write
+// path).
 func (db *DB) Changed() <-chan struct{} {
 	db.notifyMu.Lock()
 	defer db.notifyMu.Unlock()
@@ -311,8 +312,9 @@ func (r rebinding) QueryRowContext(ctx context.Context, q string, args ...any) *
 	return r.q.QueryRowContext(ctx, r.db.rebind(q), args...)
 }
 
-// mapErr turns driver errors into domain errors at the adapter edge (STYLE rule 9):
-// no rows → not_found, unique violation → conflict. Others pass through wrapped.
+// mapErr turns driver errors into domain errors at the adapter edge, so that the domain sees
+// only its own codes: no rows → not_found, unique violation → conflict. Others pass through
+// wrapped.
 func (db *DB) mapErr(err error, what string) error {
 	switch {
 	case err == nil:
@@ -329,7 +331,8 @@ func (db *DB) mapErr(err error, what string) error {
 	return fmt.Errorf("storage: %s: %w", what, err)
 }
 
-// Time is stored as fixed-width UTC text so that it sorts as text on both engines (STYLE rule 8).
+// Time is stored as fixed-width UTC text so that it sorts as text on both engines, in
+// the same order as the times.
 const timeLayout = "2006-01-02T15:04:05.000000Z"
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }

@@ -8,7 +8,8 @@ import (
 // Exec runs one statement, written with ? placeholders, in the Unit of Work of ctx: its rows
 // commit or roll back with the unit's. It is for the adapter that keeps the SQL of a library's
 // own table next to that library (storage/jobs writes goqite's queue rows with it), so that the
-// library's rows join the domain transaction (STYLE rule 11) although the writer has no
+// library's rows join the domain transaction (a job exists only if the write that caused
+// it committed) although the writer has no
 // *sql.Tx per unit to hand out. It panics outside a Unit of Work, like Append: a write outside
 // a transaction is a programming error.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {

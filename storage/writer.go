@@ -17,7 +17,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// The write path (DESIGN §4). One goroutine owns the one write connection. Units of Work queue
+// The write path (see docs/architecture.md, The write path). One goroutine owns the one write connection. Units of Work queue
 // for it; whatever queued while a commit was in flight runs as the next batch: one transaction,
 // each Unit of Work in its own SAVEPOINT (a failure rolls back alone), the events of each
 // numbered right after it succeeds, then one COMMIT for all, and all are answered after it.
@@ -287,7 +287,7 @@ func (w *writer) reconnectIfLost() bool {
 // The event counter is read, and on PostgreSQL locked, at the start of the batch, inside the
 // transaction: another process may have written since (bothy setup bootstrap-owner beside a
 // running server; another api node), so a head kept in memory would hand out a seq twice. The
-// lock is held to the COMMIT, which makes seq gapless in commit order (seed 8.1, 8.2).
+// lock is held to the COMMIT, which makes seq gapless in commit order.
 //
 // A batch keeps one savepoint, "uow": a failed unit rolls back to it (which keeps it for the
 // next unit), a unit that succeeded releases it and sets it again. The events of a unit are

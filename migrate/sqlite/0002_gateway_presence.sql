@@ -1,4 +1,4 @@
--- The live people connections of each node of a cluster (cluster.mode multi, seed 16): every api
+-- The live people connections of each node of a cluster (cluster.mode multi): every api
 -- node writes the number of gateway connections each person has on it, refreshes its rows every
 -- cluster.presence_flush_interval and deletes them when it stops; rows older than
 -- cluster.presence_ttl belong to a node that died and are ignored and deleted. A single node keeps

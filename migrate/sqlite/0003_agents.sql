@@ -1,4 +1,4 @@
--- Agents (seed section 9, DESIGN §7). An agent is a principal of kind 'agent': identity owns its
+-- Agents (see docs/runs.md). An agent is a principal of kind 'agent': identity owns its
 -- row in principals (handle, display name, status) and its API tokens; this table holds what only
 -- agents have. A channel may name one agent as its operator (invoked by every new thread there):
 -- channels.operator_id, NULL for none. It points to agents, not to principals, so that nothing

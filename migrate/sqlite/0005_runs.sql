@@ -1,4 +1,4 @@
--- Runs (DESIGN §7): what an agent does with one invocation. A run is made queued, in the Unit of
+-- Runs (see docs/runs.md): what an agent does with one invocation. A run is made queued, in the Unit of
 -- Work of the message that invoked the agent, and ends succeeded, failed or cancelled; status
 -- holds its state (the six of app/runs), reason why it failed or was cancelled, document the
 -- latest run document (JSON of runs.Document) and version that document's version. One run per

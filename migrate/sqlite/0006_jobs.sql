@@ -1,4 +1,4 @@
--- The job queue (DESIGN §7): goqite's table, as maragu.dev/goqite v0.4.0 ships it for SQLite
+-- The job queue (see docs/architecture.md, Jobs): goqite's table, as maragu.dev/goqite v0.4.0 ships it for SQLite
 -- (schema_sqlite.sql), so that its receiver reads, extends and deletes the rows. storage/jobs
 -- inserts them in the Unit of Work that causes a job, through the store's writer, and keeps
 -- that SQL next to its goqite integration. Times are goqite's fixed-width UTC text with

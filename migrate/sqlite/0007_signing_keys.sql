@@ -1,4 +1,4 @@
--- The instance's signing keys (DESIGN §7): the Ed25519 key that signs the invocation tokens,
+-- The instance's signing keys (see docs/runs.md): the Ed25519 key that signs the invocation tokens,
 -- made by the first node that needs one and shared by every node through the database, so that
 -- a token signed by one api node is checked by any other.
 --

@@ -1,4 +1,4 @@
--- When each agent's consumer last showed a sign of life (issue 5, the stall check): every save of
+-- When each agent's consumer last showed a sign of life (for runs' stall check): every save of
 -- its cursor (an ack over REST or the gateway, the first poll or connection of an agent that
 -- never consumed) writes seen_at, even when the cursor does not move, which updated_at does
 -- not. runs.stall_check reads it to tell interrupted (no consumer within agent.stall_timeout)

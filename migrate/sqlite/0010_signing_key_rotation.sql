@@ -4,7 +4,7 @@
 -- others; the partial unique index holds that a purpose never has two current keys, even when
 -- two nodes rotate at once. The key that exists already becomes the current one.
 --
--- SQLite cannot drop the UNIQUE of purpose in place: the table is rebuilt (STYLE rule 14). No
+-- SQLite cannot drop the UNIQUE of purpose in place: the table is rebuilt (copy, drop, rename). No
 -- other table refers to it.
 
 CREATE TABLE signing_keys_rotating (

@@ -1,4 +1,4 @@
-// Package jobs is the job queue of DESIGN §7 on maragu.dev/goqite (v0.4.0, both of its SQL
+// Package jobs is the job queue (see docs/architecture.md, Jobs) on maragu.dev/goqite (v0.4.0, both of its SQL
 // flavours): Queue enqueues a job in the Unit of Work that causes it (kernel.Jobs) and holds the
 // handlers by name; Runner receives due jobs with goqite's receiver, runs their handlers, tries
 // a failed job again with exponential backoff and drops it after its last attempt, and keeps the

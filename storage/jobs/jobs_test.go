@@ -109,7 +109,8 @@ func (f *fixture) rows(t *testing.T) map[string]int {
 	return out
 }
 
-// eventually waits up to d for cond, checking it again inside the loop (STYLE 21).
+// eventually waits up to d for cond, checking it again inside the loop, so that it
+// neither hangs nor misses a late change.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -1,4 +1,4 @@
-// Package storetest runs storage's tests on both engines (STYLE 15–16): each test body once on
+// Package storetest runs storage's tests on both engines: each test body once on
 // SQLite, on a fresh file in t.TempDir(), and once on PostgreSQL, in a database of its own made
 // from a migrated template and dropped in t.Cleanup. The PostgreSQL half is skipped only when
 // BOTHY_TEST_POSTGRES_URL is unset; CI always sets it (.ci/pg).
