@@ -75,191 +75,142 @@ type sessionView struct {
 	User      userView  `json:"user"`
 }
 
-type itemsOf[T any] struct {
-	Items []T `json:"items"`
-}
-
 // IdentityRoutes serves setup, login and logout, the caller, people and the caller's API tokens.
 // The handlers never log a body: it may hold a password.
 func IdentityRoutes(svc IdentityUseCases) []Route {
+	rt := identityRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/setup", Action: kernel.ActInstanceBootstrap, Public: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Code        string `json:"code"`
-				Handle      string `json:"handle"`
-				DisplayName string `json:"display_name"`
-				Password    string `json:"password"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			u, err := svc.Setup(r.Context(), in.Code, in.Handle, in.DisplayName, in.Password)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, viewUser(u), nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/auth/login", Action: kernel.ActLogin, Public: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Handle   string `json:"handle"`
-				Password string `json:"password"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			res, err := svc.Login(r.Context(), in.Handle, in.Password, r.ClientIP)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, sessionView{Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(), User: viewUser(res.User)}, nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/auth/logout", Action: kernel.ActLogout, Handler: func(r *Request) (int, any, error) {
-			if err := svc.Logout(r.Context(), r.Actor); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
-
-		{Method: http.MethodGet, Pattern: "/api/v1/me", Action: kernel.ActSelfRead, Handler: func(r *Request) (int, any, error) {
-			u, err := svc.Me(r.Context(), r.Actor)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, viewUser(u), nil
-		}},
-
+		{Method: http.MethodPost, Pattern: "/api/v1/setup", Action: kernel.ActInstanceBootstrap, Public: true, Handler: withBody(rt.setup)},
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/login", Action: kernel.ActLogin, Public: true, Handler: withBody(rt.login)},
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/logout", Action: kernel.ActLogout, Handler: rt.logout},
+		{Method: http.MethodGet, Pattern: "/api/v1/me", Action: kernel.ActSelfRead, Handler: rt.me},
 		// A person changes their own password with the current one; their other sessions end.
 		// The body holds passwords: like every handler here, it is never logged.
-		{Method: http.MethodPost, Pattern: "/api/v1/me/password", Action: kernel.ActSelfPassword, Password: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				CurrentPassword string `json:"current_password"`
-				NewPassword     string `json:"new_password"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			if err := svc.ChangePassword(r.Context(), r.Actor, in.CurrentPassword, in.NewPassword); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Password: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Handle      string `json:"handle"`
-				DisplayName string `json:"display_name"`
-				Password    string `json:"password"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			u, err := svc.CreateUser(r.Context(), r.Actor, in.Handle, in.DisplayName, in.Password)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, viewUser(u), nil
-		}},
-
+		{Method: http.MethodPost, Pattern: "/api/v1/me/password", Action: kernel.ActSelfPassword, Password: true, Handler: withBody(rt.changePassword)},
+		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Password: true, Handler: withBody(rt.createUser)},
 		// GET /users takes the optional keyset ?after=<id>&limit=<n> (default 500, the maximum).
-		{Method: http.MethodGet, Pattern: "/api/v1/users", Action: kernel.ActUserRead, Handler: func(r *Request) (int, any, error) {
-			after, limit, err := usersPage(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			us, err := svc.ListUsers(r.Context(), r.Actor, after, limit)
-			if err != nil {
-				return 0, nil, err
-			}
-			out := itemsOf[userView]{Items: make([]userView, 0, len(us))}
-			for _, u := range us {
-				out.Items = append(out.Items, viewUser(u))
-			}
-			return http.StatusOK, out, nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/disable", Action: kernel.ActUserDisable, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			u, err := svc.DisableUser(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, viewUser(u), nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/enable", Action: kernel.ActUserEnable, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			u, err := svc.EnableUser(r.Context(), r.Actor, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, viewUser(u), nil
-		}},
-
+		{Method: http.MethodGet, Pattern: "/api/v1/users", Action: kernel.ActUserRead, Handler: rt.listUsers},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/disable", Action: kernel.ActUserDisable, Handler: withID(rt.disableUser)},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/enable", Action: kernel.ActUserEnable, Handler: withID(rt.enableUser)},
 		// An owner sets a person's password; the person's sessions end. The body holds a
 		// password: like every handler here, it is never logged.
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Password: true, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			var in struct {
-				Password string `json:"password"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			u, err := svc.ResetPassword(r.Context(), r.Actor, id, in.Password)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, viewUser(u), nil
-		}},
-
-		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Secret: true, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Name string `json:"name"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			t, value, err := svc.CreateToken(r.Context(), r.Actor, in.Name)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusCreated, createdTokenView{ID: t.ID, Name: t.Name, Token: value, CreatedAt: t.CreatedAt.UTC()}, nil
-		}},
-
-		{Method: http.MethodGet, Pattern: "/api/v1/tokens", Action: kernel.ActTokenList, Handler: func(r *Request) (int, any, error) {
-			ts, err := svc.ListTokens(r.Context(), r.Actor)
-			if err != nil {
-				return 0, nil, err
-			}
-			out := itemsOf[tokenView]{Items: make([]tokenView, 0, len(ts))}
-			for _, t := range ts {
-				out.Items = append(out.Items, viewToken(t))
-			}
-			return http.StatusOK, out, nil
-		}},
-
-		{Method: http.MethodDelete, Pattern: "/api/v1/tokens/{id}", Action: kernel.ActTokenRevoke, Handler: func(r *Request) (int, any, error) {
-			id, err := r.PathID("id")
-			if err != nil {
-				return 0, nil, err
-			}
-			if err := svc.RevokeToken(r.Context(), r.Actor, id); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusNoContent, nil, nil
-		}},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Password: true, Handler: withIDBody(rt.resetPassword)},
+		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Secret: true, Handler: withBody(rt.createToken)},
+		{Method: http.MethodGet, Pattern: "/api/v1/tokens", Action: kernel.ActTokenList, Handler: rt.listTokens},
+		{Method: http.MethodDelete, Pattern: "/api/v1/tokens/{id}", Action: kernel.ActTokenRevoke, Handler: withID(rt.revokeToken)},
 	}
+}
+
+// identityRoutes holds the handlers of IdentityRoutes.
+type identityRoutes struct{ svc IdentityUseCases }
+
+type setupBody struct {
+	Code        string `json:"code"`
+	Handle      string `json:"handle"`
+	DisplayName string `json:"display_name"`
+	Password    string `json:"password"`
+}
+
+type loginBody struct {
+	Handle   string `json:"handle"`
+	Password string `json:"password"`
+}
+
+type passwordChangeBody struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+type userBody struct {
+	Handle      string `json:"handle"`
+	DisplayName string `json:"display_name"`
+	Password    string `json:"password"`
+}
+
+type passwordBody struct {
+	Password string `json:"password"`
+}
+
+type tokenBody struct {
+	Name string `json:"name"`
+}
+
+// userAnswer answers u as the API shows a person, with status, or the error.
+func userAnswer(status int, u identity.User, err error) (int, any, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	return status, viewUser(u), nil
+}
+
+func (rt identityRoutes) setup(r *Request, in setupBody) (int, any, error) {
+	u, err := rt.svc.Setup(r.Context(), in.Code, in.Handle, in.DisplayName, in.Password)
+	return userAnswer(http.StatusCreated, u, err)
+}
+
+func (rt identityRoutes) login(r *Request, in loginBody) (int, any, error) {
+	res, err := rt.svc.Login(r.Context(), in.Handle, in.Password, r.ClientIP)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, sessionView{Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(), User: viewUser(res.User)}, nil
+}
+
+func (rt identityRoutes) logout(r *Request) (int, any, error) {
+	return noContent(rt.svc.Logout(r.Context(), r.Actor))
+}
+
+func (rt identityRoutes) me(r *Request) (int, any, error) {
+	u, err := rt.svc.Me(r.Context(), r.Actor)
+	return userAnswer(http.StatusOK, u, err)
+}
+
+func (rt identityRoutes) changePassword(r *Request, in passwordChangeBody) (int, any, error) {
+	return noContent(rt.svc.ChangePassword(r.Context(), r.Actor, in.CurrentPassword, in.NewPassword))
+}
+
+func (rt identityRoutes) createUser(r *Request, in userBody) (int, any, error) {
+	u, err := rt.svc.CreateUser(r.Context(), r.Actor, in.Handle, in.DisplayName, in.Password)
+	return userAnswer(http.StatusCreated, u, err)
+}
+
+func (rt identityRoutes) listUsers(r *Request) (int, any, error) {
+	after, limit, err := usersPage(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return listViews(viewUser)(rt.svc.ListUsers(r.Context(), r.Actor, after, limit))
+}
+
+func (rt identityRoutes) disableUser(r *Request, id kernel.ID) (int, any, error) {
+	u, err := rt.svc.DisableUser(r.Context(), r.Actor, id)
+	return userAnswer(http.StatusOK, u, err)
+}
+
+func (rt identityRoutes) enableUser(r *Request, id kernel.ID) (int, any, error) {
+	u, err := rt.svc.EnableUser(r.Context(), r.Actor, id)
+	return userAnswer(http.StatusOK, u, err)
+}
+
+func (rt identityRoutes) resetPassword(r *Request, id kernel.ID, in passwordBody) (int, any, error) {
+	u, err := rt.svc.ResetPassword(r.Context(), r.Actor, id, in.Password)
+	return userAnswer(http.StatusOK, u, err)
+}
+
+func (rt identityRoutes) createToken(r *Request, in tokenBody) (int, any, error) {
+	t, value, err := rt.svc.CreateToken(r.Context(), r.Actor, in.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, createdTokenView{ID: t.ID, Name: t.Name, Token: value, CreatedAt: t.CreatedAt.UTC()}, nil
+}
+
+func (rt identityRoutes) listTokens(r *Request) (int, any, error) {
+	return listViews(viewToken)(rt.svc.ListTokens(r.Context(), r.Actor))
+}
+
+func (rt identityRoutes) revokeToken(r *Request, id kernel.ID) (int, any, error) {
+	return noContent(rt.svc.RevokeToken(r.Context(), r.Actor, id))
 }
 
 func usersPage(r *Request) (kernel.ID, int, error) {
