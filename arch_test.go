@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The rules of the rooms (DESIGN §3), held by the import graph.
+// The rules of the rooms (see docs/architecture.md, What each room may import), held by the import graph.
 
 type pkgInfo struct {
 	ImportPath string
@@ -62,7 +62,7 @@ func TestDomainImportsNoAdapters(t *testing.T) {
 	}
 }
 
-// Each third-party library lives in one place (DESIGN §3). bench/ may import what it compares.
+// Each third-party library lives in one place, so that replacing it touches one package. bench/ may import what it compares.
 func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 	home := map[string][]string{
 		"modernc.org/sqlite":   {module + "/storage/sqlite"},

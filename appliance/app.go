@@ -97,10 +97,10 @@ type task struct {
 // Run does.
 //
 // On SQLite (the default) it creates the data directory, opens <data_dir>/bothy.db and migrates
-// it by itself (DESIGN §8: one node cannot race itself), logging each migration it applies. On
+// it by itself (one process cannot race itself), logging each migration it applies. On
 // PostgreSQL it never migrates: a schema behind this binary ends the start with an error that
-// names `bothy migrate up` (seed R-AR-16); it registers the LISTEN side of the log tail's
-// wake-up and a 1 s poll of the head as background tasks.
+// names `bothy migrate up` (several nodes starting at once must not race to migrate); it
+// registers the LISTEN side of the log tail's wake-up and a 1 s poll of the head as background tasks.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -207,7 +207,8 @@ func (a *App) openPostgres(ctx context.Context, opts storage.Options) error {
 		return nil
 	})
 	if cfg.Cluster.Mode == "multi" {
-		// Several nodes share typing and presence over NOTIFY ephemeral (seed 11.6): one LISTEN
+		// Several nodes share typing and presence over NOTIFY ephemeral (ids only; the receiver reads the state
+		// from the database): one LISTEN
 		// connection of its own, the sibling of the log tail's.
 		a.signals = postgres.NewSignals(url, r, logger)
 		a.Background("ephemeral listener", a.signals.Listen)
@@ -247,8 +248,9 @@ func pollHead(ctx context.Context, db *storage.DB, interval time.Duration, logge
 
 // Background registers fn to run while the App runs, from the start of Run until shutdown,
 // which cancels its context (after the HTTP servers have stopped). fn returning early with an
-// error ends the process with exit code 1 (seed 15.2: a failing log tail or hub ends the
-// process). Call it from wire, before Run.
+// error ends the process with exit code 1: a failing log tail or hub ends the process, so that
+// an orchestrator restarts it rather than keep a node that delivers nothing. Call it from
+// wire, before Run.
 func (a *App) Background(name string, fn func(ctx context.Context) error) {
 	a.background = append(a.background, task{name, fn})
 }

@@ -15,7 +15,8 @@ import (
 	"bothy.dev/bothy/appliance/config"
 )
 
-// Exit codes of every command (seed 3.3). From 3 on they are per command.
+// Exit codes of every command, the same for all so that scripts can rely on them. From 3 on
+// they are per command.
 const (
 	ExitOK      = 0
 	ExitFailure = 1 // runtime failure: start failed, fatal error, shutdown overran, negative check

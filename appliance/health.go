@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Reasons /readyz gives for not being ready (seed 15.2).
+// Reasons /readyz gives for not being ready.
 const (
 	notReadyStartup      = "startup"
 	notReadyDatabase     = "database"
@@ -19,7 +19,7 @@ const pingTimeout = 2 * time.Second
 
 // healthHandler serves the internal listener: /healthz answers while the process runs,
 // /readyz once the start is complete, the database answers and no shutdown has begun. It is
-// never on the public listener (DESIGN §10): health needs no login and must not be public.
+// never on the public listener: health needs no login and must not be public.
 func (a *App) healthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

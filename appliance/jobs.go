@@ -17,7 +17,7 @@ import (
 	"bothy.dev/bothy/storage/sqlite"
 )
 
-// The roles of server.role (DESIGN §8): all runs everything in one process; api serves the
+// The roles of server.role: all runs everything in one process; api serves the
 // public listener (REST, gateway) and only enqueues jobs; worker runs the jobs and serves no
 // public listener, only the internal one (/healthz, /readyz). api and worker need PostgreSQL
 // (config.crossCheck): an SQLite file belongs to one process, which is role all.
@@ -29,10 +29,10 @@ func servesAPI(role string) bool { return role != "worker" }
 func runsJobs(role string) bool { return role != "api" }
 
 // JobIdempotencyCleanup is the periodic job that deletes the Idempotency-Key answers older than
-// sync.idempotency_key_ttl (seed 12: sync.idempotency_cleanup).
+// sync.idempotency_key_ttl.
 const JobIdempotencyCleanup = "sync.idempotency_cleanup"
 
-// registerRunJobs registers the handlers of the jobs of runs (DESIGN §7) on q: the two a run's
+// registerRunJobs registers the handlers of the jobs of runs (see docs/runs.md, When the server ends a run) on q: the two a run's
 // Unit of Work enqueues, the periodic stall check every interval (agent.stall_check_interval),
 // and the rotation of the invocation signing key every runs.KeyRotationCheck.
 func registerRunJobs(q *jobs.Queue, svc *runs.Service, interval time.Duration, logger *slog.Logger) {

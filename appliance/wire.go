@@ -88,7 +88,7 @@ func wire(ctx context.Context, a *App) error {
 		QueuedTimeout: a.Config.Agent.QueuedTimeout, StallTimeout: a.Config.Agent.StallTimeout, CancelGrace: a.Config.Agent.CancelGrace})
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
 
-	// In-transaction subscribers (seed 8.3) are registered here and nowhere else, in delivery
+	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger
 	// state) and fails the runs of a disabled agent.
 	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessagePosted)
@@ -106,7 +106,7 @@ func wire(ctx context.Context, a *App) error {
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)
-	// The instance's settings (its name) and the owner's overview numbers (issue 6).
+	// The instance's settings (its name) and the owner's overview numbers, for the console.
 	inst := instance.New(instance.Deps{Store: storage.NewInstanceStore(db), UoW: db, Events: db, Authz: az})
 	router.Handle(httpapi.InstanceRoutes(inst)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
@@ -117,7 +117,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock, runSvc))...)
 
-	// The realtime gateway (DESIGN §5, §6): one log tail hands every event to authz's permission
+	// The realtime gateway (see docs/architecture.md, The write path): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone
 	// (authz.Delivery). The upgrade route sits outside the JSON chain because it authorizes
 	// in-band; the shutdown closes every WebSocket with 4013 once the HTTP requests have finished
@@ -204,7 +204,8 @@ func wire(ctx context.Context, a *App) error {
 		http.Redirect(w, r, "/console/setup?"+r.URL.RawQuery, http.StatusSeeOther)
 	}))
 
-	// Seed 15.1 step 7: every route's action must be one authz decides, or the start aborts.
+	// Every route's action must be one authz decides, or the start aborts: a route whose
+	// action has no rule would answer 500 to everyone, and no one would know before calling it.
 	for _, r := range router.Routes() {
 		if !authz.Known(r.Action) {
 			return fmt.Errorf("route %s %s: authz has no rule for action %q", r.Method, r.Pattern, r.Action)

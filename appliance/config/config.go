@@ -1,5 +1,5 @@
-// Package config loads the operator's configuration of the appliance (DESIGN §9, seed section 13):
-// built-in defaults < YAML file < BOTHY_ environment variables < command line. Every key is typed
+// Package config loads the operator's configuration of the appliance (see the
+// README's configuration table): built-in defaults < YAML file < BOTHY_ environment variables < command line. Every key is typed
 // and checked when it is loaded; unknown keys and unknown BOTHY_ variables are errors, so a typo
 // never goes unnoticed.
 //
@@ -131,7 +131,7 @@ type SyncConfig struct {
 	// IdempotencyKeyTTL is how long the answer to a request with an Idempotency-Key is kept for
 	// the client's retries; the job sync.idempotency_cleanup deletes older ones.
 	IdempotencyKeyTTL time.Duration
-	// IdempotencyCleanupInterval is how often sync.idempotency_cleanup runs (seed 12).
+	// IdempotencyCleanupInterval is how often sync.idempotency_cleanup runs.
 	IdempotencyCleanupInterval time.Duration
 	// IdempotencyCleanupBatchSize is how many keys one transaction of the job deletes.
 	IdempotencyCleanupBatchSize int

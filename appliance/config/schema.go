@@ -46,7 +46,7 @@ type key struct {
 }
 
 // schema is every key of the configuration, in the order `config print` shows them. A key enters
-// the schema with the code that reads it (seed 13 item 5): no key without an effect.
+// the schema with the code that reads it: no key without an effect.
 var schema = []key{
 	{name: "server.data_dir", def: "./bothy-data", kind: kindString,
 		field: func(c *Config) any { return &c.Server.DataDir }, check: nonEmpty},
@@ -419,7 +419,7 @@ func CheckRef(ref string) error {
 	return nil
 }
 
-// crossCheck holds the conditions between keys (seed 13 item 4). It returns problems naming the
+// crossCheck holds the conditions between keys (such as: roles api and worker need PostgreSQL). It returns problems naming the
 // key that has to change.
 func crossCheck(c *Config) []*Problem {
 	var out []*Problem

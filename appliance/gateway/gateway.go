@@ -43,7 +43,7 @@ type Options struct {
 }
 
 // Handler upgrades GET /api/v1/gateway. It is registered outside the JSON chain (it authorizes
-// in-band, seed 9.3) but behind the router's panic guard and correlation id.
+// in-band, per op) but behind the router's panic guard and correlation id.
 type Handler struct {
 	gw     *gateway.Gateway
 	origin string // scheme://host[:port] of PublicURL, lower case; "" when unset
