@@ -1,4 +1,4 @@
-// Package ui is the web console (DESIGN §1, §3): server-rendered pages under /console/ for the
+// Package ui is the web console: server-rendered pages under /console/ for the
 // owner (the instance, its people, spaces, agents and settings) and a chat view for anyone signed
 // in. Its handlers call the same use cases as the REST API, with the signed-in person as the
 // actor, so every change goes through the same Authorize. Pages are templ components (packages

@@ -11,7 +11,7 @@ import (
 )
 
 // TestGeneratedFilesAreCurrent regenerates every templ component into a copy of ui/ and fails
-// when a committed *_templ.go differs from what its .templ generates, or is missing (STYLE 23):
+// when a committed *_templ.go differs from what its .templ generates, or is missing (CI must build what is committed):
 // `make generate` was not run after a change.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	tmp := t.TempDir()
