@@ -47,30 +47,54 @@ type eventPageJSON struct {
 
 // EventRoutes serves catch-up on the event log: GET /api/v1/events?after=SEQ&limit=N.
 func EventRoutes(s CatchUpUseCase) []Route {
+	rt := eventRoutes{s: s}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/events", Action: kernel.ActEventsCatchUp, Handler: func(r *Request) (int, any, error) {
-			q := r.URL.Query()
-			var after int64
-			if v := q.Get("after"); v != "" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 0 {
-					return 0, nil, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: "after", Message: "after must be a seq (an integer of 0 or more)"}
-				}
-				after = n
-			}
-			limit := 0
-			if v := q.Get("limit"); v != "" {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return 0, nil, kernel.Invalid("limit", "limit must be an integer from 1 to %d", appsync.MaxLimit)
-				}
-				limit = n
-			}
-			p, err := s.CatchUp(r.Context(), r.Actor, after, limit)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, eventPageJSON{Events: eventsJSON(p.Events), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}, nil
-		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/events", Action: kernel.ActEventsCatchUp, Handler: rt.catchUp},
 	}
+}
+
+// eventRoutes holds the handler of EventRoutes.
+type eventRoutes struct{ s CatchUpUseCase }
+
+func (rt eventRoutes) catchUp(r *Request) (int, any, error) {
+	q := r.URL.Query()
+	after, _, err := seqParam("after", q.Get("after"))
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, err := eventLimit(q.Get("limit"))
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err := rt.s.CatchUp(r.Context(), r.Actor, after, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, eventPageJSON{Events: eventsJSON(p.Events), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}, nil
+}
+
+// seqParam reads the query parameter name as a seq of the event log; set is false when it is
+// absent.
+func seqParam(name, v string) (seq int64, set bool, err error) {
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, &kernel.Error{Code: kernel.CodeCursorInvalid, Field: name, Message: name + " must be a seq (an integer of 0 or more)"}
+	}
+	return n, true, nil
+}
+
+// eventLimit reads the ?limit= of an event page: absent is 0, the use case's default; the use
+// case refuses one above its maximum.
+func eventLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, kernel.Invalid("limit", "limit must be an integer from 1 to %d", appsync.MaxLimit)
+	}
+	return n, nil
 }
