@@ -63,7 +63,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestAgentAnswers is issue 5's promise to a bot developer, end to end: an agent written with
+// TestAgentAnswers is bothy's promise to a bot developer, end to end: an agent written with
 // client.Agent, and the reference agent `bothy agent echo` run as its own process, each answer
 // a mention; a person reading the thread sees the run succeed and the answer linked to it.
 func TestAgentAnswers(t *testing.T) {

@@ -21,7 +21,7 @@ func nested(depth int) []byte {
 }
 
 // TestBadInputChangesNothing sends what the server must refuse and checks the clear error and
-// that the log did not move (DESIGN §2.6).
+// that the log did not move: bad input gets a clear error and changes nothing.
 func TestBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, true, func(t *testing.T, eng engine) {

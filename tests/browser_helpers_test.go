@@ -31,7 +31,7 @@ const chromiumEnv = "BOTHY_TEST_CHROMIUM"
 const artifactsEnv = "BOTHY_TEST_ARTIFACTS"
 
 // stepDeadline bounds every single wait of a browser test: a navigation, a query, a condition
-// polled in a loop (STYLE rule 21). A failing step ends the test with the page's HTML and a
+// polled in a loop. A failing step ends the test with the page's HTML and a
 // screenshot instead of hanging.
 const stepDeadline = 20 * time.Second
 

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestBrowser is issue 6's console in a real headless Chromium, as a person uses it: open the
+// TestBrowser is the web console in a real headless Chromium, as a person uses it: open the
 // bare address, create the owner from the printed setup link, sign out and in, look at the
 // overview, build a space and a channel, create an agent and run `bothy agent echo` with its
 // token, mention it in the chat view and watch its run card finish and its answer appear

@@ -15,7 +15,7 @@ import (
 	botclient "bothy.dev/bothy/client"
 )
 
-// Several nodes (issue 4 item 7, seed 16 level 2): two `serve --role=api` processes with
+// Several nodes: two `serve --role=api` processes with
 // cluster.mode multi on one PostgreSQL database. Clients connect to either; what one node's
 // clients do reaches the other's.
 
@@ -218,7 +218,8 @@ func TestSeveralNodes(t *testing.T) {
 			ups := runUpdatesLocked(alice)
 			return ups[len(ups)-1].Version == version
 		})
-		// Another node's patch arrives as the stored document, never as a patch (seed 11.6).
+		// Another node's patch arrives as the stored document, never as a patch (the signal
+		// between nodes carries ids; the receiver reads the document from the database).
 		for _, u := range runUpdates(alice) {
 			if u.RunID != runID || u.Document == nil || u.Patch != nil || u.Document.Version != u.Version ||
 				u.Document.Output != strings.Repeat("x", u.Version) {

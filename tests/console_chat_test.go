@@ -58,7 +58,7 @@ func (p consolePage) element(tb testing.TB, testid, attr, dataID string) string 
 
 var runCardRe = regexp.MustCompile(`data-testid="run-card" data-run-id="([^"]+)" data-state="([^"]+)"`)
 
-// TestConsoleChat is issue 6's chat view without a browser: the channels a person may see, a
+// TestConsoleChat is the console's chat view without a browser: the channels a person may see, a
 // thread with its messages, posting through the form, Markdown shown safely, reactions, an
 // agent's run card and its cancel, the fragments the script reads, and the script's gateway
 // connection by cookie.

@@ -61,7 +61,7 @@ func (p consolePage) count(tb testing.TB, id string) int {
 	return n
 }
 
-// TestConsoleOwnerPages is issue 6's owner pages without a browser: people (add, disable,
+// TestConsoleOwnerPages is the console's owner pages without a browser: people (add, disable,
 // enable, a new password), API tokens shown once, the instance's name, the overview's numbers,
 // what a person who is not an owner gets, and forms without their CSRF token.
 func TestConsoleOwnerPages(t *testing.T) {

@@ -43,7 +43,7 @@ func (p consolePage) row(id, attr, value string) string {
 
 var tokenShown = regexp.MustCompile(`data-testid="agent-token">([^<]+)<`)
 
-// TestConsoleSpacesAccessAgents is issue 6's owner pages for spaces and channels, access and
+// TestConsoleSpacesAccessAgents is the console's owner pages for spaces and channels, access and
 // agents, without a browser: every change goes through the same use cases as the API, which
 // sees it at once.
 func TestConsoleSpacesAccessAgents(t *testing.T) {

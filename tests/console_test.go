@@ -90,7 +90,7 @@ func (p consolePage) location() string { return p.header.Get("Location") }
 // has reports whether the page shows the element with data-testid id.
 func (p consolePage) has(id string) bool { return strings.Contains(p.body, `data-testid="`+id+`"`) }
 
-// TestConsoleSignIn is issue 6's setup and sign-in without a browser: the bare address leads to
+// TestConsoleSignIn is the console's setup and sign-in without a browser: the bare address leads to
 // the console, the printed link to the setup page, which creates the owner and signs them in;
 // sign-out, sign-in, a form without its CSRF token, failed sign-ins and the headers of a page.
 func TestConsoleSignIn(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package tests holds bothy's end-to-end tests. They build the real binary, start it on a
 // temporary data directory with listeners on port 0 and talk to it only over HTTP and
-// WebSocket, like a user (STYLE rule 19). Every request they send and every answer they get is
+// WebSocket, like a user. Every request they send and every answer they get is
 // checked against the OpenAPI document (appliance/httpapi/openapi.json), so a handler that
 // drifts from the documented contract fails here. The gateway tests (gateway_test.go) follow it
 // with bots of the Go client (bothy.dev/bothy/client) and hold what they are handed against the

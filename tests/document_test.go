@@ -20,7 +20,7 @@ var contractRoutes = []string{
 	"POST /api/v1/spaces/{id}/channels", "GET /api/v1/spaces/{id}/channels", "GET /api/v1/channels/{id}", "PATCH /api/v1/channels/{id}",
 	"POST /api/v1/channels/{id}/grants", "GET /api/v1/channels/{id}/grants", "DELETE /api/v1/channels/{id}/grants/{principal_id}",
 	"PUT /api/v1/channels/{id}/operator", "DELETE /api/v1/channels/{id}/operator",
-	"POST /api/v1/channels/{id}/archive", "POST /api/v1/spaces/{id}/archive", // issue 6: the console archives through the same use cases
+	"POST /api/v1/channels/{id}/archive", "POST /api/v1/spaces/{id}/archive", // the console archives through the same use cases
 	"POST /api/v1/channels/{id}/threads", "GET /api/v1/channels/{id}/threads",
 	"POST /api/v1/threads/{id}/messages", "GET /api/v1/threads/{id}/messages",
 	"GET /api/v1/messages/{id}", "PATCH /api/v1/messages/{id}", "DELETE /api/v1/messages/{id}",
@@ -30,7 +30,7 @@ var contractRoutes = []string{
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
-	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "POST /api/v1/me/password", "GET /api/v1/instance", "PUT /api/v1/instance", // issue 6
+	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "POST /api/v1/me/password", "GET /api/v1/instance", "PUT /api/v1/instance", // the owner's console and its API twins
 }
 
 var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true}

@@ -81,7 +81,7 @@ func seqOf(tb testing.TB, c *client, after int64, what string, match func(event)
 	return 0
 }
 
-// deliveryRow is one row of the delivery table (STYLE rule 18): who sends which request, the
+// deliveryRow is one row of the delivery table: who sends which request, the
 // status it must get, and the events each watcher must be handed, by type and in order.
 type deliveryRow struct {
 	name   string

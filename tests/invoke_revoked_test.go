@@ -9,7 +9,7 @@ import (
 	botclient "bothy.dev/bothy/client"
 )
 
-// TestInvokeRevoked is issue 5's re-check of the invoker before delivery: a person who holds
+// TestInvokeRevoked is the re-check of the invoker before delivery: a person who holds
 // invoke mentions two agents that are offline, an owner then takes invoke from her (she keeps
 // post), and the agents connect, one over the REST long poll, one over the gateway. Neither is
 // handed the invocation, though both are handed what came after it, and both runs end failed

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestRunJobs is issue 5's jobs of runs, end to end with short timings: with no agent running a
+// TestRunJobs is the jobs of runs, end to end with short timings: with no agent running a
 // run fails agent_unavailable after agent.queued_timeout; a run whose agent keeps polling but
 // stops patching fails stale after agent.stall_timeout, and one whose agent stops polling too
 // fails interrupted; a cancel the agent ignores ends the run cancelled with cancel_timeout after

@@ -70,7 +70,7 @@ func runOf(tb testing.TB, c *client, id string) runView {
 	return r
 }
 
-// TestRuns is issue 5's trigger and the people's side of runs, end to end with an agent
+// TestRuns is the trigger and the people's side of runs, end to end with an agent
 // connected through the Go client: a mention by a person with invoke reaches the agent as
 // agent.invocation and shows as a queued run to the readers of the thread; a mention without
 // the right, or of an agent that cannot read the channel, makes no run and the message says why;

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// scenario is one row of a scenario table (STYLE rule 18): who sends what, and what must come
+// scenario is one row of a scenario table: who sends what, and what must come
 // back, including the events the request appends to the log.
 type scenario struct {
 	name   string

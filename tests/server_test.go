@@ -17,7 +17,7 @@ import (
 )
 
 // Deadlines of the harness. Every wait re-checks its condition inside the loop and gives up at
-// its deadline (STYLE rule 21).
+// its deadline, so a test never hangs on a server that stopped answering.
 const (
 	startDeadline = 10 * time.Second
 	readyDeadline = 10 * time.Second
