@@ -18,27 +18,24 @@ var _ InstanceUseCases = (*instance.Service)(nil)
 
 // InstanceRoutes serves the instance's settings: any principal reads them, owners change them.
 func InstanceRoutes(svc InstanceUseCases) []Route {
+	rt := instanceRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/instance", Action: kernel.ActInstanceRead, Handler: func(r *Request) (int, any, error) {
-			st, err := svc.Settings(r.Context(), r.Actor)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, st, nil
-		}},
-
-		{Method: http.MethodPut, Pattern: "/api/v1/instance", Action: kernel.ActInstanceUpdate, Handler: func(r *Request) (int, any, error) {
-			var in struct {
-				Name string `json:"name"`
-			}
-			if err := r.Decode(&in); err != nil {
-				return 0, nil, err
-			}
-			st, err := svc.Rename(r.Context(), r.Actor, in.Name)
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, st, nil
-		}},
+		{Method: http.MethodGet, Pattern: "/api/v1/instance", Action: kernel.ActInstanceRead, Handler: rt.settings},
+		{Method: http.MethodPut, Pattern: "/api/v1/instance", Action: kernel.ActInstanceUpdate, Handler: withBody(rt.rename)},
 	}
+}
+
+// instanceRoutes holds the handlers of InstanceRoutes.
+type instanceRoutes struct{ svc InstanceUseCases }
+
+type instanceBody struct {
+	Name string `json:"name"`
+}
+
+func (rt instanceRoutes) settings(r *Request) (int, any, error) {
+	return ok(rt.svc.Settings(r.Context(), r.Actor))
+}
+
+func (rt instanceRoutes) rename(r *Request, in instanceBody) (int, any, error) {
+	return ok(rt.svc.Rename(r.Context(), r.Actor, in.Name))
 }
