@@ -21,16 +21,18 @@ func OpenAPIDocument() []byte { return append([]byte(nil), openAPIDocument...) }
 // OpenAPIRoutes serves the document at GET /api/v1/openapi.json, to anyone: discovery needs no
 // credentials, but it still goes through the one decision point (instance.discovery.read).
 func OpenAPIRoutes(az kernel.Authorizer) []Route {
-	return []Route{{
-		Method:  http.MethodGet,
-		Pattern: "/api/v1/openapi.json",
-		Action:  kernel.ActDiscoveryRead,
-		Public:  true,
-		Handler: func(r *Request) (int, any, error) {
-			if err := az.Authorize(r.Context(), r.Actor, kernel.ActDiscoveryRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, json.RawMessage(openAPIDocument), nil
-		},
-	}}
+	rt := openAPIRoutes{az: az}
+	return []Route{
+		{Method: http.MethodGet, Pattern: "/api/v1/openapi.json", Action: kernel.ActDiscoveryRead, Public: true, Handler: rt.document},
+	}
+}
+
+// openAPIRoutes holds the handler of OpenAPIRoutes.
+type openAPIRoutes struct{ az kernel.Authorizer }
+
+func (rt openAPIRoutes) document(r *Request) (int, any, error) {
+	if err := rt.az.Authorize(r.Context(), r.Actor, kernel.ActDiscoveryRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, json.RawMessage(openAPIDocument), nil
 }
