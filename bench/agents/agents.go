@@ -91,7 +91,7 @@ type consumer struct {
 // for the quick test.
 var ackInterval = time.Second
 
-// Timing of the connections: every wait has a deadline (STYLE rule 21).
+// Timing of the connections: every wait has a deadline, so a run never hangs.
 const (
 	completeDeadline = 30 * time.Second
 	stopDeadline     = 15 * time.Second

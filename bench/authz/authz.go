@@ -1,4 +1,4 @@
-// Package authzbench measures the warm permission cache of app/authz (seed 11.3): the delivery
+// Package authzbench measures the warm permission cache of app/authz (see docs/architecture.md, Authorization): the delivery
 // decision the gateway's hub makes for every recipient of every event, from memory, with an
 // instance of about 1,000 principals and 1,000 channels loaded. It reports the time of one
 // decision (ns/op, and the p50, p99 and maximum of per-call latencies sampled in a loop), alone

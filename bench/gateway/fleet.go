@@ -92,7 +92,7 @@ type fleet struct {
 	members []*member
 }
 
-// Connect timing: every wait re-checks in its loop and has a deadline (STYLE rule 21).
+// Connect timing: every wait re-checks in its loop and has a deadline, so a run never hangs.
 const (
 	completeDeadline = 30 * time.Second
 	stopDeadline     = 15 * time.Second

@@ -25,7 +25,8 @@ import (
 	"bothy.dev/bothy/bench/internal/measure"
 )
 
-// Deadlines: every wait re-checks inside its loop and gives up at its deadline (STYLE rule 21).
+// Deadlines: every wait re-checks inside its loop and gives up at its deadline, so a run
+// never hangs.
 const (
 	readyDeadline = 10 * time.Second
 	stopDeadline  = 15 * time.Second
