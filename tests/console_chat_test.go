@@ -134,8 +134,8 @@ func TestConsoleChat(t *testing.T) {
 		t.Run("a Markdown link is nofollow and a javascript link is no link", func(t *testing.T) {
 			id, p := alice.mustSay(t, mainTh, "[site](https://bothy.dev/x) and [bad](javascript:alert(1)) and https://example.com/y")
 			msg := p.element(t, "message", "data-id", id)
-			for _, want := range []string{`<a href="https://bothy.dev/x" rel="noopener nofollow">site</a>`,
-				`<a href="https://example.com/y" rel="noopener nofollow">https://example.com/y</a>`, "[bad](javascript:alert(1))"} {
+			for _, want := range []string{`<a href="https://bothy.dev/x" rel="noopener nofollow ugc">site</a>`,
+				`<a href="https://example.com/y" rel="noopener nofollow ugc">https://example.com/y</a>`, "[bad](javascript:alert(1))"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("the message lacks %s: %q", want, msg)
 				}

@@ -1,6 +1,7 @@
 package markdown
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ func TestRender(t *testing.T) {
 		{"a line break", "one\ntwo", "<p>one<br>\ntwo</p>\n"},
 		{"windows line ends", "one\r\ntwo", "<p>one<br>\ntwo</p>\n"},
 		{"raw html is text", "<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"},
-		{"an attribute is text", `<img src=x onerror="alert(1)">`, "<p>&lt;img src=x onerror=&#34;alert(1)&#34;&gt;</p>\n"},
-		{"entities are escaped", "a & b 'c'", "<p>a &amp; b &#39;c&#39;</p>\n"},
+		{"an attribute is text", `<img src=x onerror="alert(1)">`, "<p>&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</p>\n"},
+		{"entities are escaped", "a & b 'c'", "<p>a &amp; b 'c'</p>\n"},
 		{"bold", "**bold** text", "<p><strong>bold</strong> text</p>\n"},
 		{"bold with underscores", "__bold__", "<p><strong>bold</strong></p>\n"},
 		{"italic", "*it* and _it_", "<p><em>it</em> and <em>it</em></p>\n"},
@@ -29,25 +30,25 @@ func TestRender(t *testing.T) {
 		{"double backticks", "``a ` b``", "<p><code>a ` b</code></p>\n"},
 		{"unclosed code", "`open", "<p>`open</p>\n"},
 		{"escapes", `\*not\* \[x\]`, "<p>*not* [x]</p>\n"},
-		{"fenced code", "```go\nif a < b {\n}\n```", "<pre><code>if a &lt; b {\n}</code></pre>\n"},
-		{"fenced code without end", "```\n<b>", "<pre><code>&lt;b&gt;</code></pre>\n"},
-		{"fenced code between paragraphs", "a\n```\nx\n```\nb", "<p>a</p>\n<pre><code>x</code></pre>\n<p>b</p>\n"},
-		{"a link", "[bothy](https://bothy.dev/x?a=1&b=2)", `<p><a href="https://bothy.dev/x?a=1&amp;b=2" rel="noopener nofollow">bothy</a></p>` + "\n"},
-		{"a link with bold text", "[**b**](http://x.example)", `<p><a href="http://x.example" rel="noopener nofollow"><strong>b</strong></a></p>` + "\n"},
-		{"a mailto link", "[mail](mailto:a@b.example)", `<p><a href="mailto:a@b.example" rel="noopener nofollow">mail</a></p>` + "\n"},
+		{"fenced code", "```go\nif a < b {\n}\n```", "<pre><code class=\"language-go\">if a &lt; b {\n}\n</code></pre>\n"},
+		{"fenced code without end", "```\n<b>", "<pre><code>&lt;b&gt;\n</code></pre>\n"},
+		{"fenced code between paragraphs", "a\n```\nx\n```\nb", "<p>a</p>\n<pre><code>x\n</code></pre>\n<p>b</p>\n"},
+		{"a link", "[bothy](https://bothy.dev/x?a=1&b=2)", `<p><a href="https://bothy.dev/x?a=1&amp;b=2" rel="noopener nofollow ugc">bothy</a></p>` + "\n"},
+		{"a link with bold text", "[**b**](http://x.example)", `<p><a href="http://x.example" rel="noopener nofollow ugc"><strong>b</strong></a></p>` + "\n"},
+		{"a mailto link", "[mail](mailto:a@b.example)", `<p><a href="mailto:a@b.example" rel="noopener nofollow ugc">mail</a></p>` + "\n"},
 		{"a javascript link is text", "[x](javascript:alert(1))", "<p>[x](javascript:alert(1))</p>\n"},
 		{"a javascript link in capitals is text", "[x](JaVaScRiPt:alert(1))", "<p>[x](JaVaScRiPt:alert(1))</p>\n"},
 		{"a data link is text", "[x](data:text/html,hi)", "<p>[x](data:text/html,hi)</p>\n"},
 		{"a relative link is text", "[x](/console/)", "<p>[x](/console/)</p>\n"},
-		{"a link with a quote is escaped", `[x](https://a.example/"onmouseover=)`, `<p><a href="https://a.example/&#34;onmouseover=" rel="noopener nofollow">x</a></p>` + "\n"},
-		{"a bare url", "see https://bothy.dev/docs.", `<p>see <a href="https://bothy.dev/docs" rel="noopener nofollow">https://bothy.dev/docs</a>.</p>` + "\n"},
-		{"a bare url in parentheses", "(https://a.example/x)", `<p>(<a href="https://a.example/x" rel="noopener nofollow">https://a.example/x</a>)</p>` + "\n"},
-		{"a url with parentheses", "https://a.example/W_(x)", `<p><a href="https://a.example/W_(x)" rel="noopener nofollow">https://a.example/W_(x)</a></p>` + "\n"},
-		{"an angle autolink", "<https://a.example>", `<p><a href="https://a.example" rel="noopener nofollow">https://a.example</a></p>` + "\n"},
+		{"a link with a quote is escaped", `[x](https://a.example/"onmouseover=)`, `<p><a href="https://a.example/%22onmouseover=" rel="noopener nofollow ugc">x</a></p>` + "\n"},
+		{"a bare url", "see https://bothy.dev/docs.", `<p>see <a href="https://bothy.dev/docs" rel="noopener nofollow ugc">https://bothy.dev/docs</a>.</p>` + "\n"},
+		{"a bare url in parentheses", "(https://a.example/x)", `<p>(<a href="https://a.example/x" rel="noopener nofollow ugc">https://a.example/x</a>)</p>` + "\n"},
+		{"a url with parentheses", "https://a.example/W_(x)", `<p><a href="https://a.example/W_(x)" rel="noopener nofollow ugc">https://a.example/W_(x)</a></p>` + "\n"},
+		{"an angle autolink", "<https://a.example>", `<p><a href="https://a.example" rel="noopener nofollow ugc">https://a.example</a></p>` + "\n"},
 		{"a url inside a word is text", "xhttps://a.example", "<p>xhttps://a.example</p>\n"},
 		{"a javascript url is text", "javascript:alert(1)", "<p>javascript:alert(1)</p>\n"},
 		{"a mention", "hi @alice.", `<p>hi <span class="mention">@alice</span>.</p>` + "\n"},
-		{"an address is no mention", "a@b.example", "<p>a@b.example</p>\n"},
+		{"an address is no mention but a mail link", "a@b.example", `<p><a href="mailto:a@b.example" rel="noopener nofollow ugc">a@b.example</a></p>` + "\n"},
 		{"a list", "- one\n- two", "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"},
 		{"a list with a continuation", "- one\n  more\n- two", "<ul>\n<li>one<br>\nmore</li>\n<li>two</li>\n</ul>\n"},
 		{"an ordered list", "1. a\n2. b", "<ol>\n<li>a</li>\n<li>b</li>\n</ol>\n"},
@@ -55,6 +56,32 @@ func TestRender(t *testing.T) {
 		{"a list after a paragraph", "items:\n* a", "<p>items:</p>\n<ul>\n<li>a</li>\n</ul>\n"},
 		{"a blockquote", "> quoted\n> **more**", "<blockquote>\n<p>quoted<br>\n<strong>more</strong></p>\n</blockquote>\n"},
 		{"a nested blockquote", ">> deep", "<blockquote>\n<blockquote>\n<p>deep</p>\n</blockquote>\n</blockquote>\n"},
+		{"a vbscript link is text", "[x](vbscript:msgbox(1))", "<p>[x](vbscript:msgbox(1))</p>\n"},
+		{"a javascript link in angle brackets is text", "[x](<javascript:alert(1)>)", "<p>[x](javascript:alert(1))</p>\n"},
+		{"a javascript reference link is text", "[x][r]\n\n[r]: javascript:alert(1)", "<p>[x](javascript:alert(1))</p>\n"},
+		{"an entity-encoded javascript link is text", "[x](&#106;avascript:alert(1))", "<p>[x](&amp;#106;avascript:alert(1))</p>\n"},
+		{"a javascript autolink is text", "<javascript:alert(1)>", "<p>javascript:alert(1)</p>\n"},
+		{"a data autolink is text", "<data:text/html,hi>", "<p>data:text/html,hi</p>\n"},
+		{"an ftp url is text", "ftp://a.example/x", "<p>ftp://a.example/x</p>\n"},
+		{"a link keeps its title", `[x](https://a.example "the title")`, `<p><a href="https://a.example" title="the title" rel="noopener nofollow ugc">x</a></p>` + "\n"},
+		{"a www address is a link", "www.bothy.dev/x", `<p><a href="http://www.bothy.dev/x" rel="noopener nofollow ugc">www.bothy.dev/x</a></p>` + "\n"},
+		{"an image is a link under its alt text", "![a cat](https://a.example/cat.png)", `<p><a href="https://a.example/cat.png" rel="noopener nofollow ugc">a cat</a></p>` + "\n"},
+		{"an image without alt text is a link under its url", "![](https://a.example/cat.png)", `<p><a href="https://a.example/cat.png" rel="noopener nofollow ugc">https://a.example/cat.png</a></p>` + "\n"},
+		{"a javascript image is text", "![x](javascript:alert(1))", "<p>![x](javascript:alert(1))</p>\n"},
+		{"raw html blocks are text", "<div>\nhi\n</div>", "<p>&lt;div&gt;<br>\nhi<br>\n&lt;/div&gt;</p>\n"},
+		{"an html comment is text", "a <!-- b -->", "<p>a &lt;!-- b --&gt;</p>\n"},
+		{"strikethrough", "~~gone~~ ~also~", "<p><del>gone</del> <del>also</del></p>\n"},
+		{"a task list", "- [ ] todo\n- [x] done", "<ul>\n<li><input disabled=\"\" type=\"checkbox\"> todo</li>\n<li><input checked=\"\" disabled=\"\" type=\"checkbox\"> done</li>\n</ul>\n"},
+		{"a table", "| a | b |\n|:--|--:|\n| 1 | 2 |", "<table>\n<thead>\n<tr>\n<th align=\"left\">a</th>\n<th align=\"right\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td align=\"left\">1</td>\n<td align=\"right\">2</td>\n</tr>\n</tbody>\n</table>\n"},
+		{"a heading and a rule", "# Title\n\n---", "<h1>Title</h1>\n<hr>\n"},
+		{"mentions with dots and dashes", "@a.b. @c-d- @e_f", `<p><span class="mention">@a.b</span>. <span class="mention">@c-d</span>- <span class="mention">@e_f</span></p>` + "\n"},
+		{"a mention in bold", "**@bob**", `<p><strong><span class="mention">@bob</span></strong></p>` + "\n"},
+		{"a mention in a link", "[@bob](https://a.example)", `<p><a href="https://a.example" rel="noopener nofollow ugc"><span class="mention">@bob</span></a></p>` + "\n"},
+		{"a mention in code is code", "`@bob`", "<p><code>@bob</code></p>\n"},
+		{"a double at is no mention", "a@@bob", "<p>a@@bob</p>\n"},
+		{"a handle too long is no mention", "@" + strings.Repeat("a", 65), "<p>@" + strings.Repeat("a", 65) + "</p>\n"},
+		{"deep blockquotes stop nesting", strings.Repeat("> ", 10) + "x", strings.Repeat("<blockquote>\n", 8) + "<p>&gt; &gt; x</p>\n" + strings.Repeat("</blockquote>\n", 8)},
+		{"a bracket does not close across paragraphs", "[\n\n]0", "<p>[</p>\n<p>]0</p>\n"},
 		{"an empty message", "", ""},
 	}
 	for _, tt := range tests {
@@ -66,31 +93,60 @@ func TestRender(t *testing.T) {
 	}
 }
 
-// TestRenderIsLinear holds that hostile input (long runs of openers without closers) renders in
-// linear time: a message of the largest size takes milliseconds, not seconds.
+// TestRenderIsLinear holds that hostile input (long runs of openers without closers, deep
+// nesting) renders in linear time. It compares how the time grows from a small message to one
+// eight times as large, each the fastest of a few runs, so that a loaded machine slows both
+// alike: linear growth is about 8x, quadratic 64x.
 func TestRenderIsLinear(t *testing.T) {
-	long := strings.Repeat("[", 30_000) + "](https://a.example/" + strings.Repeat("x", 2000) + ")"
-	for _, unit := range []string{"*a ", "**a ", "[a", "[a](", "`a ", "_a ", "https://", "@", "> ", "- ", "*a *b ", "a** ", "<https:", long} {
-		src := strings.Repeat(unit, max(1, 40_000/len(unit)))
-		start := time.Now()
-		Render(src)
-		if d := time.Since(start); d > 300*time.Millisecond {
-			t.Errorf("%d bytes of %q took %v", len(src), unit, d)
+	const small, large = 5_000, 40_000
+	repeat := func(unit string) func(int) string {
+		return func(n int) string { return strings.Repeat(unit, max(1, n/len(unit))) }
+	}
+	inputs := map[string]func(int) string{
+		"many [ before one link": func(n int) string {
+			return strings.Repeat("[", n*3/4) + "](https://a.example/" + strings.Repeat("x", n/20) + ")"
+		},
+	}
+	for _, unit := range []string{"*a ", "**a ", "[a", "[a](", "![a](", "[a]((", "[[a]](", "[a](<", "[a][", "`a ", "_a ",
+		"~~a ", "https://", "www.", "a@b.", "@", "@a", "> ", "- ", "+ ", "1. ", "- > + ", "*a *b ", "a** ", "<https:", "| a ", "[a]: "} {
+		inputs[fmt.Sprintf("%q repeated", unit)] = repeat(unit)
+	}
+	fastest := func(src string) time.Duration {
+		best := time.Duration(1<<63 - 1)
+		for range 5 {
+			start := time.Now()
+			Render(src)
+			best = min(best, time.Since(start))
 		}
+		return best
+	}
+	for name, input := range inputs {
+		t.Run(name, func(t *testing.T) {
+			tSmall, tLarge := fastest(input(small)), fastest(input(large))
+			if tLarge < 5*time.Millisecond {
+				return // too fast to measure growth, and harmless at the largest size
+			}
+			if growth := float64(tLarge) / float64(max(tSmall, time.Microsecond)); growth > 24 {
+				t.Errorf("%d bytes took %v, %d bytes %v: %.0fx for 8x the input", small, tSmall, large, tLarge, growth)
+			}
+		})
 	}
 }
 
-// FuzzRender holds the promise of the package: whatever the input, the output holds only the
-// tags and attributes the package writes, no script, no on… attribute and no link that is not
-// http, https or mailto.
+// FuzzRender holds the promise of the package: whatever the input, the parser does not panic
+// (render has no guard) and the output holds only the tags and attributes the package writes, no
+// script, no on… attribute and no link that is not http, https or mailto.
 func FuzzRender(f *testing.F) {
 	for _, s := range []string{"<script>alert(1)</script>", "[x](javascript:alert(1))", "**a *b* c**", "```\n<b>\n```",
 		"> - [a](https://x.example) @bob", "<https://a.example/\"onclick=\"x>", "[a](https://a.example/'onerror='x)",
-		"https://a.example/<script>", "[x](java\tscript:1)", "[x](&#106;avascript:1)", "_a_ `b` \\<i>"} {
+		"https://a.example/<script>", "[x](java\tscript:1)", "[x](&#106;avascript:1)", "_a_ `b` \\<i>",
+		"<javascript:alert(1)>", "![x](data:text/html,<script>)", "[x][r]\n\n[r]: vbscript:x", "<img src=x onerror=alert(1)>",
+		"- [x] ~~a~~ www.a.example\n\n| a |\n|:-:|\n| <b onclick=x> |", "```js onload=x\n<script>\n```", "# h @a.b\n\n---",
+		"[a](https://a.example \"t\" onclick=\"x\")", "<div onmouseover=x>\n\n</div>"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		out := string(Render(src))
+		out := string(render(src))
 		if msg := checkSafe(out); msg != "" {
 			t.Fatalf("Render(%q) = %q: %s", src, out, msg)
 		}
@@ -98,8 +154,10 @@ func FuzzRender(f *testing.F) {
 }
 
 var allowedTags = map[string]map[string]bool{
-	"p": {}, "br": {}, "strong": {}, "em": {}, "code": {}, "pre": {}, "ul": {}, "ol": {"start": true}, "li": {},
-	"blockquote": {}, "span": {"class": true}, "a": {"href": true, "rel": true},
+	"p": {}, "br": {}, "strong": {}, "em": {}, "del": {}, "code": {"class": true}, "pre": {}, "ul": {}, "ol": {"start": true},
+	"li": {}, "blockquote": {}, "span": {"class": true}, "a": {"href": true, "rel": true, "title": true}, "hr": {},
+	"h1": {}, "h2": {}, "h3": {}, "h4": {}, "h5": {}, "h6": {}, "table": {}, "thead": {}, "tbody": {}, "tr": {},
+	"th": {"align": true}, "td": {"align": true}, "input": {"checked": true, "disabled": true, "type": true},
 }
 
 // checkSafe parses the tags of out and says what is wrong with them, "" when nothing.
@@ -154,16 +212,20 @@ func checkSafe(out string) string {
 					return "the link " + val
 				}
 			case "rel":
-				if val != "noopener nofollow" {
+				if val != "noopener nofollow ugc" {
 					return "rel " + val
 				}
 			case "class":
-				if val != "mention" {
+				if !(name == "span" && val == "mention") && !(name == "code" && strings.HasPrefix(val, "language-") && !strings.Contains(val, " ")) {
 					return "class " + val
+				}
+			case "type":
+				if val != "checkbox" {
+					return "type " + val
 				}
 			}
 		}
-		if name == "a" && !closing && !strings.Contains(tag, `rel="noopener nofollow"`) {
+		if name == "a" && !closing && !strings.Contains(tag, `rel="noopener nofollow ugc"`) {
 			return "a link without rel"
 		}
 	}
