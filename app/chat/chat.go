@@ -31,7 +31,8 @@ type Space struct {
 	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 }
 
-// Channel lives in a space and has one main thread, created with it (R-DM-11). OperatorID is the
+// Channel lives in a space and has one main thread, created with it, so that a channel always has a place for its
+// messages. OperatorID is the
 // agent that operates it (invoked by every new thread there), nil for none.
 type Channel struct {
 	ID           kernel.ID  `json:"id"`

@@ -158,7 +158,7 @@ type NewChannel struct {
 }
 
 // CreateChannel creates a channel of kind "channel" in a space, with its main thread, in one
-// Unit of Work (channel.create on the space; R-DM-11). It appends channel.created and then
+// Unit of Work (channel.create on the space). It appends channel.created and then
 // thread.created. Errors: not_found, forbidden, validation_failed.
 func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID kernel.ID, in NewChannel) (Channel, error) {
 	var ch Channel

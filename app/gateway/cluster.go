@@ -12,8 +12,8 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// Signals carries the ephemeral signals between the nodes of a cluster (cluster.mode multi, seed
-// 11.6): on PostgreSQL, NOTIFY and LISTEN on the channel ephemeral. A signal is an id-only wake-up:
+// Signals carries the ephemeral signals between the nodes of a cluster (cluster.mode multi):
+// on PostgreSQL, NOTIFY and LISTEN on the channel ephemeral. A signal is an id-only wake-up:
 // the receiver reads the state it points to from the database or from its own memory. Delivery is
 // at most once; a signal lost while a listener reconnects stays lost, and the next presence flush
 // repairs what it would have changed.

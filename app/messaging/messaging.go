@@ -52,8 +52,8 @@ type Message struct {
 	ChannelKind string `json:"-"`
 }
 
-// ClientMsgID is the author's own id of a message, which makes its creation idempotent (seed
-// 8.4); empty means none and is null in JSON.
+// ClientMsgID is the author's own id of a message, which makes its creation idempotent (a
+// retried post answers the first message); empty means none and is null in JSON.
 type ClientMsgID string
 
 func (c ClientMsgID) MarshalJSON() ([]byte, error) {

@@ -109,7 +109,7 @@ func TestApply(t *testing.T) {
 			t.Fatal("the result shares its steps with the input")
 		}
 	})
-	t.Run("reads a request body in the JSON form of the issue", func(t *testing.T) {
+	t.Run("reads a request body in the JSON form docs/runs.md shows", func(t *testing.T) {
 		var p Patch
 		body := `{"version":1,"status":"Searching","steps":[{"id":"call_1","kind":"tool_call","title":"search"}],"output_append":"Hi"}`
 		if err := json.Unmarshal([]byte(body), &p); err != nil {
