@@ -36,7 +36,7 @@ type Config struct {
 	Seed uint64
 }
 
-// Default is the instance of the figure: ~1,000 channels and ~1,000 principals.
+// Default is the instance of the target's figure: ~1,000 channels and ~1,000 principals.
 var Default = Config{Principals: 1000, Channels: 1000, Spaces: 20, ChannelGrants: 30, DMs: 100, Seed: 11}
 
 // Read is one decision the hub makes: a member reading a message of its channel.

@@ -11,7 +11,7 @@ import (
 	"bothy.dev/bothy/bench/internal/measure"
 )
 
-// BenchmarkAuthorizeWarm is the figure "authorize from the warm cache: p99 ≤ 5 µs": a
+// BenchmarkAuthorizeWarm is the project's target "authorize from the warm cache: p99 ≤ 5 µs": a
 // member's message-read decision on the delivery path with ~1,000 principals and ~1,000
 // channels loaded.
 //

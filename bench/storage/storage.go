@@ -55,7 +55,7 @@ func Open(ctx context.Context, dir string, o storage.Options, eventsOnly bool) (
 // OpenPostgres opens a store on a new database of cluster c, created for it, migrated with
 // migrate.Up and dropped by Close. The store is opened as `bothy serve` opens it with the
 // default database.* settings: storage/postgres.Open (one write connection, a read pool of
-// postgres.DefaultReaders) and the dialect with the seed's timeouts (statement 5 s, lock 2 s:
+// postgres.DefaultReaders) and the dialect with the configuration's default timeouts (statement 5 s, lock 2 s:
 // storetest.PostgresTimeouts). The cluster's fsync and synchronous_commit are its own (on, in
 // the cluster bench/run starts).
 func OpenPostgres(ctx context.Context, c *pgcluster.Cluster, o storage.Options, eventsOnly bool) (*Store, error) {

@@ -15,7 +15,7 @@ import (
 const notifyChannel = "event_log"
 
 // Backoff of the listeners' reconnects: doubled from the first to the cap
-// (database.listen_reconnect_backoff_cap of the seed).
+// (a fixed cap: no configuration key sets it).
 const (
 	listenBackoffMin = 100 * time.Millisecond
 	listenBackoffCap = 10 * time.Second

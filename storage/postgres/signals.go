@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 )
 
-// SignalChannel is the channel of the ephemeral signals between the nodes of a cluster (seed
-// 11.6): typing, presence and, later, the other modules' id-only wake-ups, each a small JSON
+// SignalChannel is the channel of the ephemeral signals between the nodes of a cluster:
+// typing, presence and, later, the other modules' id-only wake-ups, each a small JSON
 // object whose kind names its route.
 const SignalChannel = "ephemeral"
 

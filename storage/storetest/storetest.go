@@ -117,7 +117,7 @@ func (e Engine) OpenAt(tb testing.TB, where string, o storage.Options) *storage.
 	return db
 }
 
-// PostgresTimeouts is the dialect the PostgreSQL stores of the tests run with: the seed's
+// PostgresTimeouts is the dialect the PostgreSQL stores of the tests run with: the configuration's
 // defaults (database.statement_timeout 5 s, database.lock_timeout 2 s).
 var PostgresTimeouts = postgres.Dialect{StatementTimeout: 5 * time.Second, LockTimeout: 2 * time.Second}
 
