@@ -118,7 +118,7 @@ func newChatAPI(tb testing.TB) *chatAPI {
 	return api
 }
 
-// chatScenario is one row of a scenario table (STYLE rule 18).
+// chatScenario is one row of a scenario table: name, request, expected status, body fields and events.
 type chatScenario struct {
 	name   string
 	setup  func(api *chatAPI)

@@ -15,7 +15,7 @@ import (
 	"bothy.dev/bothy/app/kernel/jsonkeys"
 )
 
-// checkJSON is the JSON guard (seed SEC-IN-2): invalid UTF-8, nesting deeper than maxDepth and
+// checkJSON is the JSON guard: invalid UTF-8, nesting deeper than maxDepth and
 // duplicate object keys are refused before any decoding into types, so that a document two
 // parsers would read differently never reaches a use case.
 func checkJSON(body []byte, maxDepth int) error {

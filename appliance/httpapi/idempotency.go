@@ -11,7 +11,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// Idempotency serves POSTs that carry an Idempotency-Key (seed 8.4): the key and the effect are
+// Idempotency serves POSTs that carry an Idempotency-Key: the key and the effect are
 // stored in one Unit of Work, so a crash leaves neither a key without its effect nor an effect
 // without its key. The key is scoped to the principal: another principal's key never returns
 // the first principal's answer. Error answers store nothing, so the client may retry them.

@@ -15,7 +15,7 @@ import (
 // the HTTP adapter meets it.
 const codeRequestTimeout kernel.Code = "request_timeout"
 
-// statusOf maps a public error code to its HTTP status: the one place that does (STYLE rule 10).
+// statusOf maps a public error code to its HTTP status: the one place that does, so a code means the same status on every route.
 func statusOf(code kernel.Code) int {
 	switch code {
 	case kernel.CodeValidation, kernel.CodeMalformedRequest, kernel.CodeCursorInvalid:
@@ -60,7 +60,7 @@ func statusOf(code kernel.Code) int {
 	return http.StatusInternalServerError
 }
 
-// Problem is an RFC 9457 problem document with the stable code of seed 14.1.
+// Problem is an RFC 9457 problem document with a stable, documented code that clients may switch on.
 type Problem struct {
 	Type          string `json:"type"`
 	Title         string `json:"title"`

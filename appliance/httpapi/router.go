@@ -1,4 +1,4 @@
-// Package httpapi is the REST adapter: the middleware chain of seed 9.1 (panic guard,
+// Package httpapi is the REST adapter: the middleware chain (panic guard,
 // correlation id, access log, routing with problem+json 404/405, body limit, deadline,
 // authentication, JSON guard, Idempotency-Key, proof of the authorization check) and the
 // handlers of each module, which only translate between HTTP and the use cases.
@@ -176,7 +176,7 @@ func (rt *Router) Handle(routes ...Route) {
 
 // HandleRaw registers h for pattern outside the JSON chain: it passes only the outer chain of
 // ServeHTTP (panic guard, correlation id, base headers, access log) and is not listed by Routes.
-// It is for the gateway upgrade, which authenticates and authorizes in-band, per op (seed 9.3).
+// It is for the gateway upgrade, which authenticates and authorizes in-band, per op.
 // The ResponseWriter h gets unwraps to the server's, so it can hijack the connection.
 func (rt *Router) HandleRaw(pattern string, h http.Handler) {
 	rt.mux.Handle(pattern, h)
@@ -392,7 +392,7 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 	writeJSON(w, status, body)
 }
 
-// errNotChecked is the proof of the check (seed 9.3): a route that would answer below 400
+// errNotChecked is the proof of the check (docs/architecture.md, Authorization): a route that would answer below 400
 // without having authorized its action answers 500 instead.
 var errNotChecked = errors.New("authz_not_checked")
 
