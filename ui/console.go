@@ -38,12 +38,12 @@ import (
 // Deps are the use cases the console calls and what its overview shows. Identity is required;
 // a page whose service is nil answers 404.
 type Deps struct {
-	Identity *identity.Service
-	Chat     *chat.Service
-	Messages *messaging.Service
-	Agents   *agents.Service
-	Runs     *runs.Service
-	Authz    *authz.Service
+	Identity IdentityUseCases
+	Chat     ChatUseCases
+	Messages MessageUseCases
+	Agents   AgentUseCases
+	Runs     RunUseCases
+	Authz    AccessUseCases
 	Logger   *slog.Logger
 	Clock    kernel.Clock
 
@@ -68,6 +68,101 @@ type Deps struct {
 	// nil: the script starts at the head it connects at.
 	LogHead LogHead
 }
+
+// IdentityUseCases is what the sign-in, account, people and token pages and the session call;
+// *identity.Service implements it.
+type IdentityUseCases interface {
+	SetupComplete(ctx context.Context) (bool, error)
+	Setup(ctx context.Context, code, handle, displayName, password string) (identity.User, error)
+	Login(ctx context.Context, handle, password, clientIP string) (identity.LoginResult, error)
+	Logout(ctx context.Context, actor kernel.Actor) error
+	Authenticate(ctx context.Context, bearer string) (kernel.Actor, error)
+	Me(ctx context.Context, actor kernel.Actor) (identity.User, error)
+	ChangePassword(ctx context.Context, actor kernel.Actor, current, password string) error
+	ListUsers(ctx context.Context, actor kernel.Actor, after kernel.ID, limit int) ([]identity.User, error)
+	CreateUser(ctx context.Context, actor kernel.Actor, handle, displayName, password string) (identity.User, error)
+	DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
+	EnableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (identity.User, error)
+	ResetPassword(ctx context.Context, actor kernel.Actor, id kernel.ID, password string) (identity.User, error)
+	ListTokens(ctx context.Context, actor kernel.Actor) ([]identity.Token, error)
+	CreateToken(ctx context.Context, actor kernel.Actor, name string) (identity.Token, string, error)
+	RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error
+}
+
+var _ IdentityUseCases = (*identity.Service)(nil)
+
+// ChatUseCases is what the chat view and the owner's spaces pages call on spaces, channels and
+// threads; *chat.Service implements it.
+type ChatUseCases interface {
+	ListSpaces(ctx context.Context, actor kernel.Actor) ([]chat.Space, error)
+	GetSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Space, error)
+	CreateSpace(ctx context.Context, actor kernel.Actor, name string) (chat.Space, error)
+	UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel.ID, p chat.SpacePatch) (chat.Space, error)
+	ArchiveSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Space, error)
+	ListChannels(ctx context.Context, actor kernel.Actor, spaceID kernel.ID) ([]chat.Channel, error)
+	GetChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
+	CreateChannel(ctx context.Context, actor kernel.Actor, spaceID kernel.ID, in chat.NewChannel) (chat.Channel, error)
+	UpdateChannel(ctx context.Context, actor kernel.Actor, id kernel.ID, p chat.ChannelPatch) (chat.Channel, error)
+	ArchiveChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
+	SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (chat.Channel, error)
+	ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (chat.Channel, error)
+	ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error)
+	Thread(ctx context.Context, id kernel.ID) (chat.Thread, error)
+	ThreadRef(ctx context.Context, id kernel.ID) (chat.Thread, error)
+}
+
+var _ ChatUseCases = (*chat.Service)(nil)
+
+// MessageUseCases is what the chat view calls on messages and reactions; *messaging.Service
+// implements it.
+type MessageUseCases interface {
+	ListMessages(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error)
+	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
+	CreateThread(ctx context.Context, actor kernel.Actor, channelID kernel.ID, in messaging.NewThread) (chat.Thread, messaging.Message, bool, error)
+	CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in messaging.NewMessage) (messaging.Message, bool, error)
+	Reply(ctx context.Context, actor kernel.Actor, messageID kernel.ID, in messaging.NewReply) (chat.Thread, messaging.Message, bool, error)
+	EditMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, content string) (messaging.Message, error)
+	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
+	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+	RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+}
+
+var _ MessageUseCases = (*messaging.Service)(nil)
+
+// AgentUseCases is what the owner's agents pages and the chat view's directory call;
+// *agents.Service implements it.
+type AgentUseCases interface {
+	List(ctx context.Context, actor kernel.Actor, p chat.Page) ([]agents.Agent, bool, error)
+	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
+	Create(ctx context.Context, actor kernel.Actor, in agents.NewAgent) (agents.Agent, string, error)
+	Disable(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
+	Enable(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, error)
+	ResetToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (agents.Agent, string, error)
+}
+
+var _ AgentUseCases = (*agents.Service)(nil)
+
+// RunUseCases is what the chat view calls on runs; *runs.Service implements it.
+type RunUseCases interface {
+	ListThread(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]runs.Run, bool, error)
+	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.Run, error)
+	Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.Run, error)
+}
+
+var _ RunUseCases = (*runs.Service)(nil)
+
+// AccessUseCases is what the pages call to check a right and to read and change a channel's
+// or a space's grants; *authz.Service implements it.
+type AccessUseCases interface {
+	Authorize(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) error
+	ListGrants(ctx context.Context, actor kernel.Actor, channelID kernel.ID) ([]authz.Grant, error)
+	CreateGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID, level authz.Level) (authz.Grant, bool, error)
+	RevokeGrant(ctx context.Context, actor kernel.Actor, channelID, principalID kernel.ID) error
+	CreateSpaceGrant(ctx context.Context, actor kernel.Actor, spaceID, principalID kernel.ID, level authz.Level) (authz.Grant, bool, error)
+	RevokeSpaceGrant(ctx context.Context, actor kernel.Actor, spaceID, principalID kernel.ID) error
+}
+
+var _ AccessUseCases = (*authz.Service)(nil)
 
 // Console serves the console's pages.
 type Console struct {
