@@ -12,12 +12,13 @@ import (
 
 type pkgInfo struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 }
 
 func listPackages(t *testing.T) []pkgInfo {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Name,Imports", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -70,7 +71,7 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		"golang.org/x/crypto/": {module + "/appliance/passwords"},
 		// The gateway's transport in the server; the Go client for bot developers is a program
 		// of its own and speaks WebSocket with the same library.
-		"github.com/coder/websocket": {module + "/appliance/gateway", module + "/client"},
+		"github.com/coder/websocket": {module + "/appliance/wstransport", module + "/client"},
 		// The job queue: its table, the enqueue in a Unit of Work and the runner. goqite's own
 		// jobs runner (maragu.dev/goqite/jobs) is not used: it panics on an unknown name and
 		// has no backoff.
@@ -87,5 +88,35 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A package name says what the package is, once: none is named like a standard-library package
+// (a reader would take app/sync for the standard one, and every importer would rename it), and
+// no two packages of the tree share a name (an importer of both would rename one).
+func TestPackageNamesAreOwnAndDistinct(t *testing.T) {
+	out, err := exec.Command("go", "list", "std").Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	std := map[string]string{}
+	for _, path := range strings.Fields(string(out)) {
+		if strings.Contains(path, "internal") || strings.HasPrefix(path, "vendor/") {
+			continue
+		}
+		std[path[strings.LastIndex(path, "/")+1:]] = path
+	}
+	seen := map[string]string{}
+	for _, p := range listPackages(t) {
+		if p.Name == "main" {
+			continue
+		}
+		if path, ok := std[p.Name]; ok {
+			t.Errorf("%s is named %s, like the standard library's %s", p.ImportPath, p.Name, path)
+		}
+		if other, ok := seen[p.Name]; ok {
+			t.Errorf("%s and %s are both named %s", other, p.ImportPath, p.Name)
+		}
+		seen[p.Name] = p.ImportPath
 	}
 }

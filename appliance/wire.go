@@ -10,6 +10,7 @@ import (
 
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
@@ -18,10 +19,9 @@ import (
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
-	appsync "bothy.dev/bothy/app/sync"
-	wsgateway "bothy.dev/bothy/appliance/gateway"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/passwords"
+	"bothy.dev/bothy/appliance/wstransport"
 	"bothy.dev/bothy/assets"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/jobs"
@@ -77,7 +77,7 @@ func wire(ctx context.Context, a *App) error {
 		Bus:       bus,
 		Clock:     clock,
 	})
-	catchUp := appsync.New(db, az)
+	catchUp := catchup.New(db, az)
 	// The invocation tokens are signed with the instance's key, made by the first node that
 	// needs it, shared through the database and rotated by runs.signing_key_rotation (migrate
 	// 0007_signing_keys, 0010_signing_key_rotation).
@@ -115,7 +115,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
-	router.Handle(httpapi.ConsumerRoutes(appsync.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock, runSvc))...)
+	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock, runSvc))...)
 
 	// The realtime gateway (see docs/architecture.md, The write path): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone
@@ -174,7 +174,7 @@ func wire(ctx context.Context, a *App) error {
 	// The writer hands each batch's events to the cache right after COMMIT, so the next batch
 	// decides its units' rights from memory instead of a grants query on the write connection.
 	db.OnCommit(az.ObserveCommitted)
-	router.HandleRaw(wsgateway.Path, wsgateway.NewHandler(gw, wsgateway.Options{
+	router.HandleRaw(wstransport.Path, wstransport.NewHandler(gw, wstransport.Options{
 		PublicURL:     a.Config.Server.PublicURL,
 		MaxFrameBytes: a.Config.Gateway.MaxFrameBytes,
 		Logger:        a.Logger,

@@ -19,7 +19,7 @@ var _ gateway.Consumers = (*ConsumerStore)(nil)
 // NewConsumerStore returns the consumer repository on db.
 func NewConsumerStore(db *DB) *ConsumerStore { return &ConsumerStore{db: db} }
 
-// AckedSeq implements gateway.Consumers and sync.Cursors. An agent's consumer has its row from
+// AckedSeq implements gateway.Consumers and catchup.Cursors. An agent's consumer has its row from
 // the agent's creation on (StartConsumer). An agent created before that has none until it first
 // consumes: ok is false, and seq is where its consumer starts all the same, just before its
 // agent.created event, so that what was addressed to it since is delivered (the head when the
@@ -86,7 +86,7 @@ func (s *ConsumerStore) SaveAcks(ctx context.Context, acks map[kernel.ID]int64, 
 	})
 }
 
-// SeeConsumers implements gateway.Consumers and sync.Cursors: it raises seen_at of the agents'
+// SeeConsumers implements gateway.Consumers and catchup.Cursors: it raises seen_at of the agents'
 // consumers that have a row to at, without touching their cursors. The gateway calls it for the
 // agents connected to it, the REST poll for the polling agent, so that runs' stall check tells
 // an agent that is there but stuck (stale) from one that is gone (interrupted).

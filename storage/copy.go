@@ -184,13 +184,13 @@ func sourceVersion(ctx context.Context, conn *sql.Conn, d Dialect) (int64, error
 	}
 }
 
-type queryer interface {
+type readQuerier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // listTables lists the tables of the schema other than schema_migrations.
-func listTables(ctx context.Context, q queryer, d Dialect) ([]string, error) {
+func listTables(ctx context.Context, q readQuerier, d Dialect) ([]string, error) {
 	var query string
 	switch d.Name() {
 	case "sqlite":
@@ -219,7 +219,7 @@ func listTables(ctx context.Context, q queryer, d Dialect) ([]string, error) {
 }
 
 // columns returns the column names of table in the order SELECT * gives them.
-func columns(ctx context.Context, q queryer, table string) ([]string, error) {
+func columns(ctx context.Context, q readQuerier, table string) ([]string, error) {
 	rows, err := q.QueryContext(ctx, "SELECT * FROM "+table+" WHERE 1 = 0")
 	if err != nil {
 		return nil, fmt.Errorf("columns of %s: %w", table, err)
@@ -228,7 +228,7 @@ func columns(ctx context.Context, q queryer, table string) ([]string, error) {
 	return rows.Columns()
 }
 
-func count(ctx context.Context, q queryer, d Dialect, table string) (int64, error) {
+func count(ctx context.Context, q readQuerier, d Dialect, table string) (int64, error) {
 	var n int64
 	if err := q.QueryRowContext(ctx, d.Rebind("SELECT COUNT(*) FROM "+table)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count %s: %w", table, err)
@@ -238,7 +238,7 @@ func count(ctx context.Context, q queryer, d Dialect, table string) (int64, erro
 
 type head struct{ max, counter int64 }
 
-func heads(ctx context.Context, q queryer, d Dialect) (head, error) {
+func heads(ctx context.Context, q readQuerier, d Dialect) (head, error) {
 	var h head
 	if err := q.QueryRowContext(ctx, d.Rebind(`SELECT COALESCE(MAX(seq), 0) FROM event_log`)).Scan(&h.max); err != nil {
 		return h, fmt.Errorf("max(seq) of event_log: %w", err)
@@ -251,7 +251,7 @@ func heads(ctx context.Context, q queryer, d Dialect) (head, error) {
 
 // checkEmpty refuses a target that holds anything but the rows the migrations seed, or whose
 // event_seq counter has moved.
-func checkEmpty(ctx context.Context, q queryer, d Dialect) error {
+func checkEmpty(ctx context.Context, q readQuerier, d Dialect) error {
 	tables, err := listTables(ctx, q, d)
 	if err != nil {
 		return fmt.Errorf("copy: target: %w", err)
@@ -282,13 +282,13 @@ func checkEmpty(ctx context.Context, q queryer, d Dialect) error {
 	return nil
 }
 
-type execQueryer interface {
-	queryer
+type execQuerier interface {
+	readQuerier
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // copyTable streams table from the source snapshot into the target transaction.
-func copyTable(ctx context.Context, stx *sql.Tx, sd Dialect, dtx execQueryer, dd Dialect, table string, rows int64, o CopyOptions) error {
+func copyTable(ctx context.Context, stx *sql.Tx, sd Dialect, dtx execQuerier, dd Dialect, table string, rows int64, o CopyOptions) error {
 	start := time.Now()
 	cols, err := columns(ctx, stx, table)
 	if err != nil {
@@ -373,7 +373,7 @@ func copyTable(ctx context.Context, stx *sql.Tx, sd Dialect, dtx execQueryer, dd
 }
 
 // verify compares the target's row counts and head with the source's.
-func verify(ctx context.Context, q queryer, d Dialect, want map[string]int64, head int64) error {
+func verify(ctx context.Context, q readQuerier, d Dialect, want map[string]int64, head int64) error {
 	for _, t := range CopyTables {
 		n, err := count(ctx, q, d, t)
 		if err != nil {

@@ -132,7 +132,7 @@ func (db *DB) Dialect() Dialect { return db.dialect }
 // PostgreSQL the other nodes' as AdvanceHead and RefreshHead learn them.
 func (db *DB) Head() int64 { return db.head.Load() }
 
-// ReadHead returns the highest committed seq (app/sync's Log). On PostgreSQL another node may
+// ReadHead returns the highest committed seq (app/catchup's Log). On PostgreSQL another node may
 // have committed since this process last heard, so it reads event_seq (and advances Head);
 // on SQLite every commit of the file's one server passes through this process.
 func (db *DB) ReadHead(ctx context.Context) (int64, error) {

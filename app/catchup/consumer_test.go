@@ -1,4 +1,4 @@
-package sync_test
+package catchup_test
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/kernel/kerneltest"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 type fakeCursors struct {
@@ -68,7 +68,7 @@ func TestConsumer(t *testing.T) {
 		}
 		return nil
 	}}
-	c := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
+	c := catchup.NewConsumer(catchup.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
 		wake, kernel.NewManualClock(time.Now()), nil)
 
 	t.Run("a first poll without a cursor starts at the agent's creation, not at the head, and stores that cursor", func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestConsumer(t *testing.T) {
 		}
 	})
 	t.Run("a long poll returns when an event it may see comes", func(t *testing.T) {
-		got := make(chan appsync.Page, 1)
+		got := make(chan catchup.Page, 1)
 		go func() {
 			p, _ := c.Poll(ctx, agent, nil, 10*time.Second, 0)
 			got <- p
@@ -142,7 +142,7 @@ func TestConsumer(t *testing.T) {
 			}
 			return []byte(`{"prepared":true}`), e.Seq != 1, nil
 		}}
-		pc := appsync.NewConsumer(appsync.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
+		pc := catchup.NewConsumer(catchup.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
 			wake, kernel.NewManualClock(time.Now()), prep)
 		zero := int64(0)
 		p, err := pc.Poll(ctx, agent, &zero, 0, 0)
@@ -157,7 +157,7 @@ type fakePreparer struct {
 	fn func(a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error)
 }
 
-var _ appsync.Preparer = (*fakePreparer)(nil)
+var _ catchup.Preparer = (*fakePreparer)(nil)
 
 func (f *fakePreparer) Prepare(_ context.Context, a kernel.Actor, e kernel.LoggedEvent) ([]byte, bool, error) {
 	return f.fn(a, e)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // catchUp switches a freshly identified connection from the log to the hub without a gap or a
@@ -131,7 +131,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 	var held []recentEvent
 	for after < upTo {
 		var ok bool
-		if held, ok = c.g.hub.recent.read(held[:0], after, upTo, appsync.MaxLimit); ok && len(held) > 0 {
+		if held, ok = c.g.hub.recent.read(held[:0], after, upTo, catchup.MaxLimit); ok && len(held) > 0 {
 			// From memory, with sync's rules: what actor may see now.
 			vis, err := c.g.deps.Scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
 			if err != nil {
@@ -139,7 +139,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 				return after, false
 			}
 			for _, ev := range held {
-				if appsync.Visible(vis, actor, ev.scope) {
+				if catchup.Visible(vis, actor, ev.scope) {
 					f := ev.frame
 					if needsPrepare(c.g.deps.Preparer, actor, ev.typ, ev.scope) {
 						// The memory holds the shared frame only: read the event for its payload.
@@ -169,7 +169,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 			clear(held)
 			continue
 		}
-		page, err := c.g.deps.CatchUp.CatchUp(ctx, actor, after, appsync.MaxLimit)
+		page, err := c.g.deps.CatchUp.CatchUp(ctx, actor, after, catchup.MaxLimit)
 		if err != nil {
 			c.closeWith(c.g.failed("catch-up", err), "")
 			return after, false

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // readUntil reads a client's frames through its catch-up and live events until it has seen seq
@@ -122,7 +122,7 @@ type gatedCatchUp struct {
 	afterArg []int64
 }
 
-func (g *gatedCatchUp) CatchUp(ctx context.Context, a kernel.Actor, after int64, limit int) (appsync.Page, error) {
+func (g *gatedCatchUp) CatchUp(ctx context.Context, a kernel.Actor, after int64, limit int) (catchup.Page, error) {
 	g.once.Do(func() {
 		close(g.started)
 		<-g.release

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // fakeTransport is a connection without a network: the test is the client.
@@ -148,7 +148,7 @@ type fakeLog struct {
 
 var (
 	_ Log         = (*fakeLog)(nil)
-	_ appsync.Log = (*fakeLog)(nil)
+	_ catchup.Log = (*fakeLog)(nil)
 )
 
 func newFakeLog() *fakeLog { return &fakeLog{changed: make(chan struct{})} }
@@ -413,7 +413,7 @@ func newWorld(t *testing.T, cfg Config) *world {
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
-	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: appsync.New(w.log, w.az), Log: w.log,
+	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(w.log, w.az), Log: w.log,
 		Structure: w.st, Observer: w.obs, Clock: w.clock}, cfg)
 	w.obs.hub = w.g.hub
 	t.Cleanup(func() {

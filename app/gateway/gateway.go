@@ -4,7 +4,7 @@
 // people online, the signals between the nodes of a cluster, and the close codes.
 // docs/gateway.md describes the protocol for client authors.
 //
-// It must not import net/http or a WebSocket library: the transport (appliance/gateway) hands it
+// It must not import net/http or a WebSocket library: the transport (appliance/wstransport) hands it
 // each connection as a Transport and it speaks only frames. It writes nothing to the store but
 // its node's presence rows (several nodes only), and it never blocks the hub on a connection:
 // each connection has a bounded queue, and one that cannot keep up is closed (4014) rather than
@@ -20,9 +20,9 @@ import (
 	"sync"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // Transport is one WebSocket connection as the adapter hands it over. The gateway calls Read from
@@ -101,15 +101,15 @@ type Log interface {
 	Changed() <-chan struct{}
 }
 
-// CatchUp replays the events after a cursor that an actor may see; *sync.Service implements it
+// CatchUp replays the events after a cursor that an actor may see; *catchup.Service implements it
 // and its filtering rules are the ones the gateway's catch-up follows.
 type CatchUp interface {
 	// CatchUp returns up to limit visible events after after. Errors: unauthenticated,
 	// cursor_invalid, validation_failed.
-	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (appsync.Page, error)
+	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (catchup.Page, error)
 }
 
-var _ CatchUp = (*appsync.Service)(nil)
+var _ CatchUp = (*catchup.Service)(nil)
 
 // Structure reads channels and threads without authorizing; *chat.Service implements it.
 type Structure interface {

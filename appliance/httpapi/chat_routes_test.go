@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
-	appsync "bothy.dev/bothy/app/sync"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
@@ -113,7 +113,7 @@ func newChatAPI(tb testing.TB) *chatAPI {
 	rt := httpapi.NewRouter(chatAuthn(api.actors), nil, httpapi.Options{})
 	rt.Handle(httpapi.ChatRoutes(chats)...)
 	rt.Handle(httpapi.MessageRoutes(msgs, nil)...)
-	rt.Handle(httpapi.EventRoutes(appsync.New(db, api.az))...)
+	rt.Handle(httpapi.EventRoutes(catchup.New(db, api.az))...)
 	api.router = rt
 	return api
 }

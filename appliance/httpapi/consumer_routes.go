@@ -5,17 +5,17 @@ import (
 	"net/http"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // ConsumerUseCases is what the consumer routes call; *sync.Consumer implements it.
 type ConsumerUseCases interface {
-	Poll(ctx context.Context, actor kernel.Actor, cursor *int64, wait time.Duration, limit int) (appsync.Page, error)
+	Poll(ctx context.Context, actor kernel.Actor, cursor *int64, wait time.Duration, limit int) (catchup.Page, error)
 	Ack(ctx context.Context, actor kernel.Actor, seq int64) error
 }
 
-var _ ConsumerUseCases = (*appsync.Consumer)(nil)
+var _ ConsumerUseCases = (*catchup.Consumer)(nil)
 
 type consumerPageJSON struct {
 	Events     []eventJSON `json:"events"`

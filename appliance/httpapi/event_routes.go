@@ -7,16 +7,16 @@ import (
 	"strconv"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
-// CatchUpUseCase is what the event routes call; *sync.Service implements it.
+// CatchUpUseCase is what the event routes call; *catchup.Service implements it.
 type CatchUpUseCase interface {
-	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (appsync.Page, error)
+	CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (catchup.Page, error)
 }
 
-var _ CatchUpUseCase = (*appsync.Service)(nil)
+var _ CatchUpUseCase = (*catchup.Service)(nil)
 
 // eventJSON is one event as catch-up answers it; data is the payload exactly as logged.
 type eventJSON struct {
@@ -94,7 +94,7 @@ func eventLimit(v string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, kernel.Invalid("limit", "limit must be an integer from 1 to %d", appsync.MaxLimit)
+		return 0, kernel.Invalid("limit", "limit must be an integer from 1 to %d", catchup.MaxLimit)
 	}
 	return n, nil
 }

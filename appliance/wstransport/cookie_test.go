@@ -1,4 +1,4 @@
-package gateway_test
+package wstransport_test
 
 import (
 	"context"

@@ -5,7 +5,7 @@
 // an idle connection costs its reader goroutine and buffers only.
 //
 // It must not hold protocol rules: frames, sessions, permissions and close codes are app/gateway's.
-package gateway
+package wstransport
 
 import (
 	"bufio"

@@ -1,11 +1,11 @@
-// Package driver is the benchmark that chose bothy's SQLite driver. It runs the same
+// Package driverbench is the benchmark that chose bothy's SQLite driver. It runs the same
 // message-create transaction against the real schema (migrate/sqlite, applied through each
 // driver) on modernc.org/sqlite and github.com/ncruces/go-sqlite3, and measures committed
 // writes per second, the cost of opening a database and the memory a process keeps.
 //
 // It is the only place that may import the ncruces driver: the application uses modernc, in
 // storage/sqlite only. It measures drivers, not bothy's write path (that is bench/storage).
-package driver
+package driverbench
 
 import (
 	"context"

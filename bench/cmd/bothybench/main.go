@@ -56,7 +56,7 @@ import (
 	agentsbench "bothy.dev/bothy/bench/agents"
 	authzbench "bothy.dev/bothy/bench/authz"
 	consolebench "bothy.dev/bothy/bench/console"
-	"bothy.dev/bothy/bench/driver"
+	driverbench "bothy.dev/bothy/bench/driver"
 	gatewaybench "bothy.dev/bothy/bench/gateway"
 	httpbench "bothy.dev/bothy/bench/http"
 	"bothy.dev/bothy/bench/internal/measure"
@@ -148,7 +148,7 @@ func driverRate(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := driver.ByName(*name)
+	d, err := driverbench.ByName(*name)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func driverRate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer clean()
-	run, err := driver.Rate(ctx, d, dir, *per, *dur)
+	run, err := driverbench.Rate(ctx, d, dir, *per, *dur)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func driverStart(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := driver.ByName(*name)
+	d, err := driverbench.ByName(*name)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func driverStart(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer clean()
 	path := filepath.Join(dir, "start.db")
-	db, _, err := driver.Create(ctx, d, path)
+	db, _, err := driverbench.Create(ctx, d, path)
 	if err != nil {
 		return err
 	}
@@ -211,11 +211,11 @@ func driverStartChild(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := driver.ByName(*name)
+	d, err := driverbench.ByName(*name)
 	if err != nil {
 		return err
 	}
-	took, err := driver.OpenToFirstQuery(ctx, d, *path)
+	took, err := driverbench.OpenToFirstQuery(ctx, d, *path)
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func driverRSS(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := driver.ByName(*name)
+	d, err := driverbench.ByName(*name)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func driverRSS(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer clean()
-	grew, err := driver.RSSGrowth(ctx, d, dir, *writes, *readers)
+	grew, err := driverbench.RSSGrowth(ctx, d, dir, *writes, *readers)
 	if err != nil {
 		return err
 	}

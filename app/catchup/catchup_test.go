@@ -1,12 +1,12 @@
-package sync_test
+package catchup_test
 
 import (
 	"context"
 	"sync"
 	"testing"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
-	appsync "bothy.dev/bothy/app/sync"
 )
 
 // fakeLog is a log held in a slice, seq = index + 1; it counts the rows it hands out.
@@ -16,7 +16,7 @@ type fakeLog struct {
 	scanned int
 }
 
-var _ appsync.Log = (*fakeLog)(nil)
+var _ catchup.Log = (*fakeLog)(nil)
 
 func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
 	l.mu.Lock()
@@ -123,7 +123,7 @@ func TestCatchUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := mixed()
 			sc := &fakeScoper{spaces: map[kernel.ID]bool{space: true}, channels: map[kernel.ID]bool{open: true}}
-			p, err := appsync.New(l, sc).CatchUp(ctx, tt.actor, tt.after, tt.limit)
+			p, err := catchup.New(l, sc).CatchUp(ctx, tt.actor, tt.after, tt.limit)
 			if tt.wantCode != "" {
 				if kernel.CodeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v, want %s", err, tt.wantCode)
@@ -154,7 +154,7 @@ func TestCatchUp(t *testing.T) {
 			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut, ThreadID: shut})
 		}
 		sc := &fakeScoper{}
-		svc := appsync.New(l, sc)
+		svc := catchup.New(l, sc)
 		p, err := svc.CatchUp(ctx, alice, 0, 20)
 		if err != nil {
 			t.Fatal(err)
@@ -173,7 +173,7 @@ func TestCatchUp(t *testing.T) {
 			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut})
 		}
 		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
-		p, err := appsync.New(l, &fakeScoper{channels: map[kernel.ID]bool{open: true}}).CatchUp(ctx, alice, 0, 50)
+		p, err := catchup.New(l, &fakeScoper{channels: map[kernel.ID]bool{open: true}}).CatchUp(ctx, alice, 0, 50)
 		if err != nil || !equal(seqs(p.Events), []int64{151}) || p.NextAfter != 151 {
 			t.Fatalf("page %+v, %v", p, err)
 		}

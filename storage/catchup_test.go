@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
-	appsync "bothy.dev/bothy/app/sync"
 	"bothy.dev/bothy/storage/storetest"
 )
 
@@ -25,7 +25,7 @@ func TestCatchUpOnTheLog(t *testing.T) {
 			e.post(t, e.alice, hidden.MainThreadID, "unseen", "")
 		}
 		e.az.deny[hidden.ID] = true
-		svc := appsync.New(e.db, e.az)
+		svc := catchup.New(e.db, e.az)
 		head := e.db.Head()
 
 		t.Run("skips the events of an invisible channel", func(t *testing.T) {
@@ -57,8 +57,8 @@ func TestCatchUpOnTheLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Events) != 0 || p.NextAfter != from+appsync.ScanFactor {
-				t.Fatalf("events %d next_after %d, want 0 and %d", len(p.Events), p.NextAfter, from+appsync.ScanFactor)
+			if len(p.Events) != 0 || p.NextAfter != from+catchup.ScanFactor {
+				t.Fatalf("events %d next_after %d, want 0 and %d", len(p.Events), p.NextAfter, from+catchup.ScanFactor)
 			}
 		})
 		t.Run("sees the hidden channel again once allowed, from the same cursor", func(t *testing.T) {

@@ -3,7 +3,7 @@
 //
 // It reads the log only through its Log port and decides visibility only through the kernel's
 // Scoper; it never writes and never reads the tables of other modules.
-package sync
+package catchup
 
 import (
 	"context"
