@@ -32,16 +32,15 @@ func (c *Console) accountPassword(rq *request) error {
 		return c.renderAccount(rq, http.StatusUnprocessableEntity, "The two new passwords differ.")
 	}
 	err := c.d.Identity.ChangePassword(rq.ctx(), rq.actor, f.Get("current_password"), f.Get("new_password"))
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeRateLimited:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeRateLimited) {
+			return err
+		}
 		status := http.StatusUnprocessableEntity
 		if kernel.IsCode(err, kernel.CodeRateLimited) {
 			status = http.StatusTooManyRequests
 		}
 		return c.renderAccount(rq, status, formError(err))
-	default:
-		return err
 	}
 	c.redirect(rq, "/console/account", layouts.Flash{Kind: "ok", Text: "Password changed. Your other sessions were signed out."})
 	return nil

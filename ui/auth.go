@@ -50,15 +50,15 @@ func (c *Console) setupSubmit(rq *request) error {
 		return c.render(rq, http.StatusUnprocessableEntity, pages.Setup(v))
 	}
 	_, err := c.d.Identity.Setup(rq.ctx(), v.Code, v.Handle, v.DisplayName, f.Get("password"))
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeSetupComplete:
+	switch {
+	case err == nil:
+	case refusal(err, kernel.CodeSetupComplete):
 		v.Done, v.SignedIn = true, rq.user != nil
 		return c.render(rq, http.StatusConflict, pages.Setup(v))
-	case kernel.CodeForbidden:
+	case refusal(err, kernel.CodeForbidden):
 		v.Error = "This setup link is not valid. Use the link the server printed when it started."
 		return c.render(rq, http.StatusForbidden, pages.Setup(v))
-	case kernel.CodeValidation, kernel.CodeConflict:
+	case refusal(err, kernel.CodeValidation, kernel.CodeConflict):
 		v.Error = formError(err)
 		return c.render(rq, http.StatusUnprocessableEntity, pages.Setup(v))
 	default:
@@ -93,15 +93,15 @@ func (c *Console) signInSubmit(rq *request) error {
 	f := rq.r.PostForm
 	v := pages.SignInView{Chrome: c.chrome(rq, "Sign in", ""), Handle: f.Get("handle"), Next: safeNext(f.Get("next"))}
 	res, err := c.d.Identity.Login(rq.ctx(), v.Handle, f.Get("password"), clientIP(rq.r))
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeUnauthenticated:
+	switch {
+	case err == nil:
+	case refusal(err, kernel.CodeUnauthenticated):
 		v.Error = "Wrong handle or password."
 		return c.render(rq, http.StatusUnauthorized, pages.SignIn(v))
-	case kernel.CodeRateLimited:
+	case refusal(err, kernel.CodeRateLimited):
 		v.Error = "Too many failed sign-ins. Wait a few minutes and try again."
 		return c.render(rq, http.StatusTooManyRequests, pages.SignIn(v))
-	case kernel.CodeValidation:
+	case refusal(err, kernel.CodeValidation):
 		v.Error = formError(err)
 		return c.render(rq, http.StatusUnprocessableEntity, pages.SignIn(v))
 	default:

@@ -652,13 +652,12 @@ func (c *chatView) startThread(rq *request) error {
 	f := rq.r.PostForm
 	th, _, _, err := c.d.Messages.CreateThread(rq.ctx(), rq.actor, id, messaging.NewThread{Title: f.Get("title"),
 		Content: f.Get("content"), ClientMsgID: f.Get("client_msg_id")})
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
+			return err
+		}
 		c.redirect(rq, "/console/channels/"+string(id), layouts.Flash{Kind: "error", Text: formError(err)})
 		return nil
-	default:
-		return err
 	}
 	c.redirect(rq, threadHref(th), layouts.Flash{})
 	return nil
@@ -675,16 +674,15 @@ func (c *chatView) postMessage(rq *request) error {
 	content := rq.r.PostFormValue("content")
 	m, _, err := c.d.Messages.CreateMessage(rq.ctx(), rq.actor, id, messaging.NewMessage{Content: content,
 		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
+			return err
+		}
 		if wantsFragment(rq) {
 			refuseFragment(rq, http.StatusUnprocessableEntity, formError(err))
 			return nil
 		}
 		return c.showThread(rq, id, nil, http.StatusUnprocessableEntity, content, formError(err))
-	default:
-		return err
 	}
 	if wantsFragment(rq) {
 		return c.renderMessage(rq, m, http.StatusCreated)
@@ -725,9 +723,10 @@ func (c *chatView) toggleReaction(rq *request) error {
 		err = c.d.Messages.AddReaction(rq.ctx(), rq.actor, m.ID, emoji)
 	}
 	flash := layouts.Flash{}
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeMessageDeleted, kernel.CodeForbidden:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeMessageDeleted, kernel.CodeForbidden) {
+			return err
+		}
 		// Forbidden here is a reader who may not post: they saw the message, so say so.
 		text := formError(err)
 		if !kernel.IsCode(err, kernel.CodeValidation) {
@@ -738,8 +737,6 @@ func (c *chatView) toggleReaction(rq *request) error {
 			return nil
 		}
 		flash = layouts.Flash{Kind: "error", Text: text}
-	default:
-		return err
 	}
 	if wantsFragment(rq) {
 		if m, err = c.d.Messages.GetMessage(rq.ctx(), rq.actor, id); err != nil {
@@ -766,12 +763,12 @@ func (c *chatView) cancelRun(rq *request) error {
 	}
 	r, err := c.d.Runs.Cancel(rq.ctx(), rq.actor, id)
 	flash := layouts.Flash{Kind: "ok", Text: "The run was asked to stop."}
-	switch kernel.CodeOf(err) {
-	case "":
+	switch {
+	case err == nil:
 		if r.Status.Terminal() {
 			flash.Text = "The run was cancelled."
 		}
-	case runs.CodeRunEnded:
+	case refusal(err, runs.CodeRunEnded):
 		flash = layouts.Flash{Kind: "error", Text: "The run has ended already."}
 		if r, err = c.d.Runs.Get(rq.ctx(), rq.actor, id); err != nil {
 			return err

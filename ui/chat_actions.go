@@ -137,16 +137,16 @@ func (c *chatView) editMessage(rq *request) error {
 	}
 	content := rq.r.PostFormValue("content")
 	edited, err := c.d.Messages.EditMessage(rq.ctx(), rq.actor, m.ID, content)
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation:
+	switch {
+	case err == nil:
+	case refusal(err, kernel.CodeValidation):
 		if wantsFragment(rq) {
 			refuseFragment(rq, http.StatusUnprocessableEntity, formError(err))
 			return nil
 		}
 		return c.actionPage(rq, http.StatusUnprocessableEntity, "Edit the message", m, th,
 			pages.MessageActionView{Action: "edit", Edit: c.editView(m, th, content, formError(err), rq.csrf)})
-	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+	case refusal(err, kernel.CodeForbidden, kernel.CodeMessageDeleted):
 		if c.mayEdit(rq, m) { // allowed a moment ago: the message or the rights changed since
 			c.refuseErr(rq, err)
 		}
@@ -304,15 +304,15 @@ func (c *chatView) replyUnder(rq *request) error {
 	content := rq.r.PostFormValue("content")
 	replies, reply, _, err := c.d.Messages.Reply(rq.ctx(), rq.actor, m.ID, messaging.NewReply{Content: content,
 		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+	switch {
+	case err == nil:
+	case refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited):
 		return c.actionPage(rq, http.StatusUnprocessableEntity, "Reply in a thread", m, th,
 			pages.MessageActionView{Action: "reply", Reply: pages.ReplyView{First: c.replyForm(rq, m, th, content, formError(err))}})
-	case messaging.CodeNotInMainThread:
+	case refusal(err, messaging.CodeNotInMainThread):
 		c.refuse(rq, http.StatusConflict, "The message is in a thread: answer it there.")
 		return nil
-	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+	case refusal(err, kernel.CodeForbidden, kernel.CodeMessageDeleted):
 		if c.mayReplyUnder(rq, m) {
 			c.refuseErr(rq, err)
 		}

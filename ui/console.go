@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -387,6 +388,14 @@ func (c *Console) errorPage(rq *request, status int, title, detail string) {
 	if err := c.render(rq, status, pages.Error(v)); err != nil {
 		http.Error(rq.w, title, status)
 	}
+}
+
+// refusal reports whether err carries one of codes: a refusal the page itself tells the
+// person about (the form again with the reason, or an error flash), where any other error goes
+// to the error page (fail). Nil is no refusal. Each handler names its codes, because the same
+// code is the person's to fix in one form and a failure in another.
+func refusal(err error, codes ...kernel.Code) bool {
+	return err != nil && slices.Contains(codes, kernel.CodeOf(err))
 }
 
 // formError is the message a refused form shows: the use case's own words for what the person

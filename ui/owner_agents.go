@@ -180,13 +180,12 @@ func (c *Console) agentCreate(rq *request) error {
 	f := rq.r.PostForm
 	in := agents.NewAgent{Handle: strings.TrimSpace(f.Get("handle")), DisplayName: f.Get("display_name"), Description: f.Get("description")}
 	a, token, err := c.d.Agents.Create(rq.ctx(), rq.actor, in)
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeConflict:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict) {
+			return err
+		}
 		v := pages.AgentsView{Handle: in.Handle, DisplayName: in.DisplayName, Description: in.Description, Error: formError(err)}
 		return c.renderAgents(rq, http.StatusUnprocessableEntity, v)
-	default:
-		return err
 	}
 	c.leaveAgentToken(rq, a.ID, token)
 	return c.formOutcome(rq, nil, agentPath(a.ID), "Agent @"+a.Handle+" created.")

@@ -56,13 +56,12 @@ func (c *Console) personAdd(rq *request) error {
 	f := rq.r.PostForm
 	form := pages.NewPersonForm{Handle: f.Get("handle"), DisplayName: f.Get("display_name")}
 	u, err := c.d.Identity.CreateUser(rq.ctx(), rq.actor, form.Handle, form.DisplayName, f.Get("password"))
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeConflict:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict) {
+			return err
+		}
 		form.Error = formError(err)
 		return c.renderPeople(rq, http.StatusUnprocessableEntity, form)
-	default:
-		return err
 	}
 	c.redirect(rq, "/console/people", layouts.Flash{Kind: "ok", Text: u.DisplayName + " (@" + u.Handle + ") can sign in now."})
 	return nil
@@ -95,13 +94,12 @@ func (c *Console) personAction(rq *request, do func(kernel.ID) (identity.User, e
 		return kernel.ErrNotFound
 	}
 	u, err := do(id)
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation, kernel.CodeLastOwner, kernel.CodeConflict:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeLastOwner, kernel.CodeConflict) {
+			return err
+		}
 		c.redirect(rq, "/console/people", layouts.Flash{Kind: "error", Text: formError(err)})
 		return nil
-	default:
-		return err
 	}
 	c.redirect(rq, "/console/people", layouts.Flash{Kind: "ok", Text: "@" + u.Handle + done})
 	return nil

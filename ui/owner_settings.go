@@ -38,13 +38,12 @@ func (c *Console) settingsPage(rq *request) error {
 func (c *Console) settingsSubmit(rq *request) error {
 	name := rq.r.PostForm.Get("name")
 	st, err := c.d.Instance.Rename(rq.ctx(), rq.actor, name)
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation) {
+			return err
+		}
 		v := pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: name, Error: formError(err)}
 		return c.render(rq, http.StatusUnprocessableEntity, pages.Settings(v))
-	default:
-		return err
 	}
 	c.redirect(rq, "/console/settings", layouts.Flash{Kind: "ok", Text: "The instance is called " + st.Name + " now."})
 	return nil

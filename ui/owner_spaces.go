@@ -56,11 +56,11 @@ func idFromPath(rq *request) (kernel.ID, error) {
 // the use case's refusal when the person can fix it. Not found and forbidden stay errors (the
 // 404 page), like anything else.
 func (c *Console) formOutcome(rq *request, err error, target, ok string) error {
-	switch kernel.CodeOf(err) {
-	case "":
+	switch {
+	case err == nil:
 		c.redirect(rq, target, layouts.Flash{Kind: "ok", Text: ok})
 		return nil
-	case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited:
+	case refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited):
 		c.redirect(rq, target, layouts.Flash{Kind: "error", Text: formError(err)})
 		return nil
 	}

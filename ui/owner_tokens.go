@@ -47,13 +47,12 @@ func (c *Console) renderTokens(rq *request, status int, v pages.TokensView) erro
 func (c *Console) tokenCreate(rq *request) error {
 	name := rq.r.PostForm.Get("name")
 	t, value, err := c.d.Identity.CreateToken(rq.ctx(), rq.actor, name)
-	switch kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeValidation:
+	if err != nil {
+		if !refusal(err, kernel.CodeValidation) {
+			return err
+		}
 		v := pages.TokensView{Chrome: c.chrome(rq, "API tokens", "tokens"), Name: name, Error: formError(err)}
 		return c.renderTokens(rq, http.StatusUnprocessableEntity, v)
-	default:
-		return err
 	}
 	c.leaveSecret(rq.w, newTokenCookie, tokensPath, t.Name+"\n"+value)
 	c.redirect(rq, tokensPath, layouts.Flash{Kind: "ok", Text: "Token " + t.Name + " created."})
