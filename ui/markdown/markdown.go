@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -41,8 +42,20 @@ const linkRel = "noopener nofollow ugc"
 
 var md = newMarkdown()
 
-// Render renders src. It never fails: what it does not understand is text.
-func Render(src string) (out HTML) {
+// Render renders src. It never fails: what it does not understand is text. The same text gives
+// the same markup, so what was rendered lately is kept (rendered): the console shows the same
+// page of messages to every reader and at every load.
+func Render(src string) HTML {
+	if h, ok := rendered.get(src); ok {
+		return h
+	}
+	h := renderGuarded(src)
+	rendered.put(src, h)
+	return h
+}
+
+// renderGuarded is render behind a guard against a defect of the parser.
+func renderGuarded(src string) (out HTML) {
 	defer func() {
 		// A defect of the parser must not take the page down: the message is then shown as text.
 		if recover() != nil {
@@ -60,6 +73,59 @@ func render(src string) HTML {
 		return asText(src) // converting into a buffer does not fail; should it, text it is
 	}
 	return HTML(b.String())
+}
+
+// cacheBytes bounds what the cache of rendered messages holds, source and markup counted: a
+// few thousand messages of chat length.
+const cacheBytes = 8 << 20
+
+var rendered = &cache{limit: cacheBytes}
+
+// cache keeps the markup of recently rendered texts in two generations: a text is looked up in
+// the current one, then in the one before (and moved up); when the current one has grown to
+// half the limit it becomes the one before and the oldest is dropped whole. That bounds the
+// memory without keeping a recency list, at the price of forgetting texts not seen for a while.
+type cache struct {
+	mu        sync.Mutex
+	limit     int
+	size      int // bytes in cur
+	cur, prev map[string]HTML
+}
+
+func (c *cache) get(src string) (HTML, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.cur[src]; ok {
+		return h, true
+	}
+	if h, ok := c.prev[src]; ok {
+		c.add(src, h)
+		return h, true
+	}
+	return "", false
+}
+
+func (c *cache) put(src string, h HTML) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.add(src, h)
+}
+
+func (c *cache) add(src string, h HTML) {
+	n := len(src) + len(h)
+	if n > c.limit/16 {
+		return // one huge message must not flush the others
+	}
+	if c.size+n > c.limit/2 {
+		c.prev, c.cur, c.size = c.cur, nil, 0
+	}
+	if c.cur == nil {
+		c.cur = map[string]HTML{}
+	}
+	if _, ok := c.cur[src]; !ok {
+		c.cur[src] = h
+		c.size += n
+	}
 }
 
 // asText is src as one escaped paragraph.
