@@ -13,6 +13,7 @@ import (
 	"time"
 
 	botclient "bothy.dev/bothy/client"
+	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
 // Several nodes: two `serve --role=api` processes with
@@ -48,7 +49,7 @@ func (b *bot) presenceOf(principal string) []string {
 
 func TestSeveralNodes(t *testing.T) {
 	t.Parallel()
-	postgresClusterURL(t)
+	pgdb.URL(t)
 	w := mustWorld(t, postgresEngine, clusterArgs...)
 	a := w.in.srv
 	b := mustSecondNode(t, a)

@@ -3,23 +3,20 @@ package tests
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
 // engine is a storage engine the server runs on. Every end-to-end test runs on each of them:
-// SQLite always, PostgreSQL when postgresURLEnv points to a cluster.
+// SQLite always, PostgreSQL when pgdb.EnvURL points to a cluster.
 type engine string
 
 const (
@@ -27,17 +24,13 @@ const (
 	postgresEngine engine = "postgres"
 )
 
-// postgresURLEnv names the superuser URL of a PostgreSQL cluster on which the tests may create
-// and drop databases (CI sets it, see .ci/pg).
-const postgresURLEnv = "BOTHY_TEST_POSTGRES_URL"
-
 // dbURLEnv is the variable that carries a server's database URL to the process; the server
 // reads it through database.url_ref=env:DATABASE_URL. It has no BOTHY_ prefix, which is kept for
 // configuration keys.
 const dbURLEnv = "DATABASE_URL"
 
 // onEachEngine runs body once per engine, as the subtests "sqlite" and "postgres". The
-// PostgreSQL half is skipped, and only it, when postgresURLEnv is unset. parallel runs the
+// PostgreSQL half is skipped, and only it, when pgdb.EnvURL is unset. parallel runs the
 // halves side by side.
 func onEachEngine(t *testing.T, parallel bool, body func(t *testing.T, eng engine)) {
 	t.Helper()
@@ -47,84 +40,20 @@ func onEachEngine(t *testing.T, parallel bool, body func(t *testing.T, eng engin
 				t.Parallel()
 			}
 			if eng == postgresEngine {
-				postgresClusterURL(t)
+				pgdb.URL(t)
 			}
 			body(t, eng)
 		})
 	}
 }
 
-// postgresClusterURL returns the cluster's URL or skips the test when none is given.
-func postgresClusterURL(tb testing.TB) string {
-	tb.Helper()
-	u := os.Getenv(postgresURLEnv)
-	if u == "" {
-		tb.Skip(postgresURLEnv + " is not set: the PostgreSQL half of this test does not run")
-	}
-	return u
-}
-
-var (
-	pgAdminOnce sync.Once
-	pgAdmin     *sql.DB
-	pgAdminErr  error
-)
-
-// mustPostgresAdmin is the test binary's pool to the cluster's own database, for CREATE and DROP
-// DATABASE; shared by all tests and never closed.
-func mustPostgresAdmin(tb testing.TB) *sql.DB {
-	tb.Helper()
-	u := postgresClusterURL(tb)
-	pgAdminOnce.Do(func() {
-		db, err := sql.Open("pgx", u)
-		if err != nil {
-			pgAdminErr = err
-			return
-		}
-		db.SetMaxOpenConns(4)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := db.PingContext(ctx); err != nil {
-			db.Close()
-			pgAdminErr = err
-			return
-		}
-		pgAdmin = db
-	})
-	if pgAdminErr != nil {
-		tb.Fatalf("cannot reach the PostgreSQL cluster of %s: %v", postgresURLEnv, pgAdminErr)
-	}
-	return pgAdmin
-}
-
 // mustPostgresDatabase creates an empty database with a random name on the cluster and drops it
 // in tb.Cleanup (ending its sessions), and returns its URL. Register it before starting a
-// server on it, so that the server has stopped when the database is dropped.
+// server on it, so that the server has stopped when the database is dropped. It is a copy of
+// template0, which is never connected to, so concurrent creations do not wait for one another.
 func mustPostgresDatabase(tb testing.TB) string {
 	tb.Helper()
-	admin := mustPostgresAdmin(tb)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := "bothy_e2e_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// template0 is never connected to, so concurrent creations do not wait for one another.
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE "`+name+`" TEMPLATE template0`); err != nil {
-		tb.Fatalf("CREATE DATABASE %s: %v", name, err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`); err != nil {
-			tb.Errorf("DROP DATABASE %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(postgresClusterURL(tb))
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		tb.Fatalf("%s must be a postgres:// URL (%v)", postgresURLEnv, err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return pgdb.CreateNamed(tb, "bothy_e2e_", "template0")
 }
 
 // postgresFlags put a command on the database whose URL is in dbURLEnv.

@@ -10,16 +10,18 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
 // TestMoveFromSQLiteToPostgres moves an instance the way the README tells an operator to: stop
 // bothy on SQLite, `bothy migrate copy` into a new, migrated PostgreSQL database, start bothy on
 // PostgreSQL. Nothing changes for the users: passwords, sessions and tokens still work, and a
 // client that remembered a cursor before the move reads exactly the events that followed it.
-// It needs PostgreSQL, so without postgresURLEnv it is skipped.
+// It needs PostgreSQL, so without pgdb.EnvURL it is skipped.
 func TestMoveFromSQLiteToPostgres(t *testing.T) {
 	t.Parallel()
-	postgresClusterURL(t)
+	pgdb.URL(t)
 
 	in := mustStartWithOwner(t, sqliteEngine)
 	bob, bobClient := in.mustCreateUser(t, uniqueName("bob"))

@@ -85,7 +85,14 @@ func WithDatabase(raw, name string) (string, error) {
 // sessions) in tb.Cleanup, and returns its URL.
 func Create(tb testing.TB, template string) string {
 	tb.Helper()
-	name := NewName("bothy_t_")
+	return CreateNamed(tb, "bothy_t_", template)
+}
+
+// CreateNamed is Create with a database name that starts with prefix, so that a suite's
+// databases can be told from another's on a shared cluster.
+func CreateNamed(tb testing.TB, prefix, template string) string {
+	tb.Helper()
+	name := NewName(prefix)
 	if err := CreateDatabase(context.Background(), Admin(tb), name, template); err != nil {
 		tb.Fatal(err)
 	}
