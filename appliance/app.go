@@ -28,6 +28,7 @@ import (
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
@@ -121,8 +122,8 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.
 		Clock:      a.Clock,
 	}
 	var err error
-	switch cfg.Database.Driver {
-	case "postgres":
+	switch engineOf(cfg) {
+	case engine.Postgres:
 		err = a.openPostgres(ctx, opts)
 	default:
 		err = a.openSQLiteStore(ctx, opts)
@@ -145,14 +146,18 @@ func txRetryMax(cfg config.Config) int {
 	return cfg.Database.TxRetryMax
 }
 
+// engineOf is the engine database.driver names. Validate has restricted the value to the two
+// engines, so this is the one place the configuration string becomes an engine.Name.
+func engineOf(cfg config.Config) engine.Name { return engine.Name(cfg.Database.Driver) }
+
 // openSQLiteStore opens and migrates the embedded database and sets a.DB.
 func (a *App) openSQLiteStore(ctx context.Context, opts storage.Options) error {
 	w, r, err := openSQLite(ctx, a.Config, a.Logger)
 	if err != nil {
 		return err
 	}
-	if _, err := migrate.Up(ctx, w, "sqlite", func(m migrate.Migration) {
-		a.Logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", "sqlite")
+	if _, err := migrate.Up(ctx, w, engine.SQLite, func(m migrate.Migration) {
+		a.Logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", engine.SQLite)
 	}); err != nil {
 		w.Close()
 		r.Close()
@@ -179,7 +184,7 @@ func (a *App) openPostgres(ctx context.Context, opts storage.Options) error {
 	if err != nil {
 		return err
 	}
-	pending, err := migrate.Pending(ctx, w, "postgres")
+	pending, err := migrate.Pending(ctx, w, engine.Postgres)
 	if err != nil {
 		w.Close()
 		r.Close()

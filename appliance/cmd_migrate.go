@@ -14,6 +14,7 @@ import (
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/sqlite"
 )
 
@@ -79,7 +80,7 @@ func (c *cli) migrate(ctx context.Context, args []string) int {
 	switch {
 	case sub == "copy":
 		return c.migrateCopy(ctx, cfg, toRef, f, logger)
-	case cfg.Database.Driver == "postgres":
+	case engineOf(cfg) == engine.Postgres:
 		return c.migratePostgres(ctx, cfg, sub, logger)
 	case sub == "status":
 		return c.migrateStatusSQLite(ctx, cfg, logger)
@@ -92,20 +93,20 @@ func (c *cli) migrate(ctx context.Context, args []string) int {
 	}
 	defer w.Close()
 	defer r.Close()
-	return c.migrateUp(ctx, w, "sqlite", logger)
+	return c.migrateUp(ctx, w, engine.SQLite, logger)
 }
 
-func (c *cli) migrateUp(ctx context.Context, w *sql.DB, engine string, logger *slog.Logger) int {
-	applied, err := migrate.Up(ctx, w, engine, func(m migrate.Migration) {
-		logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", engine)
+func (c *cli) migrateUp(ctx context.Context, w *sql.DB, eng engine.Name, logger *slog.Logger) int {
+	applied, err := migrate.Up(ctx, w, eng, func(m migrate.Migration) {
+		logger.Info("migration applied", "version", m.Version, "name", m.Name, "engine", eng)
 		fmt.Fprintf(c.stdout, "%s\tapplied\n", migrationName(m))
 	})
 	if err != nil {
-		logger.Error("migrate up failed", "err", err, "engine", engine)
+		logger.Error("migrate up failed", "err", err, "engine", eng)
 		return ExitFailure
 	}
 	if len(applied) == 0 {
-		logger.Info("the database is up to date", "engine", engine)
+		logger.Info("the database is up to date", "engine", eng)
 	}
 	return ExitOK
 }
@@ -113,7 +114,7 @@ func (c *cli) migrateUp(ctx context.Context, w *sql.DB, engine string, logger *s
 func (c *cli) migrateStatusSQLite(ctx context.Context, cfg config.Config, logger *slog.Logger) int {
 	path := filepath.Join(cfg.Server.DataDir, DatabaseFile)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		ms, err := migrate.List("sqlite")
+		ms, err := migrate.List(engine.SQLite)
 		if err != nil {
 			logger.Error("migrate status failed", "err", err)
 			return ExitFailure
@@ -132,7 +133,7 @@ func (c *cli) migrateStatusSQLite(ctx context.Context, cfg config.Config, logger
 	}
 	defer w.Close()
 	defer r.Close()
-	statuses, err := migrate.StatusOf(ctx, r, "sqlite")
+	statuses, err := migrate.StatusOf(ctx, r, engine.SQLite)
 	if err != nil {
 		logger.Error("migrate status failed", "err", err)
 		return ExitFailure
@@ -151,9 +152,9 @@ func (c *cli) migratePostgres(ctx context.Context, cfg config.Config, sub string
 	defer w.Close()
 	defer r.Close()
 	if sub == "up" {
-		return c.migrateUp(ctx, w, "postgres", logger)
+		return c.migrateUp(ctx, w, engine.Postgres, logger)
 	}
-	statuses, err := migrate.StatusOf(ctx, r, "postgres")
+	statuses, err := migrate.StatusOf(ctx, r, engine.Postgres)
 	if err != nil {
 		logger.Error("migrate status failed", "err", err)
 		return ExitFailure
@@ -194,7 +195,7 @@ func (c *cli) migrateCopy(ctx context.Context, cfg config.Config, toRef string, 
 		return fail("cannot open the source (server.data_dir)", "err", err)
 	}
 	defer src.Close()
-	if pending, err := migrate.Pending(ctx, src, "sqlite"); err != nil {
+	if pending, err := migrate.Pending(ctx, src, engine.SQLite); err != nil {
 		return fail("cannot read the source's schema version", "err", err)
 	} else if len(pending) > 0 {
 		return fail(fmt.Sprintf("the source is not migrated to this version (%d pending, the first %s): run `bothy migrate up --set database.driver=sqlite` first", len(pending), migrationName(pending[0])))
@@ -207,7 +208,7 @@ func (c *cli) migrateCopy(ctx context.Context, cfg config.Config, toRef string, 
 	defer w.Close()
 	defer r.Close()
 	upHint := "run `bothy migrate up --set database.driver=postgres --set database.url_ref=" + toRef + "` first"
-	if pending, err := migrate.Pending(ctx, r, "postgres"); err != nil {
+	if pending, err := migrate.Pending(ctx, r, engine.Postgres); err != nil {
 		return fail("cannot read the target's schema version", "err", err)
 	} else if len(pending) > 0 {
 		return fail(fmt.Sprintf("the target is not migrated (%d pending, the first %s): %s", len(pending), migrationName(pending[0]), upHint))

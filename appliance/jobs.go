@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
@@ -96,7 +97,7 @@ func wireJobs(ctx context.Context, a *App, q *jobs.Queue) error {
 	r := jobs.NewRunner(q, jobs.RunnerOptions{Pool: pool, Logger: a.Logger})
 	a.Background("job runner", r.Run)
 	a.OnStop("job runner", r.Stop)
-	if cfg.Database.Driver == "postgres" {
+	if engineOf(cfg) == engine.Postgres {
 		// api processes wake the runners when they enqueue a job due now (jobs.QueueOptions.
 		// NotifyOthers); one LISTEN connection of its own, bothy-jobs, beside the poll.
 		logger := a.Logger
@@ -113,8 +114,8 @@ func wireJobs(ctx context.Context, a *App, q *jobs.Queue) error {
 // the URL, for the runner's listener; it is never logged.
 func openJobPool(ctx context.Context, cfg config.Config) (pool *sql.DB, url string, err error) {
 	var r *sql.DB
-	switch cfg.Database.Driver {
-	case "postgres":
+	switch engineOf(cfg) {
+	case engine.Postgres:
 		url, pool, r, err = openPostgres(ctx, cfg, cfg.Database.URLRef)
 	default:
 		pool, r, err = sqlite.Open(ctx, sqliteOptions(cfg))

@@ -7,20 +7,22 @@ import (
 	"path"
 	"testing"
 	"testing/fstest"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // until is the embedded migrations of engine up to version last, to build a database as an
 // older binary left it.
-func until(t *testing.T, engine string, last int) fstest.MapFS {
+func until(t *testing.T, eng engine.Name, last int) fstest.MapFS {
 	t.Helper()
-	ms, err := List(engine)
+	ms, err := List(eng)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := fstest.MapFS{}
 	for _, m := range ms {
 		if m.Version <= last {
-			name := path.Join(engine, fmt.Sprintf("%04d_%s.sql", m.Version, m.Name))
+			name := path.Join(string(eng), fmt.Sprintf("%04d_%s.sql", m.Version, m.Name))
 			if _, err := fs.Stat(files, name); err != nil {
 				t.Fatal(err)
 			}
@@ -34,9 +36,9 @@ func until(t *testing.T, engine string, last int) fstest.MapFS {
 // when its cursor was last saved, and keeps its cursor.
 func TestConsumersSeenMigration(t *testing.T) {
 	ctx := context.Background()
-	each(t, func(t *testing.T, engine string) {
-		w, r, _ := openEmpty(t, engine)
-		if _, err := up(ctx, w, until(t, engine, 7), engine, nil); err != nil {
+	each(t, func(t *testing.T, eng engine.Name) {
+		w, r, _ := openEmpty(t, eng)
+		if _, err := up(ctx, w, until(t, eng, 7), eng, nil); err != nil {
 			t.Fatal(err)
 		}
 		const at = "2026-03-01T10:00:00.000000Z"
@@ -49,7 +51,7 @@ func TestConsumersSeenMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		applied, err := Up(ctx, w, engine, nil)
+		applied, err := Up(ctx, w, eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

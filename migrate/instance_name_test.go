@@ -3,15 +3,17 @@ package migrate
 import (
 	"context"
 	"testing"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // 0009 names an instance that exists already, with its setup done and messages in it: the row
 // keeps its setup and gets the default name, and the messages stay.
 func TestInstanceNameMigration(t *testing.T) {
 	ctx := context.Background()
-	each(t, func(t *testing.T, engine string) {
-		w, r, _ := openEmpty(t, engine)
-		if _, err := up(ctx, w, until(t, engine, 8), engine, nil); err != nil {
+	each(t, func(t *testing.T, eng engine.Name) {
+		w, r, _ := openEmpty(t, eng)
+		if _, err := up(ctx, w, until(t, eng, 8), eng, nil); err != nil {
 			t.Fatal(err)
 		}
 		const at = "2026-03-01T10:00:00.000000Z"
@@ -31,7 +33,7 @@ func TestInstanceNameMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		applied, err := Up(ctx, w, engine, nil)
+		applied, err := Up(ctx, w, eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

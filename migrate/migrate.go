@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 //go:embed sqlite/*.sql postgres/*.sql
@@ -34,12 +36,12 @@ type Status struct {
 }
 
 // List returns the migrations of engine ("sqlite" or "postgres") in version order.
-func List(engine string) ([]Migration, error) { return list(files, engine) }
+func List(eng engine.Name) ([]Migration, error) { return list(files, eng) }
 
-func list(fsys fs.FS, engine string) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, engine)
+func list(fsys fs.FS, eng engine.Name) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, string(eng))
 	if err != nil {
-		return nil, fmt.Errorf("migrate: no migrations for engine %q", engine)
+		return nil, fmt.Errorf("migrate: no migrations for engine %q", eng)
 	}
 	var out []Migration
 	for _, e := range entries {
@@ -52,7 +54,7 @@ func list(fsys fs.FS, engine string) ([]Migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migrate: bad file name %s", name)
 		}
-		b, err := fs.ReadFile(fsys, path.Join(engine, name))
+		b, err := fs.ReadFile(fsys, path.Join(string(eng), name))
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +63,7 @@ func list(fsys fs.FS, engine string) ([]Migration, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i := range out {
 		if out[i].Version != i+1 {
-			return nil, fmt.Errorf("migrate: versions of %s are not 1..n: %d at position %d", engine, out[i].Version, i+1)
+			return nil, fmt.Errorf("migrate: versions of %s are not 1..n: %d at position %d", eng, out[i].Version, i+1)
 		}
 	}
 	return out, nil
@@ -85,12 +87,12 @@ type querier interface {
 }
 
 // StatusOf lists every migration of engine and when it was applied. It only reads.
-func StatusOf(ctx context.Context, db *sql.DB, engine string) ([]Status, error) {
-	ms, err := list(files, engine)
+func StatusOf(ctx context.Context, db *sql.DB, eng engine.Name) ([]Status, error) {
+	ms, err := list(files, eng)
 	if err != nil {
 		return nil, err
 	}
-	applied, err := appliedVersions(ctx, db, engine)
+	applied, err := appliedVersions(ctx, db, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -109,12 +111,12 @@ func StatusOf(ctx context.Context, db *sql.DB, engine string) ([]Status, error) 
 // only reads (a read-only pool will do): serve on PostgreSQL refuses to start while it is not
 // empty and points to `bothy migrate up`. A database with migrations newer than this binary
 // has nothing pending; Up refuses it.
-func Pending(ctx context.Context, db *sql.DB, engine string) ([]Migration, error) {
-	ms, err := list(files, engine)
+func Pending(ctx context.Context, db *sql.DB, eng engine.Name) ([]Migration, error) {
+	ms, err := list(files, eng)
 	if err != nil {
 		return nil, err
 	}
-	applied, err := appliedVersions(ctx, db, engine)
+	applied, err := appliedVersions(ctx, db, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -129,42 +131,42 @@ func Pending(ctx context.Context, db *sql.DB, engine string) ([]Migration, error
 
 // The SQL that differs between the engines; one switch each, panicking on an unknown engine
 // (list has refused it before: it has no folder).
-func tableExistsQuery(engine string) string {
-	switch engine {
-	case "sqlite":
+func tableExistsQuery(eng engine.Name) string {
+	switch eng {
+	case engine.SQLite:
 		return `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
-	case "postgres":
+	case engine.Postgres:
 		return `SELECT to_regclass('schema_migrations') IS NOT NULL`
 	default:
-		panic("migrate: unknown engine " + engine)
+		panic("migrate: unknown engine " + string(eng))
 	}
 }
 
-func beginStatement(engine string) string {
-	switch engine {
-	case "sqlite":
+func beginStatement(eng engine.Name) string {
+	switch eng {
+	case engine.SQLite:
 		return "BEGIN IMMEDIATE"
-	case "postgres":
+	case engine.Postgres:
 		return "BEGIN"
 	default:
-		panic("migrate: unknown engine " + engine)
+		panic("migrate: unknown engine " + string(eng))
 	}
 }
 
-func recordStatement(engine string) string {
-	switch engine {
-	case "sqlite":
+func recordStatement(eng engine.Name) string {
+	switch eng {
+	case engine.SQLite:
 		return `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
-	case "postgres":
+	case engine.Postgres:
 		return `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`
 	default:
-		panic("migrate: unknown engine " + engine)
+		panic("migrate: unknown engine " + string(eng))
 	}
 }
 
-func appliedVersions(ctx context.Context, db querier, engine string) (map[int]time.Time, error) {
+func appliedVersions(ctx context.Context, db querier, eng engine.Name) (map[int]time.Time, error) {
 	var exists bool
-	if err := db.QueryRowContext(ctx, tableExistsQuery(engine)).Scan(&exists); err != nil {
+	if err := db.QueryRowContext(ctx, tableExistsQuery(eng)).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("migrate: read schema: %w", err)
 	}
 	out := map[int]time.Time{}
@@ -192,12 +194,12 @@ func appliedVersions(ctx context.Context, db querier, engine string) (map[int]ti
 // applied after each one. It returns the migrations it applied. It runs on one connection of
 // db; on PostgreSQL it holds an advisory lock on it for the whole run, so a second Up waits and
 // then finds nothing left to do.
-func Up(ctx context.Context, db *sql.DB, engine string, applied func(Migration)) ([]Migration, error) {
-	return up(ctx, db, files, engine, applied)
+func Up(ctx context.Context, db *sql.DB, eng engine.Name, applied func(Migration)) ([]Migration, error) {
+	return up(ctx, db, files, eng, applied)
 }
 
-func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func(Migration)) ([]Migration, error) {
-	ms, err := list(fsys, engine)
+func up(ctx context.Context, db *sql.DB, fsys fs.FS, eng engine.Name, applied func(Migration)) ([]Migration, error) {
+	ms, err := list(fsys, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +208,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 		return nil, fmt.Errorf("migrate: connect: %w", err)
 	}
 	defer conn.Close()
-	if engine == "postgres" {
+	if eng == engine.Postgres {
 		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, lockKey); err != nil {
 			return nil, fmt.Errorf("migrate: take the migration lock: %w", err)
 		}
@@ -217,7 +219,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 	if _, err := conn.ExecContext(ctx, createTable); err != nil {
 		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
-	done, err := appliedVersions(ctx, conn, engine)
+	done, err := appliedVersions(ctx, conn, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +233,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 		if _, ok := done[m.Version]; ok {
 			continue
 		}
-		if err := apply(ctx, conn, engine, m); err != nil {
+		if err := apply(ctx, conn, eng, m); err != nil {
 			return out, err
 		}
 		out = append(out, m)
@@ -245,8 +247,8 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, engine string, applied func
 // apply runs one migration file and records it, in one transaction. On PostgreSQL the file goes
 // as one simple query (pgx sends a query without arguments that way), which may hold several
 // statements.
-func apply(ctx context.Context, conn *sql.Conn, engine string, m Migration) error {
-	if _, err := conn.ExecContext(ctx, beginStatement(engine)); err != nil {
+func apply(ctx context.Context, conn *sql.Conn, eng engine.Name, m Migration) error {
+	if _, err := conn.ExecContext(ctx, beginStatement(eng)); err != nil {
 		return fmt.Errorf("migrate: %04d_%s: begin: %w", m.Version, m.Name, err)
 	}
 	fail := func(err error) error {
@@ -256,7 +258,7 @@ func apply(ctx context.Context, conn *sql.Conn, engine string, m Migration) erro
 	if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
 		return fail(err)
 	}
-	if _, err := conn.ExecContext(ctx, recordStatement(engine), m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := conn.ExecContext(ctx, recordStatement(eng), m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		return fail(err)
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {

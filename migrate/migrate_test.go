@@ -11,25 +11,26 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
 	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
-var engines = []string{"sqlite", "postgres"}
+var engines = []engine.Name{engine.SQLite, engine.Postgres}
 
 // openEmpty returns the writer and the read pool of a new, empty database of engine (a file in
 // t.TempDir(), or a PostgreSQL database of its own), closed and dropped when the test ends. The
 // PostgreSQL case is skipped without BOTHY_TEST_POSTGRES_URL.
-func openEmpty(t *testing.T, engine string) (w, r *sql.DB, where string) {
+func openEmpty(t *testing.T, eng engine.Name) (w, r *sql.DB, where string) {
 	t.Helper()
 	ctx := context.Background()
 	var err error
-	switch engine {
-	case "sqlite":
+	switch eng {
+	case engine.SQLite:
 		where = filepath.Join(t.TempDir(), "bothy.db")
 		w, r, err = sqlite.Open(ctx, sqlite.Options{Path: where})
-	case "postgres":
+	case engine.Postgres:
 		where = pgdb.Create(t, "")
 		w, r, err = postgres.Open(ctx, postgres.Options{URL: where, MaxOpenConns: 2})
 	}
@@ -41,9 +42,9 @@ func openEmpty(t *testing.T, engine string) (w, r *sql.DB, where string) {
 }
 
 // each runs body as one subtest per engine.
-func each(t *testing.T, body func(t *testing.T, engine string)) {
-	for _, engine := range engines {
-		t.Run(engine, func(t *testing.T) { body(t, engine) })
+func each(t *testing.T, body func(t *testing.T, eng engine.Name)) {
+	for _, eng := range engines {
+		t.Run(string(eng), func(t *testing.T) { body(t, eng) })
 	}
 }
 
@@ -58,14 +59,14 @@ func versions(ms []Migration) []int {
 func TestUp(t *testing.T) {
 	ctx := context.Background()
 
-	each(t, func(t *testing.T, engine string) {
+	each(t, func(t *testing.T, eng engine.Name) {
 		t.Run("applies every embedded migration once and then nothing", func(t *testing.T) {
-			w, r, _ := openEmpty(t, engine)
-			all, err := List(engine)
+			w, r, _ := openEmpty(t, eng)
+			all, err := List(eng)
 			if err != nil || len(all) == 0 {
 				t.Fatalf("%d migrations, %v", len(all), err)
 			}
-			before, err := StatusOf(ctx, r, engine)
+			before, err := StatusOf(ctx, r, eng)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,39 +75,39 @@ func TestUp(t *testing.T) {
 					t.Fatalf("%d applied before Up", s.Version)
 				}
 			}
-			if p, err := Pending(ctx, r, engine); err != nil || !reflect.DeepEqual(versions(p), versions(all)) {
+			if p, err := Pending(ctx, r, eng); err != nil || !reflect.DeepEqual(versions(p), versions(all)) {
 				t.Fatalf("pending %v before Up (%v), want %v", versions(p), err, versions(all))
 			}
 			var logged []int
-			applied, err := Up(ctx, w, engine, func(m Migration) { logged = append(logged, m.Version) })
+			applied, err := Up(ctx, w, eng, func(m Migration) { logged = append(logged, m.Version) })
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(applied) != len(all) || len(logged) != len(all) {
 				t.Fatalf("applied %d, logged %d, want %d", len(applied), len(logged), len(all))
 			}
-			again, err := Up(ctx, w, engine, nil)
+			again, err := Up(ctx, w, eng, nil)
 			if err != nil || len(again) != 0 {
 				t.Fatalf("second Up applied %d (%v)", len(again), err)
 			}
-			after, _ := StatusOf(ctx, r, engine)
+			after, _ := StatusOf(ctx, r, eng)
 			for _, s := range after {
 				if s.AppliedAt == nil {
 					t.Fatalf("%d still pending", s.Version)
 				}
 			}
-			if p, err := Pending(ctx, r, engine); err != nil || len(p) != 0 {
+			if p, err := Pending(ctx, r, eng); err != nil || len(p) != 0 {
 				t.Fatalf("pending %v after Up (%v)", versions(p), err)
 			}
 		})
 
 		t.Run("rolls a failing migration back whole and keeps the ones before it", func(t *testing.T) {
-			w, r, _ := openEmpty(t, engine)
+			w, r, _ := openEmpty(t, eng)
 			fsys := fstest.MapFS{
-				engine + "/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
-				engine + "/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);")},
+				string(eng) + "/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
+				string(eng) + "/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1);")},
 			}
-			applied, err := up(ctx, w, fsys, engine, nil)
+			applied, err := up(ctx, w, fsys, eng, nil)
 			if err == nil || !strings.Contains(err.Error(), "0002_b") {
 				t.Fatalf("err = %v", err)
 			}
@@ -126,17 +127,17 @@ func TestUp(t *testing.T) {
 		})
 
 		t.Run("refuses a database that is newer than the binary", func(t *testing.T) {
-			w, r, _ := openEmpty(t, engine)
-			one := fstest.MapFS{engine + "/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")}}
-			two := fstest.MapFS{engine + "/0001_a.sql": one[engine+"/0001_a.sql"], engine + "/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);")}}
-			if _, err := up(ctx, w, two, engine, nil); err != nil {
+			w, r, _ := openEmpty(t, eng)
+			one := fstest.MapFS{string(eng) + "/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")}}
+			two := fstest.MapFS{string(eng) + "/0001_a.sql": one[string(eng)+"/0001_a.sql"], string(eng) + "/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);")}}
+			if _, err := up(ctx, w, two, eng, nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := up(ctx, w, one, engine, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+			if _, err := up(ctx, w, one, eng, nil); err == nil || !strings.Contains(err.Error(), "newer") {
 				t.Fatalf("err = %v", err)
 			}
 			// A newer schema is built by expand and contract: nothing is pending for the old binary.
-			applied, err := appliedVersions(ctx, r, engine)
+			applied, err := appliedVersions(ctx, r, eng)
 			if err != nil || len(applied) != 2 {
 				t.Fatalf("applied %v, %v", applied, err)
 			}
@@ -145,7 +146,7 @@ func TestUp(t *testing.T) {
 
 	t.Run("refuses gaps in the version numbers", func(t *testing.T) {
 		fsys := fstest.MapFS{"sqlite/0001_a.sql": {Data: []byte("SELECT 1;")}, "sqlite/0003_c.sql": {Data: []byte("SELECT 1;")}}
-		if _, err := list(fsys, "sqlite"); err == nil {
+		if _, err := list(fsys, engine.SQLite); err == nil {
 			t.Fatal("want an error")
 		}
 	})
@@ -157,7 +158,7 @@ func TestUp(t *testing.T) {
 	})
 
 	t.Run("postgres: two runs at once apply each migration once", func(t *testing.T) {
-		_, _, url := openEmpty(t, "postgres")
+		_, _, url := openEmpty(t, engine.Postgres)
 		fsys := fstest.MapFS{
 			"postgres/0001_a.sql": {Data: []byte("CREATE TABLE a (x INTEGER); SELECT pg_sleep(0.2);")},
 			"postgres/0002_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);")},
@@ -175,7 +176,7 @@ func TestUp(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i], errs[i] = up(ctx, w, fsys, "postgres", nil)
+				results[i], errs[i] = up(ctx, w, fsys, engine.Postgres, nil)
 			}()
 		}
 		wg.Wait()
@@ -189,11 +190,11 @@ func TestUp(t *testing.T) {
 }
 
 func TestEnginesHaveTheSameMigrations(t *testing.T) {
-	s, err := List("sqlite")
+	s, err := List(engine.SQLite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := List("postgres")
+	p, err := List(engine.Postgres)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,16 +218,16 @@ type column struct {
 
 // schemaOf reads the tables and columns of a migrated database, and its own indexes (those the
 // migrations create by name, not the ones behind a primary key or UNIQUE).
-func schemaOf(t *testing.T, r *sql.DB, engine string) (cols []column, indexes []string) {
+func schemaOf(t *testing.T, r *sql.DB, eng engine.Name) (cols []column, indexes []string) {
 	t.Helper()
 	var q, iq string
-	switch engine {
-	case "sqlite":
+	switch eng {
+	case engine.SQLite:
 		q = `SELECT m.name, p.name, upper(p.type), p."notnull" OR p.pk > 0, p.pk > 0
 			FROM sqlite_master m JOIN pragma_table_info(m.name) p
 			WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY 1, 2`
 		iq = `SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY 1`
-	case "postgres":
+	case engine.Postgres:
 		q = `SELECT c.table_name, c.column_name, upper(c.data_type), c.is_nullable = 'NO',
 				EXISTS (SELECT 1 FROM information_schema.table_constraints tc
 					JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name
@@ -279,16 +280,16 @@ var goqiteTypes = map[string]string{
 func TestSchemasMatch(t *testing.T) {
 	pgdb.URL(t)
 	ctx := context.Background()
-	schemas := map[string][]column{}
-	indexes := map[string][]string{}
-	for _, engine := range engines {
-		w, r, _ := openEmpty(t, engine)
-		if _, err := Up(ctx, w, engine, nil); err != nil {
+	schemas := map[engine.Name][]column{}
+	indexes := map[engine.Name][]string{}
+	for _, eng := range engines {
+		w, r, _ := openEmpty(t, eng)
+		if _, err := Up(ctx, w, eng, nil); err != nil {
 			t.Fatal(err)
 		}
-		schemas[engine], indexes[engine] = schemaOf(t, r, engine)
+		schemas[eng], indexes[eng] = schemaOf(t, r, eng)
 	}
-	s, p := schemas["sqlite"], schemas["postgres"]
+	s, p := schemas[engine.SQLite], schemas[engine.Postgres]
 	if len(s) < 50 {
 		t.Fatalf("read only %d sqlite columns", len(s))
 	}
@@ -312,7 +313,7 @@ func TestSchemasMatch(t *testing.T) {
 	for k := range at {
 		t.Errorf("%s is missing on sqlite", k)
 	}
-	if !reflect.DeepEqual(indexes["sqlite"], indexes["postgres"]) {
-		t.Errorf("indexes differ: sqlite %v, postgres %v", indexes["sqlite"], indexes["postgres"])
+	if !reflect.DeepEqual(indexes[engine.SQLite], indexes[engine.Postgres]) {
+		t.Errorf("indexes differ: sqlite %v, postgres %v", indexes[engine.SQLite], indexes[engine.Postgres])
 	}
 }

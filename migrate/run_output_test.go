@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // 0011 moves the output of the runs out of their document into run_output: each run reads back
@@ -12,9 +14,9 @@ import (
 // output has no part.
 func TestRunOutputMigration(t *testing.T) {
 	ctx := context.Background()
-	each(t, func(t *testing.T, engine string) {
-		w, r, _ := openEmpty(t, engine)
-		if _, err := up(ctx, w, until(t, engine, 10), engine, nil); err != nil {
+	each(t, func(t *testing.T, eng engine.Name) {
+		w, r, _ := openEmpty(t, eng)
+		if _, err := up(ctx, w, until(t, eng, 10), eng, nil); err != nil {
 			t.Fatal(err)
 		}
 		const at = "2026-03-01T10:00:00.000000Z"
@@ -47,7 +49,7 @@ func TestRunOutputMigration(t *testing.T) {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}
-		applied, err := Up(ctx, w, engine, nil)
+		applied, err := Up(ctx, w, eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // 0010 lets a purpose hold retired keys beside its current one: the key an instance signs with
@@ -11,9 +13,9 @@ import (
 // purpose is refused, a retired one is not.
 func TestSigningKeyRotationMigration(t *testing.T) {
 	ctx := context.Background()
-	each(t, func(t *testing.T, engine string) {
-		w, r, _ := openEmpty(t, engine)
-		if _, err := up(ctx, w, until(t, engine, 9), engine, nil); err != nil {
+	each(t, func(t *testing.T, eng engine.Name) {
+		w, r, _ := openEmpty(t, eng)
+		if _, err := up(ctx, w, until(t, eng, 9), eng, nil); err != nil {
 			t.Fatal(err)
 		}
 		const at = "2026-03-01T10:00:00.000000Z"
@@ -21,7 +23,7 @@ func TestSigningKeyRotationMigration(t *testing.T) {
 			VALUES ('k1', 'invocation', 'EdDSA', 'c2VlZA==', '`+at+`')`); err != nil {
 			t.Fatal(err)
 		}
-		applied, err := Up(ctx, w, engine, nil)
+		applied, err := Up(ctx, w, eng, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // AuthzStore implements authz.Store and authz.StructureSource (the latter reads the channels and
@@ -304,11 +305,11 @@ func (s *AuthzStore) CommittedHead(ctx context.Context) (int64, bool) {
 		return 0, false
 	}
 	switch s.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		return s.db.Head(), true
-	case "postgres":
+	case engine.Postgres:
 		return 0, false
 	default:
-		panic("storage: unknown dialect " + s.db.dialect.Name())
+		panic("storage: unknown dialect " + string(s.db.dialect.Name()))
 	}
 }

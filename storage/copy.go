@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // CopyTables is every table of the schema that an instance's data lives in, in an order in
@@ -171,16 +173,16 @@ func Copy(ctx context.Context, src *sql.DB, srcDialect Dialect, dst *sql.DB, dst
 // reads one snapshot, but cannot tell whether the source moved on).
 func sourceVersion(ctx context.Context, conn *sql.Conn, d Dialect) (int64, error) {
 	switch d.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		var v int64
 		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 			return 0, fmt.Errorf("copy: source: data_version: %w", err)
 		}
 		return v, nil
-	case "postgres":
+	case engine.Postgres:
 		return 0, nil
 	default:
-		panic("storage: unknown dialect " + d.Name())
+		panic("storage: unknown dialect " + string(d.Name()))
 	}
 }
 
@@ -193,12 +195,12 @@ type readQuerier interface {
 func listTables(ctx context.Context, q readQuerier, d Dialect) ([]string, error) {
 	var query string
 	switch d.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		query = `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`
-	case "postgres":
+	case engine.Postgres:
 		query = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`
 	default:
-		panic("storage: unknown dialect " + d.Name())
+		panic("storage: unknown dialect " + string(d.Name()))
 	}
 	rows, err := q.QueryContext(ctx, query)
 	if err != nil {

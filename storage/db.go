@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // Dialect is what differs between the engines.
 type Dialect interface {
-	Name() string
+	Name() engine.Name
 	// Rebind turns ? placeholders into the engine's own.
 	Rebind(q string) string
 	// BeginWrite is the statement that opens a write transaction. It may hold several
@@ -137,15 +138,15 @@ func (db *DB) Head() int64 { return db.head.Load() }
 // on SQLite every commit of the file's one server passes through this process.
 func (db *DB) ReadHead(ctx context.Context) (int64, error) {
 	switch db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		return db.Head(), nil
-	case "postgres":
+	case engine.Postgres:
 		if err := db.RefreshHead(ctx); err != nil {
 			return 0, err
 		}
 		return db.Head(), nil
 	default:
-		panic("storage: unknown dialect " + db.dialect.Name())
+		panic("storage: unknown dialect " + string(db.dialect.Name()))
 	}
 }
 
@@ -281,7 +282,7 @@ func (p readPool) QueryRowContext(ctx context.Context, q string, args ...any) *s
 func inTx(ctx context.Context) bool { return txFrom(ctx) != nil }
 
 func (db *DB) rebind(q string) string {
-	if db.dialect.Name() == "sqlite" {
+	if db.dialect.Name() == engine.SQLite {
 		return q
 	}
 	db.rebindMu.RLock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/stats"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // StatsStore implements stats.Store: reads only, on the read pool.
@@ -87,9 +88,10 @@ func (s *StatsStore) Hourly(ctx context.Context, first time.Time, n int) ([]stat
 // write-ahead log, found by PRAGMA database_list (an in-memory database has no file: 0).
 // PostgreSQL: pg_database_size of the current database, which includes its indexes.
 func (s *StatsStore) DatabaseSize(ctx context.Context) (stats.Database, error) {
-	d := stats.Database{Engine: s.db.dialect.Name()}
-	switch d.Engine {
-	case "sqlite":
+	eng := s.db.dialect.Name()
+	d := stats.Database{Engine: string(eng)}
+	switch eng {
+	case engine.SQLite:
 		rows, err := s.db.readDB.QueryContext(ctx, `PRAGMA database_list`)
 		if err != nil {
 			return d, s.db.mapErr(err, "stats")
@@ -119,7 +121,7 @@ func (s *StatsStore) DatabaseSize(ctx context.Context) (stats.Database, error) {
 			return d, err
 		}
 		return d, nil
-	case "postgres":
+	case engine.Postgres:
 		err := s.db.q(ctx).QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&d.Bytes)
 		return d, s.db.mapErr(err, "stats")
 	default:

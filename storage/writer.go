@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // The write path (see docs/architecture.md, The write path). One goroutine owns the one write connection. Units of Work queue
@@ -128,7 +129,7 @@ func startWriter(ctx context.Context, db *DB) (*writer, error) {
 		return nil, fmt.Errorf("storage: writer connection: %w", err)
 	}
 	w := &writer{db: db, conn: conn, stmts: newStmtCache(conn), jobs: make(chan *job, 4096), quit: make(chan struct{})}
-	if db.dialect.Name() == "postgres" {
+	if db.dialect.Name() == engine.Postgres {
 		m, ok := db.dialect.(multiExecer)
 		if !ok {
 			conn.Close()
@@ -213,12 +214,12 @@ func (w *writer) run() {
 func (w *writer) exec(q string, args ...any) error {
 	var err error
 	switch w.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		_, err = w.stmts.ExecContext(context.Background(), q, args...)
-	case "postgres":
+	case engine.Postgres:
 		_, err = w.conn.ExecContext(context.Background(), q, args...)
 	default:
-		panic("storage: unknown dialect " + w.db.dialect.Name())
+		panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 	}
 	return err
 }
@@ -255,7 +256,7 @@ func (w *writer) runBatch(batch []*job) []*job {
 // (PostgreSQL restarted, a network cut). It reports whether it had to; a new connection that
 // cannot be had yet is tried again at the next failure.
 func (w *writer) reconnectIfLost() bool {
-	if w.db.dialect.Name() == "sqlite" {
+	if w.db.dialect.Name() == engine.SQLite {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -318,7 +319,7 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 	}
 	// On PostgreSQL even a batch of one keeps a savepoint (it travels with BEGIN: no round trip),
 	// so that it can take in what queues while it runs. On SQLite a lone unit runs without one.
-	single := len(batch) == 1 && w.db.dialect.Name() == "sqlite"
+	single := len(batch) == 1 && w.db.dialect.Name() == engine.SQLite
 	w.queue.reset()
 	committed, err := w.begin(!single)
 	defer func() {
@@ -398,7 +399,7 @@ func (w *writer) tryBatch(bp *[]*job) (err error) {
 	}
 	if err := w.commit(committed, head); err != nil {
 		var answered interface{ SQLState() string } // PostgreSQL refused: nothing committed
-		if w.db.dialect.Name() == "sqlite" || errors.As(err, &answered) {
+		if w.db.dialect.Name() == engine.SQLite || errors.As(err, &answered) {
 			return err
 		}
 		return fmt.Errorf("%w: %w", errCommitUnknown, err)
@@ -436,14 +437,14 @@ func (w *writer) applyThreadBumps(bumps map[kernel.ID]threadBump) error {
 	for _, id := range ids {
 		b := bumps[id]
 		switch w.db.dialect.Name() {
-		case "sqlite":
+		case engine.SQLite:
 			if _, err := w.stmts.ExecContext(context.Background(), bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id)); err != nil {
 				return fmt.Errorf("bump thread: %w", err)
 			}
-		case "postgres":
+		case engine.Postgres:
 			w.queue.addParams(bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id))
 		default:
-			panic("storage: unknown dialect " + w.db.dialect.Name())
+			panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 		}
 	}
 	return nil
@@ -456,7 +457,7 @@ const lockCounter = `SELECT value FROM sequence_counters WHERE name = 'event_seq
 func (w *writer) begin(savepoint bool) (int64, error) {
 	var committed int64
 	switch w.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		if err := w.exec(w.db.dialect.BeginWrite()); err != nil {
 			return 0, err
 		}
@@ -467,7 +468,7 @@ func (w *writer) begin(savepoint bool) (int64, error) {
 			return committed, w.exec("SAVEPOINT uow")
 		}
 		return committed, nil
-	case "postgres":
+	case engine.Postgres:
 		q := w.db.dialect.BeginWrite() + "; " + lockCounter + w.db.dialect.ForUpdate()
 		if savepoint {
 			q += "; SAVEPOINT uow"
@@ -481,7 +482,7 @@ func (w *writer) begin(savepoint bool) (int64, error) {
 		}
 		return committed, nil
 	default:
-		panic("storage: unknown dialect " + w.db.dialect.Name())
+		panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 	}
 }
 
@@ -489,19 +490,19 @@ func (w *writer) begin(savepoint bool) (int64, error) {
 // PostgreSQL sends the unit's events along.
 func (w *writer) nextSavepoint() error {
 	switch w.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		if err := w.exec("RELEASE SAVEPOINT uow"); err != nil {
 			return err
 		}
 		return w.exec("SAVEPOINT uow")
-	case "postgres":
+	case engine.Postgres:
 		w.queue.add("RELEASE SAVEPOINT uow; SAVEPOINT uow")
 		if err := w.flush(); err != nil {
 			return fmt.Errorf("storage: append events: %w", err)
 		}
 		return nil
 	default:
-		panic("storage: unknown dialect " + w.db.dialect.Name())
+		panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 	}
 }
 
@@ -510,14 +511,14 @@ func (w *writer) nextSavepoint() error {
 // integers the writer computed are written into the statements.
 func (w *writer) commit(committed, head int64) error {
 	switch w.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		if head != committed {
 			if _, err := w.stmts.ExecContext(context.Background(), `UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`, head); err != nil {
 				return err
 			}
 		}
 		return w.exec("COMMIT")
-	case "postgres":
+	case engine.Postgres:
 		if head != committed {
 			w.queue.add(`UPDATE sequence_counters SET value = ` + strconv.FormatInt(head, 10) + ` WHERE name = 'event_seq'`)
 			w.queue.add(notifyStatement(head))
@@ -525,7 +526,7 @@ func (w *writer) commit(committed, head int64) error {
 		w.queue.add("COMMIT")
 		return w.flush()
 	default:
-		panic("storage: unknown dialect " + w.db.dialect.Name())
+		panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 	}
 }
 
@@ -578,7 +579,7 @@ func (q *pgQueue) addParams(stmt string, args ...any) {
 // afterCommit checkpoints the WAL between batches, on the writer itself, so that a checkpoint
 // never runs inside a commit and the WAL never outgrows journal_size_limit under steady load.
 func (w *writer) afterCommit(n int) {
-	if w.db.dialect.Name() != "sqlite" {
+	if w.db.dialect.Name() != engine.SQLite {
 		return
 	}
 	w.pagesSinceCheckpoint += 4 * n // a message-shaped write touches about four pages
@@ -629,14 +630,14 @@ func (w *writer) appendEvents(ctx context.Context, st *txState, head int64) (int
 		}
 	}
 	switch w.db.dialect.Name() {
-	case "sqlite":
+	case engine.SQLite:
 		if _, err := st.conn.ExecContext(ctx, sb.String(), args...); err != nil {
 			return 0, fmt.Errorf("storage: append events: %w", err)
 		}
-	case "postgres":
+	case engine.Postgres:
 		w.queue.addParams(sb.String(), args...) // sent with the next savepoint or the COMMIT
 	default:
-		panic("storage: unknown dialect " + w.db.dialect.Name())
+		panic("storage: unknown dialect " + string(w.db.dialect.Name()))
 	}
 	return int64(len(st.events)), nil
 }

@@ -37,6 +37,7 @@ import (
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // Handler runs one job. args is the JSON that Enqueue encoded from kernel.Job.Args ("null"
@@ -237,18 +238,18 @@ func (q *Queue) signal() {
 	}
 }
 
-func (q *Queue) flavor() string { return q.db.Dialect().Name() }
+func (q *Queue) flavor() engine.Name { return q.db.Dialect().Name() }
 
 // notify wakes the runners of other processes at the commit of the unit of ctx. PostgreSQL
 // sends one notification per transaction however many units of a batch ask for it.
 func (q *Queue) notify(ctx context.Context) error {
 	switch q.flavor() {
-	case "sqlite":
+	case engine.SQLite:
 		return nil
-	case "postgres":
+	case engine.Postgres:
 		_, err := q.db.Exec(ctx, notifySQL)
 		return err
 	default:
-		panic("jobs: unknown dialect " + q.flavor())
+		panic("jobs: unknown dialect " + string(q.flavor()))
 	}
 }

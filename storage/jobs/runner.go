@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"maragu.dev/goqite"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // RunnerOptions tune a Runner. The zero value of each field means its default.
@@ -89,7 +91,7 @@ type Runner struct {
 	q      *Queue
 	gq     *goqite.Queue
 	pool   *sql.DB
-	flavor string
+	flavor engine.Name
 	o      RunnerOptions
 	log    *slog.Logger
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"maragu.dev/goqite"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // The SQL of this package, in goqite's schema (migrate 0006_jobs), written with ? placeholders:
@@ -47,25 +49,25 @@ const sweepSQL = `DELETE FROM goqite WHERE queue = ? AND received >= ? AND timeo
 const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
 
 // timeArg is t as the flavour's goqite binds it: text on SQLite, time.Time on PostgreSQL.
-func timeArg(flavor string, t time.Time) any {
+func timeArg(flavor engine.Name, t time.Time) any {
 	switch flavor {
-	case "sqlite":
+	case engine.SQLite:
 		return t.UTC().Format(rfc3339Milli)
-	case "postgres":
+	case engine.Postgres:
 		return t.UTC()
 	default:
-		panic("jobs: unknown dialect " + flavor)
+		panic("jobs: unknown dialect " + string(flavor))
 	}
 }
 
-func goqiteFlavor(flavor string) goqite.SQLFlavor {
+func goqiteFlavor(flavor engine.Name) goqite.SQLFlavor {
 	switch flavor {
-	case "sqlite":
+	case engine.SQLite:
 		return goqite.SQLFlavorSQLite
-	case "postgres":
+	case engine.Postgres:
 		return goqite.SQLFlavorPostgreSQL
 	default:
-		panic("jobs: unknown dialect " + flavor)
+		panic("jobs: unknown dialect " + string(flavor))
 	}
 }
 
@@ -73,7 +75,7 @@ func goqiteFlavor(flavor string) goqite.SQLFlavor {
 func (r *Runner) nextDue(ctx context.Context) (due time.Time, ok bool, err error) {
 	row := r.pool.QueryRowContext(ctx, r.rebind(nextDueSQL), queueName, r.o.MaxAttempts)
 	switch r.flavor {
-	case "sqlite":
+	case engine.SQLite:
 		var s sql.NullString
 		if err := row.Scan(&s); err != nil || !s.Valid {
 			return time.Time{}, false, err
@@ -83,14 +85,14 @@ func (r *Runner) nextDue(ctx context.Context) (due time.Time, ok bool, err error
 			return time.Time{}, false, fmt.Errorf("jobs: a timeout %q in the queue: %w", s.String, err)
 		}
 		return t, true, nil
-	case "postgres":
+	case engine.Postgres:
 		var t sql.NullTime
 		if err := row.Scan(&t); err != nil || !t.Valid {
 			return time.Time{}, false, err
 		}
 		return t.Time, true, nil
 	default:
-		panic("jobs: unknown dialect " + r.flavor)
+		panic("jobs: unknown dialect " + string(r.flavor))
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // Options configure the two pools.
@@ -102,7 +103,7 @@ type Dialect struct {
 
 var _ storage.Dialect = Dialect{}
 
-func (Dialect) Name() string { return "postgres" }
+func (Dialect) Name() engine.Name { return engine.Postgres }
 
 // BeginWrite opens a READ COMMITTED transaction and sets its timeouts in the same simple
 // query: one round trip (the writer runs it unprepared; pgx sends a query without arguments

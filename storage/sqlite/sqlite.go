@@ -15,6 +15,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 // Options configure the database.
@@ -82,7 +84,7 @@ func Open(ctx context.Context, o Options) (writer, reader *sql.DB, err error) {
 // Dialect is SQLite's side of storage.Dialect.
 type Dialect struct{}
 
-func (Dialect) Name() string           { return "sqlite" }
+func (Dialect) Name() engine.Name      { return engine.SQLite }
 func (Dialect) Rebind(q string) string { return q }
 func (Dialect) BeginWrite() string     { return "BEGIN IMMEDIATE" }
 func (Dialect) ForUpdate() string      { return "" }
