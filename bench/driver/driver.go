@@ -24,6 +24,7 @@ import (
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/bench/internal/fixture"
 	"bothy.dev/bothy/migrate"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // Driver is one SQLite driver under test.
@@ -147,7 +148,7 @@ func Create(ctx context.Context, d Driver, path string) (*sql.DB, fixture.Fixtur
 	if err != nil {
 		return nil, fixture.Fixture{}, err
 	}
-	if _, err := migrate.Up(ctx, db, "sqlite", nil); err != nil {
+	if _, err := migrate.Up(ctx, db, engine.SQLite, nil); err != nil {
 		db.Close()
 		return nil, fixture.Fixture{}, fmt.Errorf("driver: migrate with %s: %w", d.Name, err)
 	}

@@ -10,16 +10,17 @@ import (
 
 	"bothy.dev/bothy/bench/internal/pgcluster"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
 // engines open a store on SQLite (a temp file) and on PostgreSQL (a fresh database of the
 // cluster BOTHY_TEST_POSTGRES_URL names; skipped when it is unset).
 var engines = []struct {
-	name string
+	name engine.Name
 	open func(tb testing.TB, o storage.Options, eventsOnly bool) *Store
 }{
-	{"sqlite", func(tb testing.TB, o storage.Options, eventsOnly bool) *Store {
+	{engine.SQLite, func(tb testing.TB, o storage.Options, eventsOnly bool) *Store {
 		s, err := Open(context.Background(), tb.TempDir(), o, eventsOnly)
 		if err != nil {
 			tb.Fatal(err)
@@ -27,7 +28,7 @@ var engines = []struct {
 		tb.Cleanup(func() { s.Close() })
 		return s
 	}},
-	{"postgres", func(tb testing.TB, o storage.Options, eventsOnly bool) *Store {
+	{engine.Postgres, func(tb testing.TB, o storage.Options, eventsOnly bool) *Store {
 		s, err := OpenPostgres(context.Background(), cluster(tb), o, eventsOnly)
 		if err != nil {
 			tb.Fatal(err)
@@ -64,7 +65,7 @@ func cluster(tb testing.TB) *pgcluster.Cluster {
 func TestWritePath(t *testing.T) {
 	ctx := context.Background()
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
+		t.Run(string(e.name), func(t *testing.T) {
 			t.Run("counts only committed events, each with its message row and thread count", func(t *testing.T) {
 				s := e.open(t, storage.Options{}, false)
 				run, err := s.Rate(ctx, 32, 20*time.Millisecond, 100*time.Millisecond)
@@ -74,7 +75,7 @@ func TestWritePath(t *testing.T) {
 				if run.Ops <= 0 || run.PerSecond() <= 0 || run.CPU <= 0 {
 					t.Fatalf("run = %+v", run)
 				}
-				if e.name == "postgres" && run.DBRead && run.DBCPU <= 0 {
+				if e.name == engine.Postgres && run.DBRead && run.DBCPU <= 0 {
 					t.Fatalf("the cluster's CPU was read but did not grow: %+v", run)
 				}
 				events, messages, counted, err := s.Count(ctx)

@@ -64,6 +64,7 @@ import (
 	servebench "bothy.dev/bothy/bench/serve"
 	storagebench "bothy.dev/bothy/bench/storage"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // scenario runs with its own flags and writes RESULT lines to out.
@@ -253,7 +254,7 @@ type storeFlags struct {
 	maxBatch    *int
 	commitDelay *time.Duration
 	eventsOnly  *bool
-	engine      *string
+	engine      *engine.Name
 	pgURL       *string
 }
 
@@ -262,7 +263,7 @@ func addStoreFlags(fs *flag.FlagSet) storeFlags {
 		maxBatch:    fs.Int("max-batch", 0, "storage.Options.MaxBatch (0: the store's default; 1 turns group commit off)"),
 		commitDelay: fs.Duration("commit-delay", 0, "storage.Options.BenchCommitDelay: a SIMULATED slow-disk commit cost slept before each COMMIT"),
 		eventsOnly:  fs.Bool("events-only", false, "only append the event: no thread read, message row or thread count"),
-		engine:      fs.String("engine", "sqlite", "sqlite (a temp file) or postgres (a fresh database on the -postgres cluster)"),
+		engine:      (*engine.Name)(fs.String("engine", string(engine.SQLite), "sqlite (a temp file) or postgres (a fresh database on the -postgres cluster)")),
 		pgURL:       postgresFlag(fs),
 	}
 }
@@ -285,7 +286,7 @@ func connect(ctx context.Context, flagValue string) (*pgcluster.Cluster, error) 
 func (f storeFlags) open(ctx context.Context) (s *storagebench.Store, close func(), err error) {
 	o := storage.Options{MaxBatch: *f.maxBatch, BenchCommitDelay: *f.commitDelay}
 	switch *f.engine {
-	case "sqlite":
+	case engine.SQLite:
 		dir, clean, err := tempDir()
 		if err != nil {
 			return nil, nil, err
@@ -295,7 +296,7 @@ func (f storeFlags) open(ctx context.Context) (s *storagebench.Store, close func
 			return nil, nil, err
 		}
 		return s, func() { s.Close(); clean() }, nil
-	case "postgres":
+	case engine.Postgres:
 		c, err := connect(ctx, *f.pgURL)
 		if err != nil {
 			return nil, nil, err
@@ -320,8 +321,8 @@ func (f storeFlags) open(ctx context.Context) (s *storagebench.Store, close func
 // or message-create.
 func (f storeFlags) label() string {
 	var parts []string
-	if *f.engine == "postgres" {
-		parts = append(parts, "postgres")
+	if *f.engine == engine.Postgres {
+		parts = append(parts, string(engine.Postgres))
 		if *f.eventsOnly {
 			parts = append(parts, "commit-phase")
 		} else {
@@ -335,13 +336,13 @@ func (f storeFlags) label() string {
 	}
 	if *f.maxBatch == 1 {
 		parts = append(parts, "max-batch=1")
-	} else if *f.engine != "postgres" || *f.maxBatch > 1 {
+	} else if *f.engine != engine.Postgres || *f.maxBatch > 1 {
 		parts = append(parts, "group-commit")
 		if *f.maxBatch > 1 {
 			parts[len(parts)-1] += fmt.Sprintf("(max-batch=%d)", *f.maxBatch)
 		}
 	}
-	if *f.eventsOnly && *f.engine != "postgres" {
+	if *f.eventsOnly && *f.engine != engine.Postgres {
 		parts = append(parts, "events-only")
 	}
 	return strings.Join(parts, "/")
@@ -406,7 +407,7 @@ type serverFlags struct {
 	bin              *string
 	people, channels *int
 	args             *string
-	engine           *string
+	engine           *engine.Name
 	pgURL            *string
 }
 
@@ -416,7 +417,7 @@ func addServerFlags(fs *flag.FlagSet) serverFlags {
 		people:   fs.Int("people", 4, "people who post (each with post on every channel; client i posts as person i mod people)"),
 		channels: fs.Int("channels", 4, "channels whose main threads the messages rotate over"),
 		args:     fs.String("serve-args", "", "more arguments for bothy serve, space-separated (e.g. \"--set database.max_batch=64\")"),
-		engine:   fs.String("engine", "sqlite", "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)"),
+		engine:   (*engine.Name)(fs.String("engine", string(engine.SQLite), "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)")),
 		pgURL:    postgresFlag(fs),
 	}
 }
@@ -443,8 +444,8 @@ func (f serverFlags) start(ctx context.Context, dir string, conns int) (*server,
 	var cpu httpbench.CPUReaders
 	dropDB := func() error { return nil }
 	switch *f.engine {
-	case "sqlite":
-	case "postgres":
+	case engine.SQLite:
+	case engine.Postgres:
 		c, err := connect(ctx, *f.pgURL)
 		if err != nil {
 			return nil, err
@@ -486,10 +487,10 @@ func (f serverFlags) start(ctx context.Context, dir string, conns int) (*server,
 // prefix is where the engine goes in a result's name: "" on SQLite (the names the table had
 // before PostgreSQL), "postgres/" on PostgreSQL.
 func (f serverFlags) prefix() string {
-	if *f.engine == "sqlite" {
+	if *f.engine == engine.SQLite {
 		return ""
 	}
-	return *f.engine + "/"
+	return string(*f.engine) + "/"
 }
 
 // stopped stops s and returns err, or the error of the stop when err is nil.
@@ -580,7 +581,7 @@ func serveStart(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *f.engine != "sqlite" {
+	if *f.engine != engine.SQLite {
 		return errors.New("serve-start measures serve on its own SQLite data dir: -engine sqlite only")
 	}
 	dir, clean, err := tempDir()
@@ -641,15 +642,16 @@ func serveStart(ctx context.Context, args []string, out io.Writer) error {
 // gatewayFlags are the flags of the gateway scenarios: the server's, and the instance's people
 // and channels.
 type gatewayFlags struct {
-	bin, args, engine, pgURL *string
-	people, channels         *int
+	bin, args, pgURL *string
+	engine           *engine.Name
+	people, channels *int
 }
 
 func addGatewayFlags(fs *flag.FlagSet, people, channels int) gatewayFlags {
 	return gatewayFlags{
 		bin:      fs.String("bin", "bench/out/bothy", "the bothy binary to run (go build -o bench/out/bothy .)"),
 		args:     fs.String("serve-args", "", "more arguments for bothy serve, space-separated"),
-		engine:   fs.String("engine", "sqlite", "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)"),
+		engine:   (*engine.Name)(fs.String("engine", string(engine.SQLite), "sqlite (serve's own file in a temp data dir) or postgres (a fresh database on the -postgres cluster, migrated with bothy migrate up)")),
 		pgURL:    postgresFlag(fs),
 		people:   fs.Int("people", people, "people to log in (two argon2id hashes each); client k connects as person k mod people"),
 		channels: fs.Int("channels", channels, "channels (main threads) the messages rotate over"),
@@ -657,10 +659,10 @@ func addGatewayFlags(fs *flag.FlagSet, people, channels int) gatewayFlags {
 }
 
 func (f gatewayFlags) prefix() string {
-	if *f.engine == "sqlite" {
+	if *f.engine == engine.SQLite {
 		return ""
 	}
-	return *f.engine + "/"
+	return string(*f.engine) + "/"
 }
 
 // multiNodeArgs are what each of several api nodes on one PostgreSQL database is started with.
@@ -685,11 +687,11 @@ func (f gatewayFlags) startNodes(ctx context.Context, dir string, n int, layout 
 	base.Bin, base.Args = *f.bin, append([]string{"--set", "gateway.max_connections_per_principal=0",
 		"--set", "gateway.max_connections_per_address=0"}, strings.Fields(*f.args)...)
 	switch *f.engine {
-	case "sqlite":
+	case engine.SQLite:
 		if n > 1 {
 			return nil, errors.New("several nodes share one PostgreSQL database: -engine postgres")
 		}
-	case "postgres":
+	case engine.Postgres:
 		c, err := connect(ctx, *f.pgURL)
 		if err != nil {
 			return nil, err
@@ -906,7 +908,7 @@ func gatewayNodes(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *f.engine != "postgres" {
+	if *f.engine != engine.Postgres {
 		return errors.New("two nodes share one PostgreSQL database: -engine postgres")
 	}
 	dir, clean, err := tempDir()
