@@ -9,6 +9,7 @@ import (
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // mustKeys stores, through the store's writer, an Idempotency-Key answer older than the TTL
@@ -73,7 +74,7 @@ func TestJobRolesOnPostgres(t *testing.T) {
 	}
 	cfg := func(role string) config.Config {
 		c := testConfig(t)
-		c.Database.Driver, c.Database.URLRef, c.Server.Role = "postgres", ref, role
+		c.Database.Driver, c.Database.URLRef, c.Server.Role = string(engine.Postgres), ref, role
 		return c
 	}
 

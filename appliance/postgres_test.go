@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
@@ -117,7 +118,7 @@ func TestPostgresServeAndMigrate(t *testing.T) {
 		if !regexp.MustCompile(`^Open http://127\.0\.0\.1:\d+/console/setup\?code=\S+ to create the first owner\n$`).MatchString(c.stdout.String()) {
 			t.Errorf("stdout = %q, want the setup line", c.stdout)
 		}
-		if a.DB.Dialect().Name() != "postgres" {
+		if a.DB.Dialect().Name() != engine.Postgres {
 			t.Errorf("the store runs on %s", a.DB.Dialect().Name())
 		}
 		if code := stop(); code != 0 {

@@ -9,6 +9,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/sqlite"
 )
 
@@ -19,7 +20,7 @@ func TestWALStaysShortUnderSteadyWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrate.Up(ctx, w, "sqlite", nil); err != nil {
+	if _, err := migrate.Up(ctx, w, engine.SQLite, nil); err != nil {
 		t.Fatal(err)
 	}
 	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{CheckpointPages: 64})

@@ -14,6 +14,7 @@ import (
 
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
 	"bothy.dev/bothy/storage/storetest"
@@ -38,7 +39,7 @@ func mustSQLiteEnd(tb testing.TB) (copyEnd, string) {
 	}
 	r.Close()
 	tb.Cleanup(func() { w.Close() })
-	if _, err := migrate.Up(ctx, w, "sqlite", nil); err != nil {
+	if _, err := migrate.Up(ctx, w, engine.SQLite, nil); err != nil {
 		tb.Fatal(err)
 	}
 	open := func(tb testing.TB) *storage.DB {

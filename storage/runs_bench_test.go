@@ -10,6 +10,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/storetest"
 )
 
@@ -164,9 +165,9 @@ func benchPatchWhole(b *testing.B, db *storage.DB, st *storage.RunStore, id kern
 func walBytes(b *testing.B, db *storage.DB) int64 {
 	b.Helper()
 	switch db.Dialect().Name() {
-	case "sqlite":
+	case engine.SQLite:
 		return 0
-	case "postgres":
+	case engine.Postgres:
 		var n int64
 		if err := storage.ScanIn(context.Background(), db, `SELECT (pg_current_wal_lsn() - '0/0')::bigint`, &n); err != nil {
 			b.Fatal(err)

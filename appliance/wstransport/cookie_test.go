@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/ui"
 )
 
@@ -40,8 +41,8 @@ func (s *server) dialWith(t *testing.T, h http.Header) (*wsClient, int) {
 // with the session cookie of the upgrade, from the instance's own origin only, and only while
 // the session holds.
 func TestCookieIdentify(t *testing.T) {
-	engines(t, func(t *testing.T, engine string) {
-		s := mustStart(t, engine, nil)
+	engines(t, func(t *testing.T, eng engine.Name) {
+		s := mustStart(t, eng, nil)
 		owner := s.mustOwner(t)
 		origin := s.base
 		cookie := func(tok string) http.Header {
@@ -111,8 +112,8 @@ func TestCookieIdentify(t *testing.T) {
 // cookie and not one of the plain name.
 func TestCookieIdentifyBehindHTTPS(t *testing.T) {
 	const publicURL = "https://chat.example"
-	engines(t, func(t *testing.T, engine string) {
-		s := mustStart(t, engine, func(c *config.Config) { c.Server.PublicURL = publicURL })
+	engines(t, func(t *testing.T, eng engine.Name) {
+		s := mustStart(t, eng, func(c *config.Config) { c.Server.PublicURL = publicURL })
 		owner := s.mustOwner(t)
 		dial := func(name string) *wsClient {
 			w, _ := s.dialWith(t, http.Header{"Cookie": {name + "=" + owner.token}, "Origin": {s.base}})

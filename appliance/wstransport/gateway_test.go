@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // team is an owner, Ada (who may read both channels) and Bob (only "open") on a running server.
@@ -41,8 +42,8 @@ func mustTeam(t *testing.T, s *server) *team {
 }
 
 func TestLiveDeliveryAndRevoke(t *testing.T) {
-	engines(t, func(t *testing.T, engine string) {
-		s := mustStart(t, engine, nil)
+	engines(t, func(t *testing.T, eng engine.Name) {
+		s := mustStart(t, eng, nil)
 		tm := mustTeam(t, s)
 		ada, bob, owner := s.dial(t), s.dial(t), s.dial(t)
 		for c, p := range map[*wsClient]person{ada: tm.ada, bob: tm.bob, owner: tm.owner} {
@@ -93,8 +94,8 @@ func TestLiveDeliveryAndRevoke(t *testing.T) {
 // stream against REST catch-up: every event the principal may see after the cursor, once, in
 // order.
 func TestCatchUpThenLiveUnderConcurrentWrites(t *testing.T) {
-	engines(t, func(t *testing.T, engine string) {
-		s := mustStart(t, engine, nil)
+	engines(t, func(t *testing.T, eng engine.Name) {
+		s := mustStart(t, eng, nil)
 		tm := mustTeam(t, s)
 		const writers, each = 4, 60
 		var wg sync.WaitGroup
@@ -160,7 +161,7 @@ func TestCatchUpThenLiveUnderConcurrentWrites(t *testing.T) {
 // TestSlowConsumer has a client stop reading while messages flow: its queue overflows and it is
 // closed with 4014 once it reads again, while another client gets every message.
 func TestSlowConsumer(t *testing.T) {
-	s := mustStart(t, "sqlite", func(c *config.Config) { c.Sync.OutboundQueueMax = 16 })
+	s := mustStart(t, engine.SQLite, func(c *config.Config) { c.Sync.OutboundQueueMax = 16 })
 	tm := mustTeam(t, s)
 	fast := s.dial(t)
 	fast.identify(tm.ada.token, -1)
@@ -205,7 +206,7 @@ func dialSmallWindow(t *testing.T, s *server) *wsClient {
 }
 
 func TestCloseCodes(t *testing.T) {
-	s := mustStart(t, "sqlite", func(c *config.Config) { c.Gateway.MaxFrameBytes = 4096 })
+	s := mustStart(t, engine.SQLite, func(c *config.Config) { c.Gateway.MaxFrameBytes = 4096 })
 	tm := mustTeam(t, s)
 	identify := `{"op":"identify","d":{"token":"` + tm.ada.token + `"}}`
 	tests := []struct {
@@ -254,7 +255,7 @@ func TestCloseCodes(t *testing.T) {
 }
 
 func TestHeartbeatTimeout(t *testing.T) {
-	s := mustStart(t, "sqlite", func(c *config.Config) { c.Gateway.HeartbeatInterval = 200 * time.Millisecond })
+	s := mustStart(t, engine.SQLite, func(c *config.Config) { c.Gateway.HeartbeatInterval = 200 * time.Millisecond })
 	tm := mustTeam(t, s)
 	c := s.dial(t)
 	c.identify(tm.ada.token, -1)
@@ -286,8 +287,8 @@ func TestHeartbeatTimeout(t *testing.T) {
 }
 
 func TestShutdownClosesWith4013(t *testing.T) {
-	engines(t, func(t *testing.T, engine string) {
-		s := mustStart(t, engine, nil)
+	engines(t, func(t *testing.T, eng engine.Name) {
+		s := mustStart(t, eng, nil)
 		tm := mustTeam(t, s)
 		a, b := s.dial(t), s.dial(t)
 		a.identify(tm.ada.token, -1)
@@ -303,7 +304,7 @@ func TestShutdownClosesWith4013(t *testing.T) {
 }
 
 func TestOrigin(t *testing.T) {
-	s := mustStart(t, "sqlite", func(c *config.Config) { c.Server.PublicURL = "https://chat.example.com" })
+	s := mustStart(t, engine.SQLite, func(c *config.Config) { c.Server.PublicURL = "https://chat.example.com" })
 	host := strings.TrimPrefix(s.base, "http://")
 	tests := []struct {
 		origin string
@@ -362,7 +363,7 @@ func TestOrigin(t *testing.T) {
 }
 
 func TestTypingAndResume(t *testing.T) {
-	s := mustStart(t, "sqlite", nil)
+	s := mustStart(t, engine.SQLite, nil)
 	tm := mustTeam(t, s)
 	ada, bob := s.dial(t), s.dial(t)
 	ada.identify(tm.ada.token, -1)

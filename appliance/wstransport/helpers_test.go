@@ -20,15 +20,16 @@ import (
 	"bothy.dev/bothy/appliance"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
+	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/storetest/pgdb"
 )
 
 // engines runs fn on SQLite and, when BOTHY_TEST_POSTGRES_URL is set, on PostgreSQL.
-func engines(t *testing.T, fn func(t *testing.T, engine string)) {
-	for _, e := range []string{"sqlite", "postgres"} {
-		t.Run(e, func(t *testing.T) {
-			if e == "postgres" && os.Getenv(pgdb.EnvURL) == "" {
+func engines(t *testing.T, fn func(t *testing.T, eng engine.Name)) {
+	for _, e := range []engine.Name{engine.SQLite, engine.Postgres} {
+		t.Run(string(e), func(t *testing.T) {
+			if e == engine.Postgres && os.Getenv(pgdb.EnvURL) == "" {
 				t.Skip(pgdb.EnvURL + " is not set")
 			}
 			fn(t, e)
@@ -57,15 +58,15 @@ func (w tbWriter) Write(p []byte) (int, error) {
 }
 
 // mustStart boots an appliance on engine with the defaults changed by tweak.
-func mustStart(t *testing.T, engine string, tweak func(*config.Config)) *server {
+func mustStart(t *testing.T, eng engine.Name, tweak func(*config.Config)) *server {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Server.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Server.ListenAddr = "127.0.0.1:0"
 	cfg.Server.InternalListenAddr = "127.0.0.1:0"
 	cfg.Shutdown.TotalTimeout = 15 * time.Second
-	if engine == "postgres" {
-		cfg.Database.Driver = "postgres"
+	if eng == engine.Postgres {
+		cfg.Database.Driver = string(engine.Postgres)
 		cfg.Database.URLRef = mustPostgres(t)
 	}
 	if tweak != nil {
@@ -117,7 +118,7 @@ func mustPostgres(t *testing.T) string {
 	}
 	defer w.Close()
 	defer r.Close()
-	if _, err := migrate.Up(context.Background(), w, "postgres", nil); err != nil {
+	if _, err := migrate.Up(context.Background(), w, engine.Postgres, nil); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "database-url")
