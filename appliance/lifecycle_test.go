@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,16 +31,35 @@ func testConfig(tb testing.TB) config.Config {
 }
 
 func testLogger(tb testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(w.end)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// tbWriter sends log lines to the test log, where they show only when the test fails.
-type tbWriter struct{ tb testing.TB }
+// tbWriter sends log lines to the test log, where they show only when the test fails. A
+// goroutine the test left running on purpose (a shutdown that overran its timeout) may still
+// log after the test ended, which testing refuses with a panic: from the test's cleanup on,
+// lines are dropped.
+type tbWriter struct {
+	tb    testing.TB
+	mu    sync.Mutex
+	ended bool
+}
 
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Helper()
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.tb.Helper()
+		w.tb.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
+}
+
+func (w *tbWriter) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
 }
 
 func mustNew(tb testing.TB, cfg config.Config) *App {
