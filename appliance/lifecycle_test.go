@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/appliance/config"
 )
 
@@ -30,37 +30,7 @@ func testConfig(tb testing.TB) config.Config {
 	return cfg
 }
 
-func testLogger(tb testing.TB) *slog.Logger {
-	w := &tbWriter{tb: tb}
-	tb.Cleanup(w.end)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// tbWriter sends log lines to the test log, where they show only when the test fails. A
-// goroutine the test left running on purpose (a shutdown that overran its timeout) may still
-// log after the test ended, which testing refuses with a panic: from the test's cleanup on,
-// lines are dropped.
-type tbWriter struct {
-	tb    testing.TB
-	mu    sync.Mutex
-	ended bool
-}
-
-func (w *tbWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.ended {
-		w.tb.Helper()
-		w.tb.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *tbWriter) end() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ended = true
-}
+func testLogger(tb testing.TB) *slog.Logger { return kerneltest.Logger(tb, slog.LevelDebug) }
 
 func mustNew(tb testing.TB, cfg config.Config) *App {
 	tb.Helper()

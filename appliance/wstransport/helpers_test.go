@@ -10,19 +10,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/appliance"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/storetest/pgdb"
+	"github.com/coder/websocket"
 )
 
 // engines runs fn on SQLite and, when BOTHY_TEST_POSTGRES_URL is set, on PostgreSQL.
@@ -46,16 +45,7 @@ type server struct {
 	logs *bytes.Buffer
 }
 
-func testLogger(tb testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tbWriter struct{ tb testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(tb testing.TB) *slog.Logger { return kerneltest.Logger(tb, slog.LevelInfo) }
 
 // mustStart boots an appliance on engine with the defaults changed by tweak.
 func mustStart(t *testing.T, eng engine.Name, tweak func(*config.Config)) *server {

@@ -7,8 +7,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"testing"
 
 	"bothy.dev/bothy/app/kernel"
 )
@@ -141,4 +144,32 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Logger is a logger into tb's log, where lines show only when the test fails. A goroutine a
+// test leaves running on purpose (a shutdown that overran its timeout) may still log after the
+// test ended, which testing refuses with a panic: from the test's cleanup on, lines are dropped.
+func Logger(tb testing.TB, level slog.Level) *slog.Logger {
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.ended = true
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+type tbWriter struct {
+	tb    testing.TB
+	mu    sync.Mutex
+	ended bool
+}
+
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		w.tb.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }
