@@ -59,7 +59,7 @@ func TestCreate(t *testing.T) {
 			if code, field := codeAndField(err); code != tt.wantCode || field != tt.wantField {
 				t.Fatalf("err = %v (field %q), want %s on %q", err, field, tt.wantCode, tt.wantField)
 			}
-			if token != "" || len(f.tx.Events()) != 0 || len(f.store.rows) != 0 || len(f.principals.users) != 0 {
+			if token != "" || len(f.events(t)) != 0 || len(f.agents(t)) != 0 || (tt.in.Handle != "" && f.handleTaken(t, tt.in.Handle)) {
 				t.Fatal("a refused create changed something")
 			}
 			if c := f.authz.Calls[0]; c.Action != kernel.ActAgentCreate || c.Resource.Kind != kernel.ResInstance {
@@ -78,21 +78,21 @@ func TestCreate(t *testing.T) {
 			a.Status != agents.StatusActive || a.CreatedBy != owner.ID || a.CreatedAt.IsZero() || a.DisabledAt != nil {
 			t.Fatalf("agent = %+v", a)
 		}
-		if token == "" || token != f.principals.tokens[a.ID] {
+		if token == "" || f.tokenOf(t, token) != a.ID {
 			t.Fatalf("token %q, want the one identity made", token)
 		}
 		if got, err := f.store.Agent(ctx, a.ID); err != nil || got.Description != a.Description || got.CreatedBy != owner.ID {
 			t.Fatalf("stored %+v, %v", got, err)
 		}
-		if !f.store.consumers[a.ID] {
+		if !f.consumerStarted(t, a.ID) {
 			t.Fatal("the new agent's consumer has no cursor: what is addressed to it before it connects would be lost")
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		if len(evs) != 1 || evs[0].Type != kernel.EvAgentCreated || evs[0].Scope != (kernel.Scope{}) ||
 			evs[0].SubjectID != a.ID || evs[0].ActorID != owner.ID {
 			t.Fatalf("events = %+v", evs)
 		}
-		b, _ := json.Marshal(evs[0].Payload)
+		b := evs[0].Payload
 		if strings.Contains(string(b), token) || strings.Contains(string(b), "token") {
 			t.Fatalf("the payload holds the token: %s", b)
 		}
@@ -106,24 +106,27 @@ func TestCreate(t *testing.T) {
 	t.Run("a handle taken answers conflict naming the field and appends nothing", func(t *testing.T) {
 		f := mustAgents(t)
 		f.mustCreate(t, "echo")
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		_, _, err := f.svc.Create(ctx, owner, agents.NewAgent{Handle: "ECHO", DisplayName: "Another"})
 		if code, field := codeAndField(err); code != kernel.CodeConflict || field != "handle" {
 			t.Fatalf("err = %v", err)
 		}
-		if len(f.tx.Events()) != n || len(f.store.rows) != 1 {
+		if len(f.events(t)) != n || len(f.agents(t)) != 1 {
 			t.Fatal("the refused create changed something")
 		}
 	})
 
-	t.Run("a failing store write appends nothing", func(t *testing.T) {
+	t.Run("a failing store write appends nothing and rolls the principal back", func(t *testing.T) {
 		f := mustAgents(t)
-		f.store.Fail = errors.New("disk full")
+		f.store.createAgent = func(context.Context, agents.Agent) error { return errors.New("disk full") }
 		if _, token, err := f.svc.Create(ctx, owner, agents.NewAgent{Handle: "bot", DisplayName: "Bot"}); err == nil || token != "" {
 			t.Fatalf("err = %v, token %q", err, token)
 		}
-		if len(f.tx.Events()) != 0 {
+		if len(f.events(t)) != 0 {
 			t.Fatal("an event was kept")
+		}
+		if f.handleTaken(t, "bot") {
+			t.Fatal("the principal was kept")
 		}
 	})
 }
@@ -191,7 +194,7 @@ func TestDisableEnable(t *testing.T) {
 	t.Run("disable switches the principal, publishes AgentDisabled and appends agent.updated; again changes nothing", func(t *testing.T) {
 		f := mustAgents(t)
 		a, _ := f.mustCreate(t, "bot")
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		f.clock.Advance(time.Minute)
 		got, err := f.svc.Disable(ctx, owner, a.ID)
 		if err != nil {
@@ -200,22 +203,22 @@ func TestDisableEnable(t *testing.T) {
 		if got.Status != agents.StatusDisabled || got.DisabledAt == nil || !got.UpdatedAt.After(a.UpdatedAt) || got.Description != a.Description {
 			t.Fatalf("agent = %+v", got)
 		}
-		if u, _ := f.principals.get(a.ID); u.Status != agents.StatusDisabled {
+		if u := f.principal(t, a.ID); u.Status != agents.StatusDisabled {
 			t.Fatalf("the principal is %s", u.Status)
 		}
 		if len(f.disabled) != 1 || f.disabled[0] != a.ID {
 			t.Fatalf("AgentDisabled delivered for %v", f.disabled)
 		}
-		evs := f.tx.Events()[n:]
+		evs := f.events(t)[n:]
 		if len(evs) != 1 || evs[0].Type != kernel.EvAgentUpdated || evs[0].Scope != (kernel.Scope{}) || evs[0].SubjectID != a.ID ||
-			evs[0].Payload.(agents.Agent).Status != agents.StatusDisabled {
+			payload(t, evs[0]).Status != agents.StatusDisabled {
 			t.Fatalf("events = %+v", evs)
 		}
 		if c := f.authz.Last(); c.Action != kernel.ActAgentDisable || c.Resource.ID != a.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		again, err := f.svc.Disable(ctx, owner, a.ID)
-		if err != nil || again.Status != agents.StatusDisabled || len(f.tx.Events()) != n+1 || len(f.disabled) != 1 {
+		if err != nil || again.Status != agents.StatusDisabled || len(f.events(t)) != n+1 || len(f.disabled) != 1 {
 			t.Fatalf("disabling again: %+v %v", again, err)
 		}
 	})
@@ -225,19 +228,19 @@ func TestDisableEnable(t *testing.T) {
 		if _, err := f.svc.Disable(ctx, owner, a.ID); err != nil {
 			t.Fatal(err)
 		}
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		got, err := f.svc.Enable(ctx, owner, a.ID)
 		if err != nil || got.Status != agents.StatusActive || got.DisabledAt != nil {
 			t.Fatalf("enable: %+v, %v", got, err)
 		}
-		evs := f.tx.Events()[n:]
-		if len(evs) != 1 || evs[0].Type != kernel.EvAgentUpdated || evs[0].Payload.(agents.Agent).Status != agents.StatusActive {
+		evs := f.events(t)[n:]
+		if len(evs) != 1 || evs[0].Type != kernel.EvAgentUpdated || payload(t, evs[0]).Status != agents.StatusActive {
 			t.Fatalf("events = %+v", evs)
 		}
 		if c := f.authz.Last(); c.Action != kernel.ActAgentEnable {
 			t.Fatalf("authorized %+v", c)
 		}
-		if _, err := f.svc.Enable(ctx, owner, a.ID); err != nil || len(f.tx.Events()) != n+1 {
+		if _, err := f.svc.Enable(ctx, owner, a.ID); err != nil || len(f.events(t)) != n+1 {
 			t.Fatalf("enabling again: %v", err)
 		}
 		if len(f.disabled) != 1 {
@@ -247,7 +250,7 @@ func TestDisableEnable(t *testing.T) {
 	t.Run("refusals change nothing", func(t *testing.T) {
 		f := mustAgents(t)
 		a, _ := f.mustCreate(t, "bot")
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		if _, err := f.svc.Disable(ctx, owner, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("unknown id: %v", err)
 		}
@@ -260,10 +263,10 @@ func TestDisableEnable(t *testing.T) {
 		if _, err := f.svc.Disable(ctx, person, a.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("not an owner: %v", err)
 		}
-		if len(f.tx.Events()) != n || len(f.disabled) != 0 {
+		if len(f.events(t)) != n || len(f.disabled) != 0 {
 			t.Fatal("a refusal changed something")
 		}
-		if u, _ := f.principals.get(a.ID); u.Status != agents.StatusActive {
+		if u := f.principal(t, a.ID); u.Status != agents.StatusActive {
 			t.Fatal("the agent was disabled")
 		}
 	})
@@ -273,13 +276,16 @@ func TestDisableEnable(t *testing.T) {
 		bus := kernel.NewTxBus()
 		kernel.Subscribe(bus, "veto", func(context.Context, agents.AgentDisabled) error { return errors.New("no") })
 		bus.Seal()
-		svc := agents.New(agents.Deps{Store: f.store, Principals: f.principals, UoW: f.tx, Events: f.tx, Authz: f.authz, Bus: bus})
-		n := len(f.tx.Events())
+		svc := f.service(bus)
+		n := len(f.events(t))
 		if _, err := svc.Disable(ctx, owner, a.ID); err == nil || !strings.Contains(err.Error(), "veto") {
 			t.Fatalf("err = %v", err)
 		}
-		if len(f.tx.Events()) != n {
+		if len(f.events(t)) != n {
 			t.Fatal("agent.updated was kept")
+		}
+		if u := f.principal(t, a.ID); u.Status != agents.StatusActive {
+			t.Fatal("the principal's disable was kept")
 		}
 	})
 }
@@ -292,8 +298,11 @@ func TestResetToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ID != a.ID || token == "" || token == first || f.principals.tokens[a.ID] != token {
+		if got.ID != a.ID || token == "" || token == first || f.tokenOf(t, token) != a.ID {
 			t.Fatalf("agent %+v, token %q (was %q)", got, token, first)
+		}
+		if f.tokenOf(t, first) != "" {
+			t.Fatal("the old token still authenticates")
 		}
 		if c := f.authz.Last(); c.Action != kernel.ActAgentTokenReset || c.Resource.ID != a.ID {
 			t.Fatalf("authorized %+v", c)
@@ -311,7 +320,7 @@ func TestResetToken(t *testing.T) {
 		if _, _, err := f.svc.ResetToken(ctx, person, a.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("a person: %v", err)
 		}
-		if f.principals.tokens[a.ID] != first {
+		if f.tokenOf(t, first) != a.ID {
 			t.Fatal("a refused reset changed the token")
 		}
 		if _, _, err := f.svc.ResetToken(ctx, owner, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {

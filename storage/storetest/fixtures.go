@@ -1,0 +1,47 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage"
+)
+
+// The helpers below are for the domain modules' use-case tests, which run their services on a
+// real store (Open) instead of fakes of its repositories.
+
+// Log returns every event of db's log, in order.
+func Log(tb testing.TB, db *storage.DB) []kernel.LoggedEvent {
+	tb.Helper()
+	evs, err := db.EventsAfter(context.Background(), 0, 100000)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return evs
+}
+
+// Principal inserts the principal of a (its id, kind, handle and IsOwner; active), for a test
+// whose actors are fixed before its store exists. It appends no event.
+func Principal(tb testing.TB, db *storage.DB, a kernel.Actor) {
+	tb.Helper()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	u := identity.User{ID: a.ID, Kind: a.Kind, Handle: a.Handle, DisplayName: a.Handle, Status: identity.StatusActive,
+		IsOwner: a.IsOwner, CreatedAt: now, UpdatedAt: now}
+	store := storage.NewIdentityStore(db)
+	if err := db.Do(context.Background(), func(ctx context.Context) error {
+		return store.CreatePrincipal(ctx, u, identity.HandleKey(a.Handle))
+	}); err != nil {
+		tb.Fatalf("storetest: principal %s: %v", a.Handle, err)
+	}
+}
+
+// InUnit reports whether ctx carries a Unit of Work of db, for a subscriber or a fake of a port
+// that must run inside one.
+func InUnit(ctx context.Context, db *storage.DB) (in bool) {
+	defer func() { in = recover() == nil }()
+	db.AfterCommit(ctx, func() {})
+	return true
+}
