@@ -75,7 +75,7 @@ func TestAgentStore(t *testing.T) {
 				t.Fatalf("token %q", token)
 			}
 			evs := e.events(t)[before:]
-			if len(evs) != 1 || evs[0].Type != kernel.EvAgentCreated || evs[0].SubjectID != a.ID || evs[0].ActorID != e.olga.ID ||
+			if len(evs) != 1 || evs[0].Type != agents.EvAgentCreated.Name || evs[0].SubjectID != a.ID || evs[0].ActorID != e.olga.ID ||
 				evs[0].Scope != (kernel.Scope{}) {
 				t.Fatalf("events %+v", evs)
 			}
@@ -174,7 +174,7 @@ func TestAgentStore(t *testing.T) {
 				t.Fatalf("the token after enable: %+v, %v", actor, err)
 			}
 			evs := e.events(t)[before:]
-			if len(evs) != 2 || evs[0].Type != kernel.EvAgentUpdated || evs[1].Type != kernel.EvAgentUpdated {
+			if len(evs) != 2 || evs[0].Type != agents.EvAgentUpdated.Name || evs[1].Type != agents.EvAgentUpdated.Name {
 				t.Fatalf("events %+v", evs)
 			}
 			var p struct{ Status string }

@@ -137,7 +137,7 @@ func TestGrants(t *testing.T) {
 				t.Fatalf("%d events", len(evs))
 			}
 			ev := evs[0]
-			if ev.Type != kernel.EvGrantChanged || ev.Scope.SpaceID != e.space || ev.Scope.ChannelID != e.channel || ev.ActorID != e.owner.ID {
+			if ev.Type != authz.EvGrantChanged.Name || ev.Scope.SpaceID != e.space || ev.Scope.ChannelID != e.channel || ev.ActorID != e.owner.ID {
 				t.Fatalf("event %+v", ev)
 			}
 			var p map[string]any
@@ -280,7 +280,7 @@ func TestGrants(t *testing.T) {
 			}
 			evs := e.events(t)
 			last := evs[len(evs)-1]
-			if last.Type != kernel.EvGrantChanged || string(last.Payload) != `{"channel_id":"`+string(e.channel)+`","principal_id":"`+string(e.alice.ID)+`","level":null}` {
+			if last.Type != authz.EvGrantChanged.Name || string(last.Payload) != `{"channel_id":"`+string(e.channel)+`","principal_id":"`+string(e.alice.ID)+`","level":null}` {
 				t.Fatalf("event %s %s", last.Type, last.Payload)
 			}
 			if err := e.az.RevokeGrant(ctx, e.owner, e.channel, e.alice.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
@@ -499,14 +499,14 @@ func (e *cacheEnv) dmWith(t *testing.T, a kernel.Actor) kernel.ID {
 			string(ch.ID), string(ch.SpaceID), string(ch.MainThreadID), string(a.ID)); err != nil {
 			return err
 		}
-		e.db.Append(ctx, kernel.Event{Type: kernel.EvChannelCreated, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
+		e.db.Append(ctx, kernel.Event{Type: chat.EvChannelCreated.Name, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
 			SubjectID: ch.ID, ActorID: a.ID, Payload: ch})
 		if _, err := e.store.UpsertGrant(ctx, authz.Grant{ResourceKind: kernel.ResChannel, ResourceID: ch.ID, PrincipalID: a.ID,
 			Level: authz.LevelManage, CreatedBy: a.ID, CreatedAt: e.clock.Now()}); err != nil {
 			return err
 		}
 		level := "manage"
-		e.db.Append(ctx, kernel.Event{Type: kernel.EvGrantChanged, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
+		e.db.Append(ctx, kernel.Event{Type: authz.EvGrantChanged.Name, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
 			SubjectID: ch.ID, ActorID: a.ID, Payload: map[string]any{"channel_id": ch.ID, "principal_id": a.ID, "level": &level}})
 		return nil
 	})
@@ -704,7 +704,7 @@ func TestPermissionCache(t *testing.T) {
 			// ... and not once the transaction holds a change of rights the cache cannot know.
 			errRollBack := errors.New("roll back")
 			err = e.db.Do(ctx, func(ctx context.Context) error {
-				e.db.Append(ctx, kernel.Event{Type: kernel.EvGrantChanged, Payload: map[string]any{}})
+				e.db.Append(ctx, kernel.Event{Type: authz.EvGrantChanged.Name, Payload: map[string]any{}})
 				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
 					return fmt.Errorf("with a change of rights pending: %w", err)
 				}

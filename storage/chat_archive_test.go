@@ -31,7 +31,7 @@ func TestChatStoreArchive(t *testing.T) {
 				t.Fatalf("listed %+v, %v", list, err)
 			}
 			evs := logged(t, e.db)[before:]
-			if len(evs) != 1 || evs[0].Type != chat.EvChannelArchived || evs[0].Scope.ChannelID != c.ID {
+			if len(evs) != 1 || evs[0].Type != chat.EvChannelArchived.Name || evs[0].Scope.ChannelID != c.ID {
 				t.Fatalf("events %+v", evs)
 			}
 			var data map[string]any
@@ -91,7 +91,7 @@ func TestChatStoreArchiveSpace(t *testing.T) {
 			t.Fatalf("spaces %+v, %v", spaces, err)
 		}
 		evs := logged(t, e.db)[before:]
-		if len(evs) != 1 || evs[0].Type != chat.EvSpaceArchived || evs[0].Scope.SpaceID != sp.ID {
+		if len(evs) != 1 || evs[0].Type != chat.EvSpaceArchived.Name || evs[0].Scope.SpaceID != sp.ID {
 			t.Fatalf("events %+v", evs)
 		}
 		if _, err := e.svc.ArchiveSpace(ctx, e.alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {

@@ -162,7 +162,7 @@ func TestChatStoreSpaces(t *testing.T) {
 			evs := logged(t, e.db)
 			last := evs[len(evs)-1]
 			var data chat.Space
-			if err := json.Unmarshal(last.Payload, &data); err != nil || last.Type != kernel.EvSpaceUpdated || data != up ||
+			if err := json.Unmarshal(last.Payload, &data); err != nil || last.Type != chat.EvSpaceUpdated.Name || data != up ||
 				last.Scope.SpaceID != a.ID || last.SubjectID != a.ID || last.ActorID != e.alice.ID {
 				t.Fatalf("last event %+v (%s), %v", last, last.Payload, err)
 			}
@@ -190,7 +190,7 @@ func TestChatStoreChannels(t *testing.T) {
 				t.Fatalf("main thread %+v, %v", main, err)
 			}
 			evs := logged(t, e.db)[before:]
-			if len(evs) != 4 || evs[0].Type != kernel.EvChannelCreated || evs[1].Type != kernel.EvThreadCreated ||
+			if len(evs) != 4 || evs[0].Type != chat.EvChannelCreated.Name || evs[1].Type != chat.EvThreadCreated.Name ||
 				evs[1].Seq != evs[0].Seq+1 || evs[1].Scope.ThreadID != c.MainThreadID || evs[0].Scope.ChannelID != c.ID {
 				t.Fatalf("events %+v", evs)
 			}
@@ -437,7 +437,7 @@ func TestChatStoreOperator(t *testing.T) {
 			}
 			evs := logged(t, e.db)[before:]
 			var data map[string]any
-			if len(evs) != 1 || evs[0].Type != kernel.EvChannelUpdated || json.Unmarshal(evs[0].Payload, &data) != nil ||
+			if len(evs) != 1 || evs[0].Type != chat.EvChannelUpdated.Name || json.Unmarshal(evs[0].Payload, &data) != nil ||
 				data["operator_id"] != string(bot) {
 				t.Fatalf("events %+v", evs)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/kernel"
 )
@@ -35,7 +36,7 @@ func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, b
 	}
 	var created sql.NullInt64
 	err = s.db.q(ctx).QueryRowContext(ctx, `SELECT MIN(seq) FROM event_log WHERE subject_id = ? AND type = ?`,
-		string(agent), kernel.EvAgentCreated).Scan(&created)
+		string(agent), agents.EvAgentCreated.Name).Scan(&created)
 	if err != nil {
 		return 0, false, s.db.mapErr(err, "event log")
 	}

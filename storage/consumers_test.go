@@ -166,7 +166,7 @@ func TestAgentConsumerStartsAtCreation(t *testing.T) {
 		createdSeq := func(t *testing.T, agent kernel.ID) int64 {
 			t.Helper()
 			for _, ev := range e.events(t) {
-				if ev.Type == kernel.EvAgentCreated && ev.SubjectID == agent {
+				if ev.Type == agents.EvAgentCreated.Name && ev.SubjectID == agent {
 					return ev.Seq
 				}
 			}

@@ -30,7 +30,7 @@ func TestEnableAndResetPassword(t *testing.T) {
 			wantCode(t, err, kernel.CodeUnauthenticated)
 			e.login(t, "alice", "alice-password")
 			evs := e.events(t)
-			if last := evs[len(evs)-1]; last.Type != kernel.EvUserUpdated || last.SubjectID != alice.ID {
+			if last := evs[len(evs)-1]; last.Type != identity.EvUserUpdated.Name || last.SubjectID != alice.ID {
 				t.Fatalf("last event %+v", last)
 			}
 		})
@@ -63,7 +63,7 @@ func TestEnableAndResetPassword(t *testing.T) {
 			e.login(t, "alice", "a brand new password")
 			var revoked int
 			for _, ev := range e.events(t) {
-				if ev.Seq > start && ev.Type == kernel.EvSessionRevoked && ev.Scope.PrincipalID == u.ID {
+				if ev.Seq > start && ev.Type == identity.EvSessionRevoked.Name && ev.Scope.PrincipalID == u.ID {
 					revoked++
 				}
 			}

@@ -174,7 +174,7 @@ func TestSetup(t *testing.T) {
 			_, err = e.id.Setup(bg, code, "other", "Other", "owner-password")
 			wantCode(t, err, kernel.CodeSetupComplete)
 			evs := e.events(t)
-			if len(evs) != 1 || evs[0].Type != kernel.EvUserCreated || evs[0].SubjectID != u.ID || evs[0].Scope != (kernel.Scope{}) {
+			if len(evs) != 1 || evs[0].Type != identity.EvUserCreated.Name || evs[0].SubjectID != u.ID || evs[0].Scope != (kernel.Scope{}) {
 				t.Fatalf("events %+v", evs)
 			}
 			var p map[string]any
@@ -398,7 +398,7 @@ func TestAuthenticate(t *testing.T) {
 			wantCode(t, err, kernel.CodeUnauthenticated)
 			evs := e.events(t)
 			last := evs[len(evs)-1]
-			if last.Type != kernel.EvSessionRevoked || last.Scope != (kernel.Scope{PrincipalID: a.ID}) || last.SubjectID != a.SessionID {
+			if last.Type != identity.EvSessionRevoked.Name || last.Scope != (kernel.Scope{PrincipalID: a.ID}) || last.SubjectID != a.SessionID {
 				t.Fatalf("event %+v", last)
 			}
 		})
@@ -516,7 +516,7 @@ func TestTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 			evs := e.events(t)
-			if last := evs[len(evs)-1]; last.Type != kernel.EvTokenRevoked || last.Scope != (kernel.Scope{PrincipalID: alice.ID}) || last.SubjectID != tok.ID {
+			if last := evs[len(evs)-1]; last.Type != identity.EvTokenRevoked.Name || last.Scope != (kernel.Scope{PrincipalID: alice.ID}) || last.SubjectID != tok.ID {
 				t.Fatalf("event %+v", last)
 			}
 			_, err = e.id.Authenticate(bg, value)
@@ -564,7 +564,7 @@ func TestUsers(t *testing.T) {
 			}
 			evs := e.events(t)
 			last := evs[len(evs)-1]
-			if last.Type != kernel.EvUserCreated || last.SubjectID != u.ID || last.ActorID != owner.ID {
+			if last.Type != identity.EvUserCreated.Name || last.SubjectID != u.ID || last.ActorID != owner.ID {
 				t.Fatalf("event %+v", last)
 			}
 			e.login(t, "alice", "alice-password")
@@ -633,7 +633,7 @@ func TestDisableUser(t *testing.T) {
 			last := evs[len(evs)-1]
 			var p map[string]any
 			_ = json.Unmarshal(last.Payload, &p)
-			if last.Type != kernel.EvUserUpdated || last.SubjectID != alice.ID || p["status"] != "disabled" {
+			if last.Type != identity.EvUserUpdated.Name || last.SubjectID != alice.ID || p["status"] != "disabled" {
 				t.Fatalf("event %+v %s", last, last.Payload)
 			}
 			// Disabling again changes nothing.

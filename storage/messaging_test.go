@@ -84,7 +84,7 @@ func TestMessageStoreCreate(t *testing.T) {
 				t.Fatalf("mentions %v, want %v", m.Mentions, want)
 			}
 			evs := e.newEvents(t)
-			if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID ||
+			if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || evs[0].SubjectID != m.ID ||
 				evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) {
 				t.Fatalf("events %+v", evs)
 			}
@@ -143,7 +143,7 @@ func TestMessageStoreCreate(t *testing.T) {
 				t.Fatalf("thread %+v stored %+v", th, stored)
 			}
 			evs := e.newEvents(t)
-			if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+			if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 				t.Fatalf("events %+v", evs)
 			}
 			th2, m2, created, err := e.svc.CreateThread(ctx, e.alice, e.channel.ID, messaging.NewThread{Title: "Plan", Content: "go", ClientMsgID: "t-1"})
@@ -229,7 +229,7 @@ func TestMessageStoreEditDelete(t *testing.T) {
 				t.Fatalf("revisions %+v, %v", revs, err)
 			}
 			evs := e.newEvents(t)
-			if len(evs) != 3 || evs[1].Type != kernel.EvMessageUpdated || evs[2].Type != kernel.EvMessageUpdated {
+			if len(evs) != 3 || evs[1].Type != messaging.EvMessageUpdated.Name || evs[2].Type != messaging.EvMessageUpdated.Name {
 				t.Fatalf("events %+v", evs)
 			}
 		})
@@ -259,7 +259,7 @@ func TestMessageStoreEditDelete(t *testing.T) {
 					t.Fatalf("the log still holds the content: %s %s", ev.Type, ev.Payload)
 				}
 			}
-			if last := evs[len(evs)-1]; last.Type != kernel.EvMessageDeleted || last.SubjectID != m.ID {
+			if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || last.SubjectID != m.ID {
 				t.Fatalf("last event %+v", last)
 			}
 			if !strings.Contains(string(evs[1].Payload), "keep me") {
@@ -325,7 +325,7 @@ func TestMessageStoreReactions(t *testing.T) {
 				}
 			}
 			evs := e.newEvents(t)[before:]
-			if len(evs) != 4 || evs[0].Type != kernel.EvReactionAdded || evs[1].Type != kernel.EvReactionRemoved {
+			if len(evs) != 4 || evs[0].Type != messaging.EvReactionAdded.Name || evs[1].Type != messaging.EvReactionRemoved.Name {
 				t.Fatalf("events %+v", evs)
 			}
 			var r messaging.Reaction
@@ -427,7 +427,7 @@ func TestMessageStoreReplies(t *testing.T) {
 			evs := e.newEvents(t)
 			var created []kernel.LoggedEvent
 			for _, ev := range evs {
-				if ev.Type == kernel.EvThreadCreated {
+				if ev.Type == chat.EvThreadCreated.Name {
 					created = append(created, ev)
 				}
 			}

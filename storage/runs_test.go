@@ -154,7 +154,7 @@ func TestRunStore(t *testing.T) {
 			for _, ev := range evs {
 				types = append(types, ev.Type)
 			}
-			if !slices.Equal(types, []string{kernel.EvMessageCreated, kernel.EvAgentInvocation, kernel.EvRunStateChanged}) {
+			if !slices.Equal(types, []string{messaging.EvMessageCreated.Name, runs.EvAgentInvocation.Name, runs.EvRunStateChanged.Name}) {
 				t.Fatalf("events %v", types)
 			}
 			if !strings.Contains(string(evs[0].Payload), `"trigger_state":"triggered"`) {
@@ -435,7 +435,7 @@ func TestRunStore(t *testing.T) {
 			for _, ev := range evs {
 				types = append(types, ev.Type)
 			}
-			if !slices.Equal(types, []string{kernel.EvRunStateChanged, kernel.EvRunStateChanged, kernel.EvAgentUpdated}) {
+			if !slices.Equal(types, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name, agents.EvAgentUpdated.Name}) {
 				t.Fatalf("events %v", types)
 			}
 			if runsLeft, err := e.runs.UnendedRuns(bg, e.echo.ID); err != nil || len(runsLeft) != 0 {

@@ -88,7 +88,7 @@ func TestCreate(t *testing.T) {
 			t.Fatal("the new agent's consumer has no cursor: what is addressed to it before it connects would be lost")
 		}
 		evs := f.events(t)
-		if len(evs) != 1 || evs[0].Type != kernel.EvAgentCreated || evs[0].Scope != (kernel.Scope{}) ||
+		if len(evs) != 1 || evs[0].Type != agents.EvAgentCreated.Name || evs[0].Scope != (kernel.Scope{}) ||
 			evs[0].SubjectID != a.ID || evs[0].ActorID != owner.ID {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -210,7 +210,7 @@ func TestDisableEnable(t *testing.T) {
 			t.Fatalf("AgentDisabled delivered for %v", f.disabled)
 		}
 		evs := f.events(t)[n:]
-		if len(evs) != 1 || evs[0].Type != kernel.EvAgentUpdated || evs[0].Scope != (kernel.Scope{}) || evs[0].SubjectID != a.ID ||
+		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || evs[0].Scope != (kernel.Scope{}) || evs[0].SubjectID != a.ID ||
 			payload(t, evs[0]).Status != agents.StatusDisabled {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -234,7 +234,7 @@ func TestDisableEnable(t *testing.T) {
 			t.Fatalf("enable: %+v, %v", got, err)
 		}
 		evs := f.events(t)[n:]
-		if len(evs) != 1 || evs[0].Type != kernel.EvAgentUpdated || payload(t, evs[0]).Status != agents.StatusActive {
+		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || payload(t, evs[0]).Status != agents.StatusActive {
 			t.Fatalf("events = %+v", evs)
 		}
 		if c := f.authz.Last(); c.Action != kernel.ActAgentEnable {

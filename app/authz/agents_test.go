@@ -25,7 +25,7 @@ func (f *follower) agent(handle string) (kernel.Actor, agents.Agent) {
 		CreatedAt: time.Now(), CreatedBy: f.owner().ID, UpdatedAt: time.Now()}
 	f.users[a.ID] = identity.User{ID: a.ID, Kind: kernel.KindAgent, Handle: handle, Status: identity.StatusActive}
 	f.m.principals[a.ID] = authz.PrincipalRef{ID: a.ID, Active: true}
-	f.emit(kernel.EvAgentCreated, kernel.Scope{}, a.ID, agentPayload(a))
+	f.emit(agents.EvAgentCreated.Name, kernel.Scope{}, a.ID, agentPayload(a))
 	return kernel.Actor{ID: a.ID, Kind: kernel.KindAgent, Handle: handle}, a
 }
 
@@ -36,7 +36,7 @@ func (f *follower) setAgentStatus(a agents.Agent, status string) agents.Agent {
 	u.Status = status
 	f.users[a.ID] = u
 	f.m.principals[a.ID] = authz.PrincipalRef{ID: a.ID, Active: status == agents.StatusActive}
-	f.emit(kernel.EvAgentUpdated, kernel.Scope{}, a.ID, agentPayload(a))
+	f.emit(agents.EvAgentUpdated.Name, kernel.Scope{}, a.ID, agentPayload(a))
 	return a
 }
 
@@ -84,7 +84,7 @@ func TestObserveAgents(t *testing.T) {
 		var errs []int64
 		svc.OnObserveError(func(seq int64, err error) { errs = append(errs, seq) })
 		m.head++
-		svc.Observe(event(m.head, kernel.EvAgentCreated, `{"id":"`+string(kernel.NewID())+`"}`))
+		svc.Observe(event(m.head, agents.EvAgentCreated.Name, `{"id":"`+string(kernel.NewID())+`"}`))
 		if len(errs) != 1 || errs[0] != m.head {
 			t.Fatalf("observe errors at %v", errs)
 		}

@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -302,8 +301,8 @@ func (s *Service) Observe(e kernel.LoggedEvent) {
 
 // rightsEvents are the event types Observe changes the model by (decodeChange): a Unit of Work
 // whose transaction holds one of them pending decides from the database.
-var rightsEvents = []string{kernel.EvGrantChanged, kernel.EvUserCreated, kernel.EvUserUpdated,
-	kernel.EvAgentCreated, kernel.EvAgentUpdated, kernel.EvChannelCreated, kernel.EvChannelUpdated}
+var rightsEvents = []string{EvGrantChanged.Name, evUserCreated.Name, evUserUpdated.Name,
+	evAgentCreated.Name, evAgentUpdated.Name, evChannelCreated.Name, evChannelUpdated.Name}
 
 // ObserveCommitted applies events this process has just committed, as far as they follow the
 // cache directly; it never reloads: the log tail hands the same events again, and a gap (another
@@ -385,6 +384,17 @@ type change struct {
 	level       Level
 }
 
+// The events of the modules above authz that change rights, read through views of their payloads
+// (authz must not import the modules that emit them; a test holds each view to the payload type).
+var (
+	evUserCreated    = kernel.ViewEvent[userPayload]("user.created")
+	evUserUpdated    = kernel.ViewEvent[userPayload]("user.updated")
+	evAgentCreated   = kernel.ViewEvent[agentPayload]("agent.created")
+	evAgentUpdated   = kernel.ViewEvent[agentPayload]("agent.updated")
+	evChannelCreated = kernel.ViewEvent[channelPayload]("channel.created")
+	evChannelUpdated = kernel.ViewEvent[channelPayload]("channel.updated")
+)
+
 // userPayload is what identity puts in user.created and user.updated (identity.User).
 type userPayload struct {
 	ID      kernel.ID `json:"id"`
@@ -408,9 +418,9 @@ type channelPayload struct {
 
 func decodeChange(e kernel.LoggedEvent) (change, error) {
 	switch e.Type {
-	case kernel.EvUserCreated, kernel.EvUserUpdated:
-		var p userPayload
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+	case evUserCreated.Name, evUserUpdated.Name:
+		p, err := kernel.DecodeOneOf(e, evUserCreated, evUserUpdated)
+		if err != nil {
 			return change{}, err
 		}
 		c := change{kind: e.Type, id: p.ID, status: p.Status, isOwner: p.IsOwner}
@@ -422,14 +432,14 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 			return change{}, errors.New("no principal id")
 		case c.status != "" && c.status != "active" && c.status != "disabled":
 			return change{}, fmt.Errorf("status %q", c.status)
-		case e.Type == kernel.EvUserCreated && (c.status == "" || c.isOwner == nil):
+		case e.Type == evUserCreated.Name && (c.status == "" || c.isOwner == nil):
 			return change{}, errors.New("user.created without status or is_owner")
 		}
 		return c, nil
-	case kernel.EvAgentCreated, kernel.EvAgentUpdated:
+	case evAgentCreated.Name, evAgentUpdated.Name:
 		// An agent is a principal like a person, and never an owner.
-		var p agentPayload
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		p, err := kernel.DecodeOneOf(e, evAgentCreated, evAgentUpdated)
+		if err != nil {
 			return change{}, err
 		}
 		notOwner := false
@@ -442,13 +452,13 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 			return change{}, errors.New("no principal id")
 		case c.status != "" && c.status != "active" && c.status != "disabled":
 			return change{}, fmt.Errorf("status %q", c.status)
-		case e.Type == kernel.EvAgentCreated && c.status == "":
+		case e.Type == evAgentCreated.Name && c.status == "":
 			return change{}, errors.New("agent.created without status")
 		}
 		return c, nil
-	case kernel.EvChannelCreated, kernel.EvChannelUpdated:
-		var p channelPayload
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+	case evChannelCreated.Name, evChannelUpdated.Name:
+		p, err := kernel.DecodeOneOf(e, evChannelCreated, evChannelUpdated)
+		if err != nil {
 			return change{}, err
 		}
 		c := change{kind: e.Type, id: p.ID, spaceID: p.SpaceID, dm: p.Kind == ChannelKindDM}
@@ -462,9 +472,9 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 			return change{}, errors.New("no channel id or space id")
 		}
 		return c, nil
-	case kernel.EvGrantChanged:
-		var p grantChanged
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+	case EvGrantChanged.Name:
+		p, err := EvGrantChanged.Decode(e)
+		if err != nil {
 			return change{}, err
 		}
 		c := change{kind: e.Type, id: p.ChannelID, spaceID: p.SpaceID, principalID: p.PrincipalID}
@@ -486,10 +496,10 @@ func decodeChange(e kernel.LoggedEvent) (change, error) {
 // apply changes m; it returns the id of a principal it disabled (active before, disabled now).
 func (c change) apply(m *model) (disabled kernel.ID) {
 	switch c.kind {
-	case kernel.EvUserCreated, kernel.EvUserUpdated, kernel.EvAgentCreated, kernel.EvAgentUpdated:
+	case evUserCreated.Name, evUserUpdated.Name, evAgentCreated.Name, evAgentUpdated.Name:
 		p := m.principal(c.id)
 		wasActive := p.known && p.active
-		if c.kind == kernel.EvUserCreated || c.kind == kernel.EvAgentCreated || !p.known {
+		if c.kind == evUserCreated.Name || c.kind == evAgentCreated.Name || !p.known {
 			p.known, p.active = true, true
 		}
 		if c.status != "" {
@@ -501,9 +511,9 @@ func (c change) apply(m *model) (disabled kernel.ID) {
 		if wasActive && !p.active {
 			return c.id
 		}
-	case kernel.EvChannelCreated, kernel.EvChannelUpdated:
+	case evChannelCreated.Name, evChannelUpdated.Name:
 		m.setChannel(c.id, channelInfo{space: c.spaceID, dm: c.dm})
-	case kernel.EvGrantChanged:
+	case EvGrantChanged.Name:
 		switch {
 		case !c.id.IsZero() && c.level == LevelNone:
 			m.deleteChannelGrant(c.principalID, c.id)

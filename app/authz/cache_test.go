@@ -13,6 +13,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 var bg = context.Background()
@@ -219,7 +220,7 @@ func (f *follower) user(handle string, isOwner bool) kernel.Actor {
 		Status: identity.StatusActive, IsOwner: isOwner, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	f.users[u.ID] = u
 	f.m.principals[u.ID] = authz.PrincipalRef{ID: u.ID, Active: true, IsOwner: isOwner}
-	f.emit(kernel.EvUserCreated, kernel.Scope{}, u.ID, u)
+	f.emit(identity.EvUserCreated.Name, kernel.Scope{}, u.ID, u)
 	return actorOf(u)
 }
 
@@ -229,13 +230,13 @@ func (f *follower) disable(a kernel.Actor) {
 	u.Status, u.DisabledAt = identity.StatusDisabled, &now
 	f.users[a.ID] = u
 	f.m.principals[a.ID] = authz.PrincipalRef{ID: a.ID, Active: false, IsOwner: u.IsOwner}
-	f.emit(kernel.EvUserUpdated, kernel.Scope{}, a.ID, u)
+	f.emit(identity.EvUserUpdated.Name, kernel.Scope{}, a.ID, u)
 }
 
 func (f *follower) space() kernel.ID {
 	sp := chat.Space{ID: kernel.NewID(), Name: "space"}
 	f.spaces = append(f.spaces, sp.ID)
-	f.emit(kernel.EvSpaceCreated, kernel.Scope{SpaceID: sp.ID}, sp.ID, sp)
+	f.emit(chat.EvSpaceCreated.Name, kernel.Scope{SpaceID: sp.ID}, sp.ID, sp)
 	return sp.ID
 }
 
@@ -243,7 +244,7 @@ func (f *follower) channel(space kernel.ID, kind string) kernel.ID {
 	ch := chat.Channel{ID: kernel.NewID(), SpaceID: space, Name: "c", Kind: kind, MainThreadID: kernel.NewID()}
 	f.m.channelSpace[ch.ID] = space
 	f.m.dm[ch.ID] = kind == chat.KindDM
-	f.emit(kernel.EvChannelCreated, kernel.Scope{SpaceID: space, ChannelID: ch.ID}, ch.ID, ch)
+	f.emit(chat.EvChannelCreated.Name, kernel.Scope{SpaceID: space, ChannelID: ch.ID}, ch.ID, ch)
 	return ch.ID
 }
 
@@ -265,7 +266,7 @@ func (f *follower) grant(a kernel.Actor, resource kernel.ID, l authz.Level) {
 	} else {
 		p["space_id"], scope.SpaceID = resource, resource
 	}
-	f.emit(kernel.EvGrantChanged, scope, resource, p)
+	f.emit(authz.EvGrantChanged.Name, scope, resource, p)
 }
 
 var matrixActions = []kernel.Action{kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageDelete,
@@ -439,10 +440,10 @@ func TestObserve(t *testing.T) {
 		f := newFollower(t)
 		sp := f.space()
 		c := f.channel(sp, chat.KindChannel)
-		f.emit(kernel.EvMessageCreated, kernel.Scope{SpaceID: sp, ChannelID: c}, kernel.NewID(), map[string]any{"body": "hi"})
-		f.emit(kernel.EvChannelUpdated, kernel.Scope{SpaceID: sp, ChannelID: c}, c,
+		f.emit(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: sp, ChannelID: c}, kernel.NewID(), map[string]any{"body": "hi"})
+		f.emit(chat.EvChannelUpdated.Name, kernel.Scope{SpaceID: sp, ChannelID: c}, c,
 			chat.Channel{ID: c, SpaceID: sp, Name: "renamed", Kind: chat.KindChannel})
-		f.emit(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: f.owner().ID}, kernel.NewID(), map[string]any{})
+		f.emit(identity.EvSessionRevoked.Name, kernel.Scope{PrincipalID: f.owner().ID}, kernel.NewID(), map[string]any{})
 	})
 }
 
@@ -452,7 +453,7 @@ func event(seq int64, typ string, payload string) kernel.LoggedEvent {
 
 func TestObserveOrder(t *testing.T) {
 	grantC := func(seq int64, a kernel.Actor, level string) kernel.LoggedEvent {
-		return event(seq, kernel.EvGrantChanged, fmt.Sprintf(`{"channel_id":%q,"principal_id":%q,"level":%s}`, C, a.ID, level))
+		return event(seq, authz.EvGrantChanged.Name, fmt.Sprintf(`{"channel_id":%q,"principal_id":%q,"level":%s}`, C, a.ID, level))
 	}
 	read := message(C, poster)
 	// reloads counts the reloads of svc's cache and the seqs that caused them.
@@ -541,12 +542,12 @@ func TestObserveOrder(t *testing.T) {
 
 	t.Run("an unreadable payload makes Observe load the cache again", func(t *testing.T) {
 		for _, e := range []kernel.LoggedEvent{
-			event(1, kernel.EvGrantChanged, `{"channel_id":"x"`),
-			event(1, kernel.EvGrantChanged, `{"channel_id":"x","principal_id":"p","level":"admin"}`),
-			event(1, kernel.EvGrantChanged, `{"principal_id":"p","level":"view"}`),
-			event(1, kernel.EvChannelCreated, `{"id":"c"}`),
-			event(1, kernel.EvUserCreated, `{"id":"u","is_owner":false}`),
-			event(1, kernel.EvUserUpdated, `{"id":"u","status":"asleep"}`),
+			event(1, authz.EvGrantChanged.Name, `{"channel_id":"x"`),
+			event(1, authz.EvGrantChanged.Name, `{"channel_id":"x","principal_id":"p","level":"admin"}`),
+			event(1, authz.EvGrantChanged.Name, `{"principal_id":"p","level":"view"}`),
+			event(1, chat.EvChannelCreated.Name, `{"id":"c"}`),
+			event(1, identity.EvUserCreated.Name, `{"id":"u","is_owner":false}`),
+			event(1, identity.EvUserUpdated.Name, `{"id":"u","status":"asleep"}`),
 		} {
 			m := fixture()
 			svc := warmed(t, m)
@@ -681,7 +682,7 @@ func TestCacheUnderConcurrentObserve(t *testing.T) {
 		if seq%2 == 1 {
 			level = `null`
 		}
-		e := event(seq, kernel.EvGrantChanged, fmt.Sprintf(`{"channel_id":%q,"principal_id":%q,"level":%s}`, C, viewer.ID, level))
+		e := event(seq, authz.EvGrantChanged.Name, fmt.Sprintf(`{"channel_id":%q,"principal_id":%q,"level":%s}`, C, viewer.ID, level))
 		svc.Observe(e)
 		if seq%3 == 0 {
 			m.head.Store(seq + 1) // now and then a commit the cache has not seen: REST reads the store

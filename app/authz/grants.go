@@ -35,8 +35,12 @@ func New(store Store, structure StructureSource, uow kernel.UnitOfWork, events k
 	return &Service{store: store, structure: structure, uow: uow, events: events, clock: clock, cache: c, delivery: &Delivery{c: c}}
 }
 
-// grantChanged is the payload of the durable event grant.changed; Level is null for a revoke.
-type grantChanged struct {
+// EvGrantChanged is the durable event of a grant given, changed or revoked on a space or a channel.
+var EvGrantChanged = kernel.DefineEvent[GrantChanged]("grant.changed")
+
+// GrantChanged is the payload of grant.changed: one of ChannelID and SpaceID names the resource;
+// Level is null for a revoke.
+type GrantChanged struct {
 	ChannelID   kernel.ID `json:"channel_id,omitempty"`
 	SpaceID     kernel.ID `json:"space_id,omitempty"`
 	PrincipalID kernel.ID `json:"principal_id"`
@@ -145,14 +149,14 @@ func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID 
 
 // changed appends grant.changed and bumps the permission version, in the caller's Unit of Work.
 func (s *Service) changed(ctx context.Context, actor kernel.Actor, t target, principalID kernel.ID, level *string) error {
-	p := grantChanged{PrincipalID: principalID, Level: level}
+	p := GrantChanged{PrincipalID: principalID, Level: level}
 	scope := kernel.Scope{SpaceID: t.spaceID}
 	if t.kind == kernel.ResChannel {
 		p.ChannelID, scope.ChannelID = t.id, t.id
 	} else {
 		p.SpaceID = t.id
 	}
-	s.events.Append(ctx, kernel.Event{Type: kernel.EvGrantChanged, Scope: scope, SubjectID: t.id, ActorID: actor.ID, Payload: p})
+	s.events.Append(ctx, EvGrantChanged.Event(kernel.Event{Scope: scope, SubjectID: t.id, ActorID: actor.ID}, p))
 	return s.store.BumpPermissionVersion(ctx)
 }
 

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"bothy.dev/bothy/app/catchup"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // fakeLog is a log held in a slice, seq = index + 1; it counts the rows it hands out.
@@ -88,14 +91,14 @@ func TestCatchUp(t *testing.T) {
 	ctx := context.Background()
 	mixed := func() *fakeLog {
 		l := &fakeLog{}
-		l.add(kernel.EvSpaceCreated, kernel.Scope{SpaceID: space})                                    // 1 visible space
-		l.add(kernel.EvChannelCreated, kernel.Scope{SpaceID: space, ChannelID: open})                 // 2 visible channel
-		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut, ThreadID: open}) // 3 invisible channel
-		l.add(kernel.EvUserCreated, kernel.Scope{})                                                   // 4 for every person
-		l.add(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: alice.ID})                           // 5 alice's
-		l.add(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: agent.ID})                           // 6 the agent's
-		l.add(kernel.EvSpaceUpdated, kernel.Scope{SpaceID: other})                                    // 7 invisible space
-		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open, ThreadID: open}) // 8 visible channel
+		l.add(chat.EvSpaceCreated.Name, kernel.Scope{SpaceID: space})                                         // 1 visible space
+		l.add(chat.EvChannelCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})                      // 2 visible channel
+		l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: shut, ThreadID: open}) // 3 invisible channel
+		l.add(identity.EvUserCreated.Name, kernel.Scope{})                                                    // 4 for every person
+		l.add(identity.EvSessionRevoked.Name, kernel.Scope{PrincipalID: alice.ID})                            // 5 alice's
+		l.add(identity.EvSessionRevoked.Name, kernel.Scope{PrincipalID: agent.ID})                            // 6 the agent's
+		l.add(chat.EvSpaceUpdated.Name, kernel.Scope{SpaceID: other})                                         // 7 invisible space
+		l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open, ThreadID: open}) // 8 visible channel
 		return l
 	}
 	tests := []struct {
@@ -151,7 +154,7 @@ func TestCatchUp(t *testing.T) {
 	t.Run("bounds the scan of a log the caller cannot see and still moves on", func(t *testing.T) {
 		l := &fakeLog{}
 		for i := 0; i < 5000; i++ {
-			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut, ThreadID: shut})
+			l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: other, ChannelID: shut, ThreadID: shut})
 		}
 		sc := &fakeScoper{}
 		svc := catchup.New(l, sc)
@@ -170,9 +173,9 @@ func TestCatchUp(t *testing.T) {
 	t.Run("finds a visible event far behind invisible ones within the bound", func(t *testing.T) {
 		l := &fakeLog{}
 		for i := 0; i < 150; i++ {
-			l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: other, ChannelID: shut})
+			l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: other, ChannelID: shut})
 		}
-		l.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
+		l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})
 		p, err := catchup.New(l, &fakeScoper{channels: map[kernel.ID]bool{open: true}}).CatchUp(ctx, alice, 0, 50)
 		if err != nil || !equal(seqs(p.Events), []int64{151}) || p.NextAfter != 151 {
 			t.Fatalf("page %+v, %v", p, err)

@@ -9,6 +9,7 @@ import (
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/kernel/kerneltest"
+	"bothy.dev/bothy/app/messaging"
 )
 
 type fakeCursors struct {
@@ -58,8 +59,8 @@ func (w *fakeWaker) advance() {
 func TestConsumer(t *testing.T) {
 	ctx := context.Background()
 	log := &fakeLog{}
-	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
-	log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut})
+	log.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})
+	log.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: shut})
 	cursors := &fakeCursors{acked: map[kernel.ID]int64{}, created: map[kernel.ID]int64{agent.ID: 0}}
 	wake := &fakeWaker{ch: make(chan struct{})}
 	az := &kerneltest.Authz{Fn: func(a kernel.Actor, act kernel.Action, _ kernel.Resource) error {
@@ -93,10 +94,10 @@ func TestConsumer(t *testing.T) {
 			got <- p
 		}()
 		time.Sleep(20 * time.Millisecond)
-		log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: shut}) // not for it: it waits on
+		log.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: shut}) // not for it: it waits on
 		wake.advance()
 		time.Sleep(20 * time.Millisecond)
-		log.add(kernel.EvMessageCreated, kernel.Scope{SpaceID: space, ChannelID: open})
+		log.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})
 		wake.advance()
 		select {
 		case p := <-got:

@@ -6,14 +6,6 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// EvSpaceArchived is the durable event of an archived space, whose channels are archived with
-// it; its payload is the space with archived_at set.
-const EvSpaceArchived = "space.archived"
-
-// EvChannelArchived is the durable event of an archived channel, one of chat's event types; its
-// payload is the channel with archived_at set.
-const EvChannelArchived = "channel.archived"
-
 // ArchiveChannel archives a channel (channel.update: manage on the channel or its space, the
 // right that renames it). An archived channel is gone from every list and read: its id answers
 // not_found like a channel that never was, so it can be neither changed nor archived again. Its
@@ -34,7 +26,7 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 		if err := s.store.ArchiveChannel(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvChannelArchived, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvChannelArchived.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
 			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
 		return nil
 	})
@@ -51,7 +43,7 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 // archived on any node makes this one forget its cached thread refs, so that no message gets
 // into the archived channel's threads through it either.
 func (s *Service) Observe(e kernel.LoggedEvent) {
-	if e.Type == EvChannelArchived || e.Type == EvSpaceArchived {
+	if e.Type == EvChannelArchived.Name || e.Type == EvSpaceArchived.Name {
 		s.forgetRefs()
 	}
 }
@@ -82,7 +74,7 @@ func (s *Service) ArchiveSpace(ctx context.Context, actor kernel.Actor, id kerne
 		if err := s.store.ArchiveSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvSpaceArchived, Scope: kernel.Scope{SpaceID: sp.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvSpaceArchived.Name, Scope: kernel.Scope{SpaceID: sp.ID},
 			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
 		return nil
 	})

@@ -26,7 +26,7 @@ func TestArchiveChannel(t *testing.T) {
 		}
 		evs := f.tx.Events()
 		ev := evs[len(evs)-1]
-		if ev.Type != chat.EvChannelArchived || ev.SubjectID != c.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) {
+		if ev.Type != chat.EvChannelArchived.Name || ev.SubjectID != c.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) {
 			t.Fatalf("event %+v", ev)
 		}
 		if p, ok := ev.Payload.(chat.Channel); !ok || p.ArchivedAt == nil {
@@ -83,11 +83,11 @@ func TestArchivedElsewhereDropsCachedRefs(t *testing.T) {
 	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
 		t.Fatalf("the cached ref: %v", err)
 	}
-	f.svc.Observe(kernel.LoggedEvent{Seq: 9, Type: kernel.EvChannelCreated})
+	f.svc.Observe(kernel.LoggedEvent{Seq: 9, Type: chat.EvChannelCreated.Name})
 	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
 		t.Fatalf("another event dropped the cache: %v", err)
 	}
-	f.svc.Observe(kernel.LoggedEvent{Seq: 10, Type: chat.EvChannelArchived})
+	f.svc.Observe(kernel.LoggedEvent{Seq: 10, Type: chat.EvChannelArchived.Name})
 	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); !kernel.IsCode(err, kernel.CodeNotFound) {
 		t.Fatalf("after channel.archived: %v, want not_found", err)
 	}
@@ -109,7 +109,7 @@ func TestArchiveSpace(t *testing.T) {
 			t.Fatalf("authorized %+v", last)
 		}
 		evs := f.tx.Events()
-		if ev := evs[len(evs)-1]; ev.Type != chat.EvSpaceArchived || ev.SubjectID != sp.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID}) {
+		if ev := evs[len(evs)-1]; ev.Type != chat.EvSpaceArchived.Name || ev.SubjectID != sp.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID}) {
 			t.Fatalf("event %+v", ev)
 		}
 		if _, err := f.svc.GetSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeNotFound) {

@@ -58,7 +58,7 @@ func TestCreateSpace(t *testing.T) {
 				t.Fatalf("authorized %+v", f.authz.Calls[0])
 			}
 			evs := f.tx.Events()
-			if len(evs) != 1 || evs[0].Type != kernel.EvSpaceCreated || evs[0].Scope != (kernel.Scope{SpaceID: sp.ID}) ||
+			if len(evs) != 1 || evs[0].Type != chat.EvSpaceCreated.Name || evs[0].Scope != (kernel.Scope{SpaceID: sp.ID}) ||
 				evs[0].SubjectID != sp.ID || evs[0].ActorID != alice.ID || evs[0].Payload.(chat.Space) != sp {
 				t.Fatalf("events = %+v", evs)
 			}
@@ -115,7 +115,7 @@ func TestSpaces(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 		evs := f.tx.Events()
-		if last := evs[len(evs)-1]; last.Type != kernel.EvSpaceUpdated || last.Payload.(chat.Space) != got {
+		if last := evs[len(evs)-1]; last.Type != chat.EvSpaceUpdated.Name || last.Payload.(chat.Space) != got {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -159,7 +159,7 @@ func TestChannels(t *testing.T) {
 			t.Fatalf("authorized %+v", last)
 		}
 		evs := f.tx.Events()[1:]
-		if len(evs) != 2 || evs[0].Type != kernel.EvChannelCreated || evs[1].Type != kernel.EvThreadCreated {
+		if len(evs) != 2 || evs[0].Type != chat.EvChannelCreated.Name || evs[1].Type != chat.EvThreadCreated.Name {
 			t.Fatalf("events = %+v", evs)
 		}
 		if evs[0].Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) ||
@@ -226,7 +226,7 @@ func TestChannels(t *testing.T) {
 			t.Fatalf("got %+v, %v", got, err)
 		}
 		evs := f.tx.Events()
-		if n := len(evs); evs[n-1].Type != kernel.EvChannelUpdated || evs[n-2].Type != kernel.EvChannelUpdated {
+		if n := len(evs); evs[n-1].Type != chat.EvChannelUpdated.Name || evs[n-2].Type != chat.EvChannelUpdated.Name {
 			t.Fatalf("events = %+v", evs)
 		}
 	})
@@ -305,7 +305,7 @@ func TestThreads(t *testing.T) {
 		evs := f.tx.Events()
 		last := evs[len(evs)-1]
 		th := last.Payload.(chat.Thread)
-		if last.Type != kernel.EvThreadCreated || th.ID != ids[4] || th.Title != "topic" || th.IsMain || th.ChannelKind != chat.KindChannel {
+		if last.Type != chat.EvThreadCreated.Name || th.ID != ids[4] || th.Title != "topic" || th.IsMain || th.ChannelKind != chat.KindChannel {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -325,7 +325,7 @@ func TestThreads(t *testing.T) {
 		}
 		evs := f.tx.Events()
 		last := evs[len(evs)-1]
-		if p := last.Payload.(chat.Thread); last.Type != kernel.EvThreadCreated || p.ID != first.ID || p.ParentMessageID == nil ||
+		if p := last.Payload.(chat.Thread); last.Type != chat.EvThreadCreated.Name || p.ID != first.ID || p.ParentMessageID == nil ||
 			*p.ParentMessageID != parent || p.IsMain || p.Title != "" {
 			t.Fatalf("last event = %+v", last)
 		}

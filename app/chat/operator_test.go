@@ -118,7 +118,7 @@ func TestOperator(t *testing.T) {
 		}
 		evs := f.tx.Events()
 		last := evs[len(evs)-1]
-		if last.Type != kernel.EvChannelUpdated || last.Scope != (kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID}) ||
+		if last.Type != chat.EvChannelUpdated.Name || last.Scope != (kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID}) ||
 			last.SubjectID != c.ID || last.ActorID != alice.ID {
 			t.Fatalf("event %+v", last)
 		}
@@ -144,7 +144,7 @@ func TestOperator(t *testing.T) {
 			t.Fatalf("clear: %+v, %v", got, err)
 		}
 		evs := f.tx.Events()
-		if len(evs) != n+1 || evs[n].Type != kernel.EvChannelUpdated || evs[n].Payload.(chat.Channel).OperatorID != nil {
+		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || evs[n].Payload.(chat.Channel).OperatorID != nil {
 			t.Fatalf("events %+v", evs[n:])
 		}
 		if f.authz.Last().Action != kernel.ActChannelOperatorSet {

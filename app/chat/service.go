@@ -72,7 +72,7 @@ func (s *Service) CreateSpace(ctx context.Context, actor kernel.Actor, name stri
 		if err := s.store.CreateSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvSpaceCreated, Scope: kernel.Scope{SpaceID: sp.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvSpaceCreated.Name, Scope: kernel.Scope{SpaceID: sp.ID},
 			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
 		return nil
 	})
@@ -144,7 +144,7 @@ func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel
 		if err := s.store.UpdateSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvSpaceUpdated, Scope: kernel.Scope{SpaceID: sp.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvSpaceUpdated.Name, Scope: kernel.Scope{SpaceID: sp.ID},
 			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
 		return nil
 	})
@@ -190,9 +190,9 @@ func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID
 		if err := s.store.CreateThread(ctx, main); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelCreated, Scope: kernel.Scope{SpaceID: sp.ID, ChannelID: ch.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvChannelCreated.Name, Scope: kernel.Scope{SpaceID: sp.ID, ChannelID: ch.ID},
 			SubjectID: ch.ID, ActorID: actor.ID, Payload: ch})
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: main.Scope(),
+		s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: main.Scope(),
 			SubjectID: main.ID, ActorID: actor.ID, Payload: main})
 		return nil
 	})
@@ -280,7 +280,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.store.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelUpdated, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvChannelUpdated.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
 			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
 		return nil
 	})
@@ -336,7 +336,7 @@ func (s *Service) setOperator(ctx context.Context, actor kernel.Actor, channelID
 		if err := s.store.SetOperator(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvChannelUpdated, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+		s.events.Append(ctx, kernel.Event{Type: EvChannelUpdated.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
 			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
 		return nil
 	})
@@ -422,7 +422,7 @@ func (s *Service) CreateThread(ctx context.Context, actorID kernel.ID, ch Channe
 	if err := s.store.CreateThread(ctx, th); err != nil {
 		return Thread{}, err
 	}
-	s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: th.Scope(),
+	s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: th.Scope(),
 		SubjectID: th.ID, ActorID: actorID, Payload: th})
 	return th, nil
 }
@@ -440,7 +440,7 @@ func (s *Service) CreateThreadUnder(ctx context.Context, actorID kernel.ID, ch C
 		th, err := s.store.ThreadByParent(ctx, parent)
 		return th, false, err
 	}
-	s.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: th.Scope(),
+	s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: th.Scope(),
 		SubjectID: th.ID, ActorID: actorID, Payload: th})
 	return th, true, nil
 }

@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
 )
 
 // An agent is disabled and enabled by agent.updated (app/agents), which the hub reads like a
@@ -22,14 +24,14 @@ func TestAgentDisabledAndEnabled(t *testing.T) {
 	bot.catchUp()
 
 	t.Run("a disabled agent is closed with 4004", func(t *testing.T) {
-		seq := w.log.append(kernel.EvAgentUpdated, kernel.Scope{}, w.bot.ID,
+		seq := w.log.append(agents.EvAgentUpdated.Name, kernel.Scope{}, w.bot.ID,
 			map[string]any{"id": w.bot.ID, "kind": "agent", "status": "disabled"})
 		bot.expectClose(CloseAuthFailed)
 		w.waitHub(seq)
 		waitFor(t, "the agent to leave the hub", func() bool { return w.g.Stats().Members == 0 })
 	})
 	t.Run("once enabled, it connects again and receives what it may read", func(t *testing.T) {
-		seq := w.log.append(kernel.EvAgentUpdated, kernel.Scope{}, w.bot.ID,
+		seq := w.log.append(agents.EvAgentUpdated.Name, kernel.Scope{}, w.bot.ID,
 			map[string]any{"id": w.bot.ID, "kind": "agent", "status": "active"})
 		w.waitHub(seq)
 		again := w.connect()
@@ -76,11 +78,11 @@ func TestAgentInvocationIsPrepared(t *testing.T) {
 			bot.catchUp()
 			want := `"token":"for-` + string(w.bot.ID) + `"`
 
-			inv := w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
+			inv := w.log.append(runs.EvAgentInvocation.Name, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
 			if e := bot.expectEvent(); e.Seq != inv || !strings.Contains(string(e.Data), want) {
 				t.Fatalf("live: %+v %s", e, e.Data)
 			}
-			w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"drop": true})
+			w.log.append(runs.EvAgentInvocation.Name, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"drop": true})
 			m := w.post(w.open, w.openTh, "after the held back one")
 			if e := bot.expectEvent(); e.Seq != m {
 				t.Fatalf("got %+v, want the message at %d", e, m)
@@ -126,7 +128,7 @@ func TestASlowPreparationHoldsUpOnlyItsConnection(t *testing.T) {
 	ada.identify("ada", -1)
 	ada.catchUp()
 
-	inv := w.log.append(kernel.EvAgentInvocation, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
+	inv := w.log.append(runs.EvAgentInvocation.Name, kernel.Scope{PrincipalID: w.bot.ID}, kernel.NewID(), map[string]any{"run_id": "r1"})
 	<-prep.started
 	m := w.post(w.open, w.openTh, "while the agent's invocation is prepared")
 	if e := ada.expectEvent(); e.Seq != m {

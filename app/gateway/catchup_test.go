@@ -13,6 +13,7 @@ import (
 
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // readUntil reads a client's frames through its catch-up and live events until it has seen seq
@@ -273,7 +274,7 @@ func TestTail(t *testing.T) {
 	t.Run("observes an event once when its dispatch is retried", func(t *testing.T) {
 		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
 		missing := kernel.NewID()
-		w.log.append(kernel.EvMessageCreated, kernel.Scope{SpaceID: w.space, ChannelID: missing}, kernel.NewID(), nil)
+		w.log.append(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: w.space, ChannelID: missing}, kernel.NewID(), nil)
 		w.runTail()
 		time.Sleep(150 * time.Millisecond) // the channel cannot be read: the dispatch fails and is retried
 		w.st.mu.Lock()

@@ -256,7 +256,7 @@ func TestClusterSignals(t *testing.T) {
 			Type string            `json:"type"`
 			Data map[string]string `json:"data"`
 		}
-		if err := json.Unmarshal(c.expect(OpEvent), &e); err != nil || e.Seq != nil || e.Type != EvTypingStarted ||
+		if err := json.Unmarshal(c.expect(OpEvent), &e); err != nil || e.Seq != nil || e.Type != EvTypingStarted.Name ||
 			e.Data["thread_id"] != string(thread) || e.Data["principal_id"] != string(from) {
 			t.Fatalf("got %+v (%v)", e, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // fakeTransport is a connection without a network: the test is the client.
@@ -446,7 +447,7 @@ func (w *world) stopTailIfRunning() {
 
 // post logs a message in a channel's thread.
 func (w *world) post(ch, th kernel.ID, text string) int64 {
-	return w.log.append(kernel.EvMessageCreated, kernel.Scope{SpaceID: w.space, ChannelID: ch, ThreadID: th}, kernel.NewID(),
+	return w.log.append(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: w.space, ChannelID: ch, ThreadID: th}, kernel.NewID(),
 		map[string]string{"content": text})
 }
 
@@ -488,7 +489,7 @@ func (c *client) setAside(f gotFrame) bool {
 		Type string    `json:"type"`
 		Data presenceD `json:"data"`
 	}
-	if json.Unmarshal(f.D, &e) != nil || e.Type != EvPresenceUpdated {
+	if json.Unmarshal(f.D, &e) != nil || e.Type != EvPresenceUpdated.Name {
 		return false
 	}
 	c.aside = append(c.aside, e.Data)

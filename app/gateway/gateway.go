@@ -23,6 +23,7 @@ import (
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/runs"
 )
 
 // Transport is one WebSocket connection as the adapter hands it over. The gateway calls Read from
@@ -74,7 +75,7 @@ type Preparer interface {
 // needsPrepare reports whether an event of type typ in scope sc goes through the Preparer on its
 // way to actor.
 func needsPrepare(p Preparer, actor kernel.Actor, typ string, sc kernel.Scope) bool {
-	return p != nil && actor.Kind == kernel.KindAgent && typ == kernel.EvAgentInvocation && sc.PrincipalID == actor.ID
+	return p != nil && actor.Kind == kernel.KindAgent && typ == runs.EvAgentInvocation.Name && sc.PrincipalID == actor.ID
 }
 
 // preparedFrame is the frame of e for actor after the Preparer, or deliver false.

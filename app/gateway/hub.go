@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
@@ -254,7 +256,7 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 	var closeAll []*conn // connections that must end with this event
 	var closeCode CloseCode
 	switch e.Type {
-	case kernel.EvGrantChanged:
+	case authz.EvGrantChanged.Name:
 		var p struct {
 			PrincipalID kernel.ID `json:"principal_id"`
 		}
@@ -263,7 +265,7 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 				return err
 			}
 		}
-	case kernel.EvUserUpdated, kernel.EvAgentUpdated:
+	case identity.EvUserUpdated.Name, agents.EvAgentUpdated.Name:
 		// A person or an agent disabled, enabled, or (a person) made owner or not: an agent's
 		// payload has no is_owner, which reads as false, as it must.
 		var u struct {
@@ -322,9 +324,9 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 		h.targets[i] = target{}
 	}
 	switch e.Type {
-	case kernel.EvSessionRevoked:
+	case identity.EvSessionRevoked.Name:
 		h.endCredential(e.Scope.PrincipalID, e.SubjectID, "logged out", func(a kernel.Actor) kernel.ID { return a.SessionID })
-	case kernel.EvTokenRevoked:
+	case identity.EvTokenRevoked.Name:
 		h.endCredential(e.Scope.PrincipalID, e.SubjectID, "token revoked", func(a kernel.Actor) kernel.ID { return a.TokenID })
 	}
 	return nil
@@ -340,7 +342,7 @@ func (h *hub) route(ctx context.Context, e kernel.LoggedEvent) (delivery, kernel
 	case !sc.ChannelID.IsZero():
 		kind, ok := h.kinds[sc.ChannelID]
 		if !ok {
-			if e.Type == kernel.EvChannelCreated {
+			if e.Type == chat.EvChannelCreated.Name {
 				var ch struct {
 					Kind string `json:"kind"`
 				}

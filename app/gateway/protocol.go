@@ -33,13 +33,6 @@ const (
 	OpCatchupComplete = "catchup.complete"
 )
 
-// Ephemeral events: event frames without seq. typing.started is what typing.start fans out;
-// presence.updated tells the people connected that someone went online or offline.
-const (
-	EvTypingStarted   = "typing.started"
-	EvPresenceUpdated = "presence.updated"
-)
-
 // Presence statuses of presence.updated.
 const (
 	StatusOnline  = "online"
@@ -294,7 +287,7 @@ func typingFrame(thread, principal kernel.ID) []byte {
 	return encodeServer(OpEvent, struct {
 		Type string            `json:"type"`
 		Data map[string]string `json:"data"`
-	}{EvTypingStarted, map[string]string{"thread_id": string(thread), "principal_id": string(principal)}})
+	}{EvTypingStarted.Name, map[string]string{"thread_id": string(thread), "principal_id": string(principal)}})
 }
 
 // presenceFrame is the ephemeral presence.updated about a person.
@@ -306,5 +299,5 @@ func presenceFrame(principal kernel.ID, online bool) []byte {
 	return encodeServer(OpEvent, struct {
 		Type string            `json:"type"`
 		Data map[string]string `json:"data"`
-	}{EvPresenceUpdated, map[string]string{"principal_id": string(principal), "status": status}})
+	}{EvPresenceUpdated.Name, map[string]string{"principal_id": string(principal), "status": status}})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 func recentEv(seq int64, typ string, subject kernel.ID, payload string) kernel.LoggedEvent {
@@ -85,10 +86,10 @@ func TestRecent(t *testing.T) {
 	t.Run("redacts as the log does when a message is deleted", func(t *testing.T) {
 		r := newRecent(10, 1<<20)
 		msg, other := kernel.NewID(), kernel.NewID()
-		created := recentEv(1, kernel.EvMessageCreated, msg, `{"content":"secret"}`)
-		edited := recentEv(2, kernel.EvMessageUpdated, msg, `{"content":"secret too"}`)
-		kept := recentEv(3, kernel.EvMessageCreated, other, `{"content":"still here"}`)
-		deleted := recentEv(4, kernel.EvMessageDeleted, msg, `{"content":"","deleted":true}`)
+		created := recentEv(1, messaging.EvMessageCreated.Name, msg, `{"content":"secret"}`)
+		edited := recentEv(2, messaging.EvMessageUpdated.Name, msg, `{"content":"secret too"}`)
+		kept := recentEv(3, messaging.EvMessageCreated.Name, other, `{"content":"still here"}`)
+		deleted := recentEv(4, messaging.EvMessageDeleted.Name, msg, `{"content":"","deleted":true}`)
 		addAll(r, created, edited, kept, deleted)
 		got, _ := r.read(nil, 0, 4, 10)
 		for i, want := range []kernel.LoggedEvent{created, edited, kept, deleted} {

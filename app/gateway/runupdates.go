@@ -9,10 +9,6 @@ import (
 	"bothy.dev/bothy/app/runs"
 )
 
-// EvRunUpdated is the ephemeral event of a run's patches (see docs/runs.md): an event frame without seq,
-// to the connections focused on the run's thread that may read it.
-const EvRunUpdated = "run.updated"
-
 // RunReader reads a run with its stored document, without authorizing; storage's run store
 // implements it. The gateway reads one when another node signals a patch (the signal
 // carries ids, the document comes from the database).
@@ -183,5 +179,5 @@ func runUpdatedFrame(r runs.Run, patch *runs.Patch) []byte {
 	return encodeServer(OpEvent, struct {
 		Type string `json:"type"`
 		Data data   `json:"data"`
-	}{EvRunUpdated, d})
+	}{EvRunUpdated.Name, d})
 }

@@ -24,7 +24,7 @@ type runUpdatedD struct {
 func (c *client) expectRunUpdated() runUpdatedD {
 	c.t.Helper()
 	e := c.expectEvent()
-	if e.Type != EvRunUpdated || e.Seq != 0 {
+	if e.Type != EvRunUpdated.Name || e.Seq != 0 {
 		c.t.Fatalf("got %s with seq %d, want run.updated without seq", e.Type, e.Seq)
 	}
 	var d runUpdatedD

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -139,12 +141,12 @@ func TestHelloAndReady(t *testing.T) {
 
 func TestCatchUpReplaysWhatThePrincipalMaySee(t *testing.T) {
 	w := newWorld(t, Config{})
-	w.post(w.open, w.openTh, "open 1")                                                              // 1: everyone but the bot
-	w.post(w.shut, w.shutTh, "shut 1")                                                              // 2: ada, owner
-	w.post(w.dm, kernel.NewID(), "dm 1")                                                            // 3: bob only (not the owner)
-	w.log.append(kernel.EvUserCreated, kernel.Scope{}, kernel.NewID(), map[string]string{})         // 4: people
-	w.log.append(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: w.ada.ID}, kernel.NewID(), nil) // 5: ada
-	w.log.append(kernel.EvSpaceUpdated, kernel.Scope{SpaceID: w.space}, w.space, nil)               // 6: space readers
+	w.post(w.open, w.openTh, "open 1")                                                                     // 1: everyone but the bot
+	w.post(w.shut, w.shutTh, "shut 1")                                                                     // 2: ada, owner
+	w.post(w.dm, kernel.NewID(), "dm 1")                                                                   // 3: bob only (not the owner)
+	w.log.append(identity.EvUserCreated.Name, kernel.Scope{}, kernel.NewID(), map[string]string{})         // 4: people
+	w.log.append(identity.EvSessionRevoked.Name, kernel.Scope{PrincipalID: w.ada.ID}, kernel.NewID(), nil) // 5: ada
+	w.log.append(chat.EvSpaceUpdated.Name, kernel.Scope{SpaceID: w.space}, w.space, nil)                   // 6: space readers
 	w.runTail()
 	w.waitHub(6)
 	tests := []struct {
@@ -228,9 +230,9 @@ func TestLiveDelivery(t *testing.T) {
 		owner.quiet()
 	})
 	t.Run("an instance-wide event reaches every person", func(t *testing.T) {
-		seq := w.log.append(kernel.EvUserCreated, kernel.Scope{}, kernel.NewID(), map[string]string{})
+		seq := w.log.append(identity.EvUserCreated.Name, kernel.Scope{}, kernel.NewID(), map[string]string{})
 		for _, c := range []*client{ada, bob, owner} {
-			if e := c.expectEvent(); e.Seq != seq || e.Type != kernel.EvUserCreated {
+			if e := c.expectEvent(); e.Seq != seq || e.Type != identity.EvUserCreated.Name {
 				t.Fatalf("got %+v", e)
 			}
 		}
@@ -238,7 +240,7 @@ func TestLiveDelivery(t *testing.T) {
 		bot.quiet()
 	})
 	t.Run("a space event reaches those who may read the space", func(t *testing.T) {
-		seq := w.log.append(kernel.EvSpaceUpdated, kernel.Scope{SpaceID: w.space}, w.space, map[string]string{})
+		seq := w.log.append(chat.EvSpaceUpdated.Name, kernel.Scope{SpaceID: w.space}, w.space, map[string]string{})
 		for _, c := range []*client{ada, bob, owner} {
 			if e := c.expectEvent(); e.Seq != seq {
 				t.Fatalf("got %+v", e)
@@ -270,9 +272,9 @@ func TestRightsChangeAtDelivery(t *testing.T) {
 
 	t.Run("a grant opens the channel from the next event on", func(t *testing.T) {
 		w.az.grant(w.bob.ID, w.shut, true)
-		g := w.log.append(kernel.EvGrantChanged, kernel.Scope{SpaceID: w.space, ChannelID: w.shut}, w.shut,
+		g := w.log.append(authz.EvGrantChanged.Name, kernel.Scope{SpaceID: w.space, ChannelID: w.shut}, w.shut,
 			map[string]any{"channel_id": w.shut, "principal_id": w.bob.ID, "level": "view"})
-		if e := bob.expectEvent(); e.Seq != g || e.Type != kernel.EvGrantChanged {
+		if e := bob.expectEvent(); e.Seq != g || e.Type != authz.EvGrantChanged.Name {
 			t.Fatalf("got %+v", e)
 		}
 		m := w.post(w.shut, w.shutTh, "welcome")
@@ -282,7 +284,7 @@ func TestRightsChangeAtDelivery(t *testing.T) {
 	})
 	t.Run("a revoke closes it from the revoke on", func(t *testing.T) {
 		w.az.grant(w.bob.ID, w.shut, false)
-		g := w.log.append(kernel.EvGrantChanged, kernel.Scope{SpaceID: w.space, ChannelID: w.shut}, w.shut,
+		g := w.log.append(authz.EvGrantChanged.Name, kernel.Scope{SpaceID: w.space, ChannelID: w.shut}, w.shut,
 			map[string]any{"channel_id": w.shut, "principal_id": w.bob.ID, "level": nil})
 		m := w.post(w.shut, w.shutTh, "after")
 		o := w.post(w.open, w.openTh, "elsewhere")
@@ -292,7 +294,7 @@ func TestRightsChangeAtDelivery(t *testing.T) {
 	})
 	t.Run("a disabled person is closed with 4004 and cannot come back", func(t *testing.T) {
 		w.auth.revoke("bob")
-		seq := w.log.append(kernel.EvUserUpdated, kernel.Scope{}, w.bob.ID, map[string]any{"id": w.bob.ID, "status": "disabled"})
+		seq := w.log.append(identity.EvUserUpdated.Name, kernel.Scope{}, w.bob.ID, map[string]any{"id": w.bob.ID, "status": "disabled"})
 		bob.expectClose(CloseAuthFailed)
 		w.waitHub(seq)
 		waitFor(t, "the session to end", func() bool { s := w.g.Stats(); return s.Members == 0 && s.Sessions == 0 })
@@ -312,7 +314,7 @@ func TestLogoutClosesThatSessionOnly(t *testing.T) {
 	ada2.identify("ada2", -1)
 	ada2.catchUp()
 
-	seq := w.log.append(kernel.EvSessionRevoked, kernel.Scope{PrincipalID: w.ada.ID}, w.ada.SessionID,
+	seq := w.log.append(identity.EvSessionRevoked.Name, kernel.Scope{PrincipalID: w.ada.ID}, w.ada.SessionID,
 		map[string]any{"session_id": w.ada.SessionID})
 	ada.expectClose(CloseAuthFailed)
 	if e := ada2.expectEvent(); e.Seq != seq {
@@ -336,10 +338,10 @@ func TestRevokedTokenClosesItsConnectionsOnly(t *testing.T) {
 	ada.identify("ada", -1)
 	ada.catchUp()
 
-	seq := w.log.append(kernel.EvTokenRevoked, kernel.Scope{PrincipalID: w.ada.ID}, withToken.TokenID,
+	seq := w.log.append(identity.EvTokenRevoked.Name, kernel.Scope{PrincipalID: w.ada.ID}, withToken.TokenID,
 		map[string]any{"token_id": withToken.TokenID})
 	bot.expectClose(CloseAuthFailed)
-	if e := ada.expectEvent(); e.Seq != seq || e.Type != kernel.EvTokenRevoked {
+	if e := ada.expectEvent(); e.Seq != seq || e.Type != identity.EvTokenRevoked.Name {
 		t.Fatalf("got %+v", e)
 	}
 	if code := ada.tr.closeCode(); code != 0 {
@@ -361,7 +363,7 @@ func TestTyping(t *testing.T) {
 			var d map[string]any
 			_ = json.Unmarshal(f, &d)
 			data, _ := d["data"].(map[string]any)
-			if d["type"] != EvTypingStarted || d["seq"] != nil || data["thread_id"] != string(w.openTh) || data["principal_id"] != string(w.ada.ID) {
+			if d["type"] != EvTypingStarted.Name || d["seq"] != nil || data["thread_id"] != string(w.openTh) || data["principal_id"] != string(w.ada.ID) {
 				t.Fatalf("typing frame %s", f)
 			}
 		}

@@ -113,7 +113,7 @@ func (s *Service) ResetAgentToken(ctx context.Context, actorID, id kernel.ID) (s
 			if err := s.store.RevokeToken(ctx, t.ID, now); err != nil {
 				return err
 			}
-			s.events.Append(ctx, kernel.Event{Type: kernel.EvTokenRevoked, Scope: kernel.Scope{PrincipalID: id},
+			s.events.Append(ctx, kernel.Event{Type: EvTokenRevoked.Name, Scope: kernel.Scope{PrincipalID: id},
 				SubjectID: t.ID, ActorID: actorID, Payload: map[string]kernel.ID{"token_id": t.ID}})
 		}
 		return s.store.CreateToken(ctx, Token{ID: kernel.NewID(), PrincipalID: id, Name: AgentTokenName, TokenHash: digest(value), CreatedAt: now})

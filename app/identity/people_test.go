@@ -166,7 +166,7 @@ func TestEnableUser(t *testing.T) {
 		}
 		evs := e.tx.Events()
 		last := evs[len(evs)-1]
-		if last.Type != kernel.EvUserUpdated || last.SubjectID != e.alice.ID || last.ActorID != e.owner.ID ||
+		if last.Type != EvUserUpdated.Name || last.SubjectID != e.alice.ID || last.ActorID != e.owner.ID ||
 			last.Payload.(User).Status != StatusActive {
 			t.Fatalf("event %+v", last)
 		}
@@ -239,7 +239,7 @@ func TestResetPassword(t *testing.T) {
 		}
 		revoked := map[kernel.ID]bool{}
 		for _, ev := range e.tx.Events() {
-			if ev.Type != kernel.EvSessionRevoked || ev.Scope.PrincipalID != e.alice.ID {
+			if ev.Type != EvSessionRevoked.Name || ev.Scope.PrincipalID != e.alice.ID {
 				t.Fatalf("event %+v", ev)
 			}
 			revoked[ev.SubjectID] = true
@@ -319,7 +319,7 @@ func TestChangePassword(t *testing.T) {
 			t.Fatalf("this session revoked %v, the other %v", e.store.sessions[here].revoked, e.store.sessions[other].revoked)
 		}
 		evs := e.tx.Events()
-		if len(evs) != 1 || evs[0].Type != kernel.EvSessionRevoked || evs[0].SubjectID != other {
+		if len(evs) != 1 || evs[0].Type != EvSessionRevoked.Name || evs[0].SubjectID != other {
 			t.Fatalf("events %+v", evs)
 		}
 		if c := e.az.Last(); c.Action != kernel.ActSelfPassword || c.Resource.ID != e.alice.ID {

@@ -14,8 +14,8 @@ import (
 )
 
 // EvUpdated is the instance-wide event appended when an owner changes the settings; its payload
-// is Settings.
-const EvUpdated = "instance.updated"
+// is the new Settings.
+var EvUpdated = kernel.DefineEvent[Settings]("instance.updated")
 
 // DefaultName is the name of an instance nobody has named yet.
 const DefaultName = "bothy"
@@ -104,7 +104,7 @@ func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (
 			return err
 		}
 		out = Settings{Name: name}
-		s.d.Events.Append(ctx, kernel.Event{Type: EvUpdated, ActorID: actor.ID, Payload: out})
+		s.d.Events.Append(ctx, kernel.Event{Type: EvUpdated.Name, ActorID: actor.ID, Payload: out})
 		return nil
 	})
 	return out, err

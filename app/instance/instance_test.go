@@ -62,7 +62,7 @@ func TestRename(t *testing.T) {
 			t.Fatalf("%+v %v, stored %q", got, err, st.s.Name)
 		}
 		evs := tx.Events()
-		if len(evs) != 1 || evs[0].Type != EvUpdated || evs[0].ActorID != owner.ID || evs[0].Payload.(Settings).Name != "Home hub" ||
+		if len(evs) != 1 || evs[0].Type != EvUpdated.Name || evs[0].ActorID != owner.ID || evs[0].Payload.(Settings).Name != "Home hub" ||
 			evs[0].Scope != (kernel.Scope{}) {
 			t.Fatalf("events %+v", evs)
 		}

@@ -25,13 +25,13 @@ type Scope struct {
 
 // Event is a durable event, appended inside a Unit of Work; it gets its seq at commit.
 type Event struct {
-	Type  string // "message.created", …: one of the Ev constants below
+	Type  string // "message.created", …: the Name of an EventType (events.go)
 	Scope Scope
 	// SubjectID is the id of the object the event is about (a message, a channel, …); the log
 	// redactor finds events by it.
 	SubjectID ID
 	ActorID   ID
-	Payload   any // encoded as JSON once, at commit
+	Payload   any // of the EventType's payload type; encoded as JSON once, at commit
 }
 
 // EventLog is the append side of the event log.
@@ -50,47 +50,6 @@ type LoggedEvent struct {
 	ActorID   ID
 	Payload   []byte // JSON
 	CreatedAt time.Time
-}
-
-// Event types. The names are stable: clients read them.
-const (
-	EvUserCreated     = "user.created"
-	EvUserUpdated     = "user.updated"
-	EvSpaceCreated    = "space.created"
-	EvSpaceUpdated    = "space.updated"
-	EvChannelCreated  = "channel.created"
-	EvChannelUpdated  = "channel.updated"
-	EvGrantChanged    = "grant.changed"
-	EvThreadCreated   = "thread.created"
-	EvMessageCreated  = "message.created"
-	EvMessageUpdated  = "message.updated"
-	EvMessageDeleted  = "message.deleted"
-	EvReactionAdded   = "reaction.added"
-	EvReactionRemoved = "reaction.removed"
-	EvSessionRevoked  = "session.revoked"
-	EvTokenRevoked    = "token.revoked"
-	EvAgentCreated    = "agent.created"
-	EvAgentUpdated    = "agent.updated"
-)
-
-// Event types of runs (see docs/runs.md, Events). agent.invocation and run.cancel_requested are personal
-// events of the agent (Scope.PrincipalID); run.state_changed is scoped to the run's thread.
-const (
-	EvAgentInvocation    = "agent.invocation"
-	EvRunStateChanged    = "run.state_changed"
-	EvRunCancelRequested = "run.cancel_requested"
-)
-
-// Redacts returns the types of the earlier events whose payload an event of type typ replaces
-// in the log with its own: a message.deleted redacts its message's message.created and
-// message.updated (same subject), so that deleted content is not readable in the log. The module
-// that appends it redacts the stored log in the same transaction; a copy of the log kept in
-// memory must do the same when it sees the event.
-func Redacts(typ string) []string {
-	if typ == EvMessageDeleted {
-		return []string{EvMessageCreated, EvMessageUpdated}
-	}
-	return nil
 }
 
 // TxView is what a Unit of Work's transaction has seen of the log: the head committed before the

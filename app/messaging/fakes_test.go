@@ -65,7 +65,7 @@ func (f *fakeThreads) CreateThread(ctx context.Context, actorID kernel.ID, ch ch
 	f.mu.Lock()
 	f.threads[t.ID] = t
 	f.mu.Unlock()
-	f.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
+	f.events.Append(ctx, kernel.Event{Type: chat.EvThreadCreated.Name, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
 	return t, nil
 }
 
@@ -81,7 +81,7 @@ func (f *fakeThreads) CreateThreadUnder(ctx context.Context, actorID kernel.ID, 
 	f.mu.Lock()
 	f.threads[t.ID] = t
 	f.mu.Unlock()
-	f.events.Append(ctx, kernel.Event{Type: kernel.EvThreadCreated, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
+	f.events.Append(ctx, kernel.Event{Type: chat.EvThreadCreated.Name, Scope: t.Scope(), SubjectID: t.ID, ActorID: actorID, Payload: t})
 	return t, true, nil
 }
 

@@ -76,7 +76,7 @@ func TestCreateMessage(t *testing.T) {
 			t.Fatalf("posted = %+v", f.posted)
 		}
 		evs := f.tx.Events()
-		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
+		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
 			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
 			!reflect.DeepEqual(evs[0].Payload, &m) {
 			t.Fatalf("events = %+v", evs)
@@ -178,7 +178,7 @@ func TestCreateThread(t *testing.T) {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
-		if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+		if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 			t.Fatalf("events = %+v", evs)
 		}
 		if len(f.posted) != 1 || !f.posted[0].NewThread {
@@ -252,7 +252,7 @@ func TestEditMessage(t *testing.T) {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
-		if last := evs[len(evs)-1]; last.Type != kernel.EvMessageUpdated || !reflect.DeepEqual(last.Payload, got) {
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageUpdated.Name || !reflect.DeepEqual(last.Payload, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -357,7 +357,7 @@ func TestDeleteMessage(t *testing.T) {
 			t.Fatalf("tombstone = %+v, %v", got, err)
 		}
 		if len(f.redactor.calls) != 1 || f.redactor.calls[0].Subject != m.ID ||
-			!reflect.DeepEqual(f.redactor.calls[0].Types, []string{kernel.EvMessageCreated, kernel.EvMessageUpdated}) ||
+			!reflect.DeepEqual(f.redactor.calls[0].Types, []string{messaging.EvMessageCreated.Name, messaging.EvMessageUpdated.Name}) ||
 			!reflect.DeepEqual(f.redactor.calls[0].Payload, got) {
 			t.Fatalf("redactions = %+v", f.redactor.calls)
 		}
@@ -365,7 +365,7 @@ func TestDeleteMessage(t *testing.T) {
 			t.Fatalf("revisions kept: %+v", revs)
 		}
 		evs := f.tx.Events()
-		if last := evs[len(evs)-1]; last.Type != kernel.EvMessageDeleted || !reflect.DeepEqual(last.Payload, got) {
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || !reflect.DeepEqual(last.Payload, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 		if f.threads.threads[f.main.ID].MessageCount != 0 || len(f.deleted) != 1 {
@@ -426,7 +426,7 @@ func TestReactions(t *testing.T) {
 			}
 		}
 		evs := f.tx.Events()[1:]
-		if len(evs) != 2 || evs[0].Type != kernel.EvReactionAdded || evs[1].Type != kernel.EvReactionRemoved {
+		if len(evs) != 2 || evs[0].Type != messaging.EvReactionAdded.Name || evs[1].Type != messaging.EvReactionRemoved.Name {
 			t.Fatalf("events = %+v", evs)
 		}
 		r := evs[0].Payload.(messaging.Reaction)
@@ -505,7 +505,7 @@ func TestReply(t *testing.T) {
 			t.Fatalf("asked %v", asked)
 		}
 		evs := f.tx.Events()[before:]
-		if len(evs) != 2 || evs[0].Type != kernel.EvThreadCreated || evs[1].Type != kernel.EvMessageCreated || evs[1].Scope.ThreadID != th.ID {
+		if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 			t.Fatalf("events %+v", evs)
 		}
 		if p := evs[0].Payload.(chat.Thread); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
@@ -531,7 +531,7 @@ func TestReply(t *testing.T) {
 			t.Fatalf("last check %+v: posting in the thread needs message.create on it", c)
 		}
 		evs := f.tx.Events()[before:]
-		if len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated || threadCount(f) != threads {
+		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || threadCount(f) != threads {
 			t.Fatalf("events %+v, %d threads", evs, threadCount(f))
 		}
 		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || last.NewThread || !slices.Contains(last.Message.Mentions, carol.ID) {
@@ -576,7 +576,7 @@ func TestReply(t *testing.T) {
 		if err != nil || started || th.ID != raced || m.ThreadID != raced || threadCount(f) != threads+1 {
 			t.Fatalf("thread %+v started=%v err=%v, %d threads", th, started, err, threadCount(f))
 		}
-		if evs := f.tx.Events()[before:]; len(evs) != 1 || evs[0].Type != kernel.EvMessageCreated {
+		if evs := f.tx.Events()[before:]; len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name {
 			t.Fatalf("events %+v: the thread.created is the other request's", evs)
 		}
 	})

@@ -321,7 +321,7 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 // message.created carries the trigger state that a subscriber records after the append, as the
 // answer does.
 func (s *Service) posted(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) error {
-	s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
+	s.events.Append(ctx, kernel.Event{Type: EvMessageCreated.Name, Scope: m.Scope(), SubjectID: m.ID,
 		ActorID: actor.ID, Payload: m})
 	var trigger string
 	if err := kernel.Publish(ctx, s.bus, MessagePosted{Message: *m, NewThread: newThread, Author: actor, Trigger: &trigger}); err != nil {
@@ -439,7 +439,7 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.store.UpdateMessage(ctx, m, prev); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageUpdated, Scope: m.Scope(), SubjectID: m.ID,
+		s.events.Append(ctx, kernel.Event{Type: EvMessageUpdated.Name, Scope: m.Scope(), SubjectID: m.ID,
 			ActorID: actor.ID, Payload: m})
 		return nil
 	})
@@ -471,13 +471,13 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
 			return err
 		}
-		if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(kernel.EvMessageDeleted), m); err != nil {
+		if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(EvMessageDeleted.Name), m); err != nil {
 			return err
 		}
 		if err := kernel.Publish(ctx, s.bus, MessageDeleted{Message: m}); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: kernel.EvMessageDeleted, Scope: m.Scope(), SubjectID: m.ID,
+		s.events.Append(ctx, kernel.Event{Type: EvMessageDeleted.Name, Scope: m.Scope(), SubjectID: m.ID,
 			ActorID: actor.ID, Payload: m})
 		return nil
 	})
@@ -525,11 +525,11 @@ func (s *Service) react(ctx context.Context, actor kernel.Actor, id kernel.ID, e
 		}
 		r := Reaction{MessageID: m.ID, ThreadID: m.ThreadID, PrincipalID: actor.ID, Emoji: emoji, CreatedAt: s.now()}
 		var changed bool
-		typ := kernel.EvReactionAdded
+		typ := EvReactionAdded.Name
 		if action == kernel.ActReactionAdd {
 			changed, err = s.store.AddReaction(ctx, r)
 		} else {
-			typ = kernel.EvReactionRemoved
+			typ = EvReactionRemoved.Name
 			changed, err = s.store.RemoveReaction(ctx, m.ID, actor.ID, emoji)
 		}
 		if err != nil || !changed {

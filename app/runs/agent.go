@@ -267,7 +267,7 @@ func (s *Service) agentChange(ctx context.Context, actor kernel.Actor, id kernel
 // run, or its invoker the right to invoke, that run fails with permission_revoked in its own
 // Unit of Work (run.state_changed), so that nobody waits for it. Errors: internal.
 func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error) {
-	if e.Type != kernel.EvAgentInvocation || e.Scope.PrincipalID != agent.ID {
+	if e.Type != EvAgentInvocation.Name || e.Scope.PrincipalID != agent.ID {
 		return e.Payload, true, nil
 	}
 	var inv map[string]any

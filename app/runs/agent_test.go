@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -58,7 +59,7 @@ func TestAgentCalls(t *testing.T) {
 			got.Status != runs.StatusSucceeded || got.EndedAt == nil {
 			t.Fatalf("finish: %+v, %v", got, err)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged, kernel.EvRunStateChanged}) {
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v: patches must not be logged", got)
 		}
 		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 3}); !kernel.IsCode(err, runs.CodeRunEnded) {
@@ -195,7 +196,7 @@ func TestAgentCalls(t *testing.T) {
 func loggedInvocation(t *testing.T, f *fixture, r runs.Run) kernel.LoggedEvent {
 	t.Helper()
 	for _, e := range f.tx.Events() {
-		if e.Type == kernel.EvAgentInvocation && e.SubjectID == r.ID {
+		if e.Type == runs.EvAgentInvocation.Name && e.SubjectID == r.ID {
 			b, err := json.Marshal(e.Payload)
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +231,7 @@ func TestPrepare(t *testing.T) {
 
 	t.Run("passes other events and other principals' events unchanged", func(t *testing.T) {
 		f, r, _ := invoked(t)
-		e := kernel.LoggedEvent{Type: kernel.EvMessageCreated, Payload: []byte(`{"x":1}`)}
+		e := kernel.LoggedEvent{Type: messaging.EvMessageCreated.Name, Payload: []byte(`{"x":1}`)}
 		if p, ok, err := f.svc.Prepare(bg, echoActor, e); err != nil || !ok || string(p) != `{"x":1}` {
 			t.Fatalf("%s %v %v", p, ok, err)
 		}
@@ -260,7 +261,7 @@ func TestPrepare(t *testing.T) {
 		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged}) {
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 	})
@@ -274,7 +275,7 @@ func TestPrepare(t *testing.T) {
 		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunStateChanged}) {
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 	})

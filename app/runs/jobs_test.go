@@ -28,7 +28,7 @@ func lastState(t *testing.T, f *fixture) runs.StateChange {
 	evs := f.tx.Events()
 	e := evs[len(evs)-1]
 	sc, ok := e.Payload.(runs.StateChange)
-	if e.Type != kernel.EvRunStateChanged || !ok {
+	if e.Type != runs.EvRunStateChanged.Name || !ok {
 		t.Fatalf("last event %s %T", e.Type, e.Payload)
 	}
 	if !e.ActorID.IsZero() {
@@ -205,7 +205,7 @@ func TestStallCheck(t *testing.T) {
 				t.Fatalf("run %d: %+v", i, got)
 			}
 		}
-		if got := typesOf(f.tx.Events()); !slices.Equal(got, []string{kernel.EvRunStateChanged, kernel.EvRunStateChanged}) {
+		if got := typesOf(f.tx.Events()); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		f.clock.Advance(time.Minute) // run 0 is now 5 minutes idle, run 3 two

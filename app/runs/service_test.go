@@ -45,7 +45,7 @@ func TestTrigger(t *testing.T) {
 			t.Fatalf("run %+v", r)
 		}
 		evs := f.tx.Events()
-		if got := typesOf(evs); !slices.Equal(got, []string{kernel.EvAgentInvocation, kernel.EvRunStateChanged}) {
+		if got := typesOf(evs); !slices.Equal(got, []string{runs.EvAgentInvocation.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		inv := evs[0]
@@ -300,7 +300,7 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("stored %+v", stored)
 		}
 		evs := f.eventsSince(n)
-		if got := typesOf(evs); !slices.Equal(got, []string{kernel.EvRunCancelRequested, kernel.EvRunStateChanged}) {
+		if got := typesOf(evs); !slices.Equal(got, []string{runs.EvRunCancelRequested.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		if evs[0].Scope != (kernel.Scope{PrincipalID: echo}) || evs[0].ActorID != invoker.ID ||
@@ -329,7 +329,7 @@ func TestCancel(t *testing.T) {
 		if err != nil || got.Status != runs.StatusRunning || got.CancelRequestedAt == nil || got.EndedAt != nil {
 			t.Fatalf("run %+v, %v", got, err)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{kernel.EvRunCancelRequested}) {
+		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunCancelRequested.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		again, err := f.svc.Cancel(bg, invoker, r.ID)
@@ -420,7 +420,7 @@ func TestAgentDisabled(t *testing.T) {
 	}
 	for i, e := range evs {
 		sc := e.Payload.(runs.StateChange)
-		if e.Type != kernel.EvRunStateChanged || e.ActorID != owner.ID || sc.Status != runs.StatusFailed ||
+		if e.Type != runs.EvRunStateChanged.Name || e.ActorID != owner.ID || sc.Status != runs.StatusFailed ||
 			sc.Reason != runs.ReasonAgentDisabled || sc.ID != mine[i].ID || *sc.PreviousStatus != mine[i].Status {
 			t.Errorf("event %d: %+v", i, e)
 		}

@@ -133,7 +133,7 @@ func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.
 	if err := s.store.CreateRun(ctx, r); err != nil {
 		return err
 	}
-	s.events.Append(ctx, kernel.Event{Type: kernel.EvAgentInvocation, Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
+	s.events.Append(ctx, kernel.Event{Type: EvAgentInvocation.Name, Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
 		ActorID: m.AuthorID, Payload: Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
 			SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}})
 	s.logState(ctx, r, nil, m.AuthorID)

@@ -141,7 +141,7 @@ func (in *Instance) NextEvent() kernel.LoggedEvent {
 		if in.seq%2 == 0 {
 			level = "null"
 		}
-		return kernel.LoggedEvent{Seq: in.seq, Type: kernel.EvGrantChanged, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
+		return kernel.LoggedEvent{Seq: in.seq, Type: authz.EvGrantChanged.Name, Scope: kernel.Scope{SpaceID: ch.SpaceID, ChannelID: ch.ID},
 			SubjectID: ch.ID, Payload: fmt.Appendf(nil, `{"channel_id":%q,"principal_id":%q,"level":%s}`, ch.ID, p, level)}
 	}
 }

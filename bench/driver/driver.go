@@ -283,7 +283,7 @@ func (w *Writer) create(ctx context.Context, seq int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.insertEvent.ExecContext(ctx, seq, kernel.EvMessageCreated, spaceID, channelID, string(th.ID), nil, string(id), author, string(payload), now); err != nil {
+	if _, err := w.insertEvent.ExecContext(ctx, seq, messaging.EvMessageCreated.Name, spaceID, channelID, string(th.ID), nil, string(id), author, string(payload), now); err != nil {
 		return err
 	}
 	_, err = w.updateSeq.ExecContext(ctx, seq)

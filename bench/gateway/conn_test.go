@@ -16,6 +16,7 @@ import (
 
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // messageFrame is the frame of message i, due at due, logged at seq, as the server writes it;
@@ -30,7 +31,7 @@ func messageFrame(t testing.TB, seq int64, i int, due, logged time.Time) []byte 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gateway.EventFrame(kernel.LoggedEvent{Seq: seq, Type: kernel.EvMessageCreated, Payload: payload, CreatedAt: logged,
+	return gateway.EventFrame(kernel.LoggedEvent{Seq: seq, Type: messaging.EvMessageCreated.Name, Payload: payload, CreatedAt: logged,
 		Scope: kernel.Scope{SpaceID: "s1", ChannelID: "c1", ThreadID: "t1"}})
 }
 

@@ -142,7 +142,7 @@ func (s *Store) CreateMessage(ctx context.Context) error {
 				return err
 			}
 		}
-		s.DB.Append(ctx, kernel.Event{Type: kernel.EvMessageCreated, Scope: m.Scope(), SubjectID: m.ID,
+		s.DB.Append(ctx, kernel.Event{Type: messaging.EvMessageCreated.Name, Scope: m.Scope(), SubjectID: m.ID,
 			ActorID: m.AuthorID, Payload: m})
 		return nil
 	})
