@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"bothy.dev/bothy/storage/engine"
 )
 
 type kind int
@@ -368,8 +370,8 @@ func role(v any) string {
 }
 
 func driver(v any) string {
-	switch v.(string) {
-	case "sqlite", "postgres":
+	switch engine.Name(v.(string)) {
+	case engine.SQLite, engine.Postgres:
 		return ""
 	}
 	return "must be sqlite or postgres"
@@ -427,11 +429,11 @@ func crossCheck(c *Config) []*Problem {
 		out = append(out, &Problem{Key: "server.internal_listen_addr", Source: c.SourceOf("server.internal_listen_addr"),
 			Where: c.where["server.internal_listen_addr"], Detail: "must not use the same port as server.listen_addr on an overlapping host"})
 	}
-	if c.Cluster.Mode == "multi" && c.Database.Driver != "postgres" {
+	if c.Cluster.Mode == "multi" && engine.Name(c.Database.Driver) != engine.Postgres {
 		out = append(out, &Problem{Key: "cluster.mode", Source: c.SourceOf("cluster.mode"), Where: c.where["cluster.mode"],
 			Detail: "multi needs database.driver postgres: several nodes share one PostgreSQL database, and SQLite belongs to one process"})
 	}
-	if (c.Server.Role == "api" || c.Server.Role == "worker") && c.Database.Driver != "postgres" {
+	if (c.Server.Role == "api" || c.Server.Role == "worker") && engine.Name(c.Database.Driver) != engine.Postgres {
 		out = append(out, &Problem{Key: "server.role", Source: c.SourceOf("server.role"), Where: c.where["server.role"],
 			Detail: c.Server.Role + " needs database.driver postgres: it runs next to other processes on one database, and SQLite belongs to one process (use all)"})
 	}
@@ -439,7 +441,7 @@ func crossCheck(c *Config) []*Problem {
 		out = append(out, &Problem{Key: "cluster.presence_ttl", Source: c.SourceOf("cluster.presence_ttl"), Where: c.where["cluster.presence_ttl"],
 			Detail: "must be more than twice cluster.presence_flush_interval, or a live node's rows would age out between two of its flushes"})
 	}
-	if c.Database.Driver == "postgres" && c.Database.URLRef == "" {
+	if engine.Name(c.Database.Driver) == engine.Postgres && c.Database.URLRef == "" {
 		out = append(out, &Problem{Key: "database.url_ref", Source: c.SourceOf("database.url_ref"),
 			Where: c.where["database.url_ref"], Detail: "is required with database.driver postgres: a reference such as env:DATABASE_URL or file:/run/secrets/db"})
 	}
