@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	agentsbench "bothy.dev/bothy/bench/agents"
+	"bothy.dev/bothy/bench/internal/measure"
+)
+
+// The scenarios of bench/agents: an agent following the gateway as its consumer, people's
+// clients and posters in this process.
+
+// startAgent starts the server, prepares the instance with every person granted invoke on
+// every channel (their mentions of the agent make runs) and creates the agent with post on
+// every channel.
+func (r *runner) startAgent(ctx context.Context) (*nodes, agentsbench.Agent, error) {
+	layout := r.layout()
+	layout.Grant = func(int, int) string { return "invoke" }
+	ns, err := r.startGateway(ctx, 1, layout)
+	if err != nil {
+		return nil, agentsbench.Agent{}, err
+	}
+	a, err := agentsbench.CreateAgent(ctx, ns.client, ns.inst.Base, ns.inst.Owner, ns.inst.ChannelIDs, "post")
+	if err != nil {
+		return nil, a, fmt.Errorf("create the agent: %w", err)
+	}
+	return ns, a, nil
+}
+
+// agentsInvoke: the agent follows the gateway as its consumer; people post open loop, one
+// message in -every mentioning the agent; receipt of each agent.invocation − its message's due.
+func agentsInvoke(fs *flag.FlagSet) runFunc {
+	rate := fs.Float64("rate", 200, "messages offered per second, each at its scheduled time (open loop)")
+	every := fs.Int("every", 5, "one message in this many mentions the agent")
+	workers := fs.Int("workers", 32, "the poster's HTTP clients")
+	drain := fs.Duration("drain", 10*time.Second, "how long the agent may take after the last create to receive every invocation")
+	return func(ctx context.Context, r *runner, out io.Writer) error {
+		ns, a, err := r.startAgent(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := agentsbench.RunInvoke(ctx, ns.client, ns.inst, a, agentsbench.Invoke{
+			Rate: *rate, Every: *every, Warmup: *r.warmup, Duration: *r.duration, Workers: *workers, Drain: *drain, ServerCPU: ns.servers[0].CPU})
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, ns.logs())
+		}
+		name := fmt.Sprintf("agents/%smessage-to-invocation@%g/s-1-in-%d", r.prefix(), *rate, *every)
+		measure.Result(out, name+"/p50", measure.Ms(res.Latency.P50), "ms")
+		measure.Result(out, name+"/p99", measure.Ms(res.Latency.P99), "ms")
+		measure.Result(out, name+"/max", measure.Ms(res.Latency.Max), "ms")
+		measure.Result(out, name+"/logged-to-agent/p99", measure.Ms(res.FromLog.P99), "ms")
+		measure.Result(out, name+"/create-p99", measure.Ms(res.Create.P99), "ms")
+		measure.Result(out, name+"/invocations", float64(res.Triggers), "invocations")
+		measure.Result(out, name+"/server-cpu", us(res.ServerCPU), "µs/message")
+		measure.Result(out, name+"/loadgen-cpu", us(res.LoadCPU), "µs/message")
+		return nil
+	}
+}
+
+// agentsRuns: clients focused on one thread, the agent patching several runs there at once;
+// PATCH of version v → the first run.updated with a version ≥ v at each client.
+func agentsRuns(fs *flag.FlagSet) runFunc {
+	clients := fs.Int("clients", 100, "clients focused on the runs' thread (person k mod people)")
+	runs := fs.Int("runs", 8, "runs patched at once, all in one thread")
+	patchMin := fs.Duration("patch-min", 20*time.Millisecond, "least time between two patches of a run")
+	patchMax := fs.Duration("patch-max", 50*time.Millisecond, "most time between two patches of a run")
+	appendBytes := fs.Int("append", 24, "bytes of output_append per patch")
+	background := fs.Float64("background", 0, "ordinary messages per second into the thread meanwhile (0: none)")
+	drain := fs.Duration("drain", 10*time.Second, "how long the clients may take after the last patch to have every version")
+	return func(ctx context.Context, r *runner, out io.Writer) error {
+		ns, a, err := r.startAgent(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := agentsbench.RunFanout(ctx, ns.client, ns.inst, a, agentsbench.Fanout{
+			Thread: ns.inst.Threads[0], Clients: *clients, ConnectParallel: 32, Runs: *runs,
+			PatchMin: *patchMin, PatchMax: *patchMax, AppendBytes: *appendBytes,
+			Warmup: *r.warmup, Duration: *r.duration, BackgroundRate: *background, BackgroundWorkers: 8, Drain: *drain,
+			ServerCPU: ns.servers[0].CPU})
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, ns.logs())
+		}
+		name := fmt.Sprintf("agents/%srun-patch/%d-focused-%d-runs", r.prefix(), *clients, *runs)
+		if *background > 0 {
+			name += fmt.Sprintf("+%gmsg/s", *background)
+		}
+		measure.Result(out, name+"/p50", measure.Ms(res.Latency.P50), "ms")
+		measure.Result(out, name+"/p99", measure.Ms(res.Latency.P99), "ms")
+		measure.Result(out, name+"/max", measure.Ms(res.Latency.Max), "ms")
+		measure.Result(out, name+"/patch-p99", measure.Ms(res.Patch.P99), "ms")
+		measure.Result(out, name+"/patches", float64(res.Patches)/res.Elapsed.Seconds(), "patches/s")
+		measure.Result(out, name+"/frames-per-patch", res.FramesPerPatch, "frames")
+		measure.Result(out, name+"/server-cpu", us(res.ServerCPU), "µs/patch")
+		measure.Result(out, name+"/loadgen-cpu", us(res.LoadCPU), "µs/patch")
+		return nil
+	}
+}
