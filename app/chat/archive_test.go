@@ -24,12 +24,12 @@ func TestArchiveChannel(t *testing.T) {
 		if last.Action != kernel.ActChannelUpdate || last.Resource.ID != c.ID || last.Resource.SpaceID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		ev := evs[len(evs)-1]
 		if ev.Type != chat.EvChannelArchived.Name || ev.SubjectID != c.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) {
 			t.Fatalf("event %+v", ev)
 		}
-		if p, ok := ev.Payload.(chat.Channel); !ok || p.ArchivedAt == nil {
+		if p := payload[chat.Channel](t, ev); p.ID != c.ID || p.ArchivedAt == nil {
 			t.Fatalf("payload %+v", ev.Payload)
 		}
 		if _, err := f.svc.GetChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
@@ -46,15 +46,15 @@ func TestArchiveChannel(t *testing.T) {
 		f := mustChat(t)
 		sp := mustSpace(t, f, alice, "A")
 		c := mustChannel(t, f, alice, sp.ID, "kept")
-		before := len(f.tx.Events())
+		before := len(f.events(t))
 		f.authz.Fn = func(actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
 			return &kernel.Error{Code: kernel.CodeForbidden, Message: "no"}
 		}
 		if _, err := f.svc.ArchiveChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := f.store.Channel(ctx, c.ID); err != nil || len(f.tx.Events()) != before {
-			t.Fatalf("a refused archive changed something: %v, %d events", err, len(f.tx.Events())-before)
+		if _, err := f.store.Channel(ctx, c.ID); err != nil || len(f.events(t)) != before {
+			t.Fatalf("a refused archive changed something: %v, %d events", err, len(f.events(t))-before)
 		}
 	})
 	t.Run("answers not found for an unknown channel", func(t *testing.T) {
@@ -77,9 +77,12 @@ func TestArchivedElsewhereDropsCachedRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another node archives it: this node's store answers not found, its cache does not know.
-	f.store.mu.Lock()
-	delete(f.store.threads, c.MainThreadID)
-	f.store.mu.Unlock()
+	if _, err := f.node().ArchiveChannel(ctx, alice, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Thread(ctx, c.MainThreadID); !kernel.IsCode(err, kernel.CodeNotFound) {
+		t.Fatalf("the store reads the archived channel's thread: %v", err)
+	}
 	if _, err := f.svc.ThreadRef(ctx, c.MainThreadID); err != nil {
 		t.Fatalf("the cached ref: %v", err)
 	}
@@ -108,7 +111,7 @@ func TestArchiveSpace(t *testing.T) {
 		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != kernel.ActSpaceUpdate || last.Resource.ID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		if ev := evs[len(evs)-1]; ev.Type != chat.EvSpaceArchived.Name || ev.SubjectID != sp.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID}) {
 			t.Fatalf("event %+v", ev)
 		}
@@ -128,14 +131,14 @@ func TestArchiveSpace(t *testing.T) {
 	t.Run("refuses whom authz refuses and changes nothing", func(t *testing.T) {
 		f := mustChat(t)
 		sp := mustSpace(t, f, alice, "A")
-		before := len(f.tx.Events())
+		before := len(f.events(t))
 		f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error {
 			return &kernel.Error{Code: kernel.CodeForbidden, Message: "no"}
 		}
 		if _, err := f.svc.ArchiveSpace(ctx, alice, sp.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if _, err := f.store.Space(ctx, sp.ID); err != nil || len(f.tx.Events()) != before {
+		if _, err := f.store.Space(ctx, sp.ID); err != nil || len(f.events(t)) != before {
 			t.Fatalf("a refused archive changed something: %v", err)
 		}
 	})

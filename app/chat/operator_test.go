@@ -20,8 +20,8 @@ func TestOperator(t *testing.T) {
 	// fixture is a channel in a space and the principals above.
 	fixture := func(t *testing.T) (*chatFixture, chat.Channel) {
 		f := mustChat(t)
-		for _, p := range []chat.PrincipalRef{bot, sleeping, person} {
-			f.principals[p.ID] = p
+		for _, p := range []chat.PrincipalRef{bot, sleeping} {
+			f.agent(t, p)
 		}
 		sp := mustSpace(t, f, alice, "Home")
 		c := mustChannel(t, f, alice, sp.ID, "general")
@@ -70,7 +70,7 @@ func TestOperator(t *testing.T) {
 			if tt.deny != nil {
 				tt.deny(f)
 			}
-			before := len(f.tx.Events())
+			before := len(f.events(t))
 			_, err := f.svc.SetOperator(ctx, alice, c.ID, tt.agent)
 			if kernel.CodeOf(err) != tt.wantCode {
 				t.Fatalf("err = %v, want %s", err, tt.wantCode)
@@ -82,8 +82,8 @@ func TestOperator(t *testing.T) {
 			if tt.wantText != "" && !strings.Contains(err.Error(), tt.wantText) {
 				t.Fatalf("err = %v, want it to say %q", err, tt.wantText)
 			}
-			if got := f.store.channels[c.ID]; got.OperatorID != nil || len(f.tx.Events()) != before {
-				t.Fatalf("the channel is %+v and %d events were appended", got, len(f.tx.Events())-before)
+			if got, n := f.channel(t, c.ID), len(f.events(t)); got.OperatorID != nil || n != before {
+				t.Fatalf("the channel is %+v and %d events were appended", got, n-before)
 			}
 		})
 	}
@@ -108,7 +108,7 @@ func TestOperator(t *testing.T) {
 		if got.OperatorID == nil || *got.OperatorID != bot.ID || !got.UpdatedAt.After(c.UpdatedAt) {
 			t.Fatalf("channel = %+v", got)
 		}
-		if st := f.store.channels[c.ID]; st.OperatorID == nil || *st.OperatorID != bot.ID {
+		if st := f.channel(t, c.ID); st.OperatorID == nil || *st.OperatorID != bot.ID {
 			t.Fatalf("stored %+v", st)
 		}
 		calls := f.authz.Calls
@@ -116,20 +116,20 @@ func TestOperator(t *testing.T) {
 			calls[1].Action != kernel.ActChannelRead || calls[1].Resource.ChannelID != c.ID {
 			t.Fatalf("authorized %+v: want channel.operator.set for the caller, then channel.read for the agent", calls)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		last := evs[len(evs)-1]
 		if last.Type != chat.EvChannelUpdated.Name || last.Scope != (kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID}) ||
 			last.SubjectID != c.ID || last.ActorID != alice.ID {
 			t.Fatalf("event %+v", last)
 		}
-		if p := last.Payload.(chat.Channel); p.OperatorID == nil || *p.OperatorID != bot.ID {
+		if p := payload[chat.Channel](t, last); p.OperatorID == nil || *p.OperatorID != bot.ID {
 			t.Fatalf("payload %+v", p)
 		}
 
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		again, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID)
-		if err != nil || again.UpdatedAt != got.UpdatedAt || len(f.tx.Events()) != n {
-			t.Fatalf("naming it again: %+v, %v, %d new events", again, err, len(f.tx.Events())-n)
+		if m := len(f.events(t)); err != nil || again.UpdatedAt != got.UpdatedAt || m != n {
+			t.Fatalf("naming it again: %+v, %v, %d new events", again, err, m-n)
 		}
 	})
 
@@ -138,20 +138,20 @@ func TestOperator(t *testing.T) {
 		if _, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID); err != nil {
 			t.Fatal(err)
 		}
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		got, err := f.svc.ClearOperator(ctx, alice, c.ID)
-		if err != nil || got.OperatorID != nil || f.store.channels[c.ID].OperatorID != nil {
+		if err != nil || got.OperatorID != nil || f.channel(t, c.ID).OperatorID != nil {
 			t.Fatalf("clear: %+v, %v", got, err)
 		}
-		evs := f.tx.Events()
-		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || evs[n].Payload.(chat.Channel).OperatorID != nil {
+		evs := f.events(t)
+		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || payload[chat.Channel](t, evs[n]).OperatorID != nil {
 			t.Fatalf("events %+v", evs[n:])
 		}
 		if f.authz.Last().Action != kernel.ActChannelOperatorSet {
 			t.Fatalf("authorized %+v", f.authz.Last())
 		}
-		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); err != nil || len(f.tx.Events()) != n+1 {
-			t.Fatalf("clearing again: %v, %d events", err, len(f.tx.Events())-n)
+		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); err != nil || len(f.events(t)) != n+1 {
+			t.Fatalf("clearing again: %v, %d events", err, len(f.events(t))-n)
 		}
 	})
 
@@ -164,7 +164,7 @@ func TestOperator(t *testing.T) {
 		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if f.store.channels[c.ID].OperatorID == nil {
+		if f.channel(t, c.ID).OperatorID == nil {
 			t.Fatal("the operator was cleared")
 		}
 	})

@@ -2,12 +2,17 @@ package storetest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/sqlite"
 )
 
 // The helpers below are for the domain modules' use-case tests, which run their services on a
@@ -44,4 +49,52 @@ func InUnit(ctx context.Context, db *storage.DB) (in bool) {
 	defer func() { in = recover() == nil }()
 	db.AfterCommit(ctx, func() {})
 	return true
+}
+
+var (
+	sqliteOnce sync.Once
+	sqliteFile []byte
+	sqliteErr  error
+)
+
+// migratedSQLite returns a fresh SQLite file in tb.TempDir() that holds the migrated schema: a
+// copy of one migrated once per test binary, so that a package whose every test opens a store of
+// its own does not run the migrations each time (OpenAt then finds nothing to do).
+func migratedSQLite(tb testing.TB) string {
+	tb.Helper()
+	sqliteOnce.Do(func() { sqliteFile, sqliteErr = migrateSQLite() })
+	if sqliteErr != nil {
+		tb.Fatalf("storetest: migrated SQLite file: %v", sqliteErr)
+	}
+	path := filepath.Join(tb.TempDir(), "bothy.db")
+	if err := os.WriteFile(path, sqliteFile, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+func migrateSQLite() ([]byte, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "bothy-storetest-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "bothy.db")
+	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: path})
+	if err != nil {
+		return nil, err
+	}
+	_, err = migrate.Up(ctx, w, "sqlite", nil)
+	if err == nil { // fold the WAL into the file, which is then all there is to copy
+		_, err = w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	r.Close()
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

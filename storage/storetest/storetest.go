@@ -142,7 +142,7 @@ func OpenPostgresAt(tb testing.TB, url string, d postgres.Dialect, o storage.Opt
 // tests outside storage that need a store and do not test it).
 func Open(tb testing.TB, o storage.Options) *storage.DB {
 	tb.Helper()
-	return SQLite.Open(tb, o)
+	return SQLite.OpenAt(tb, migratedSQLite(tb), o)
 }
 
 var (
