@@ -91,7 +91,8 @@ func wire(ctx context.Context, a *App) error {
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger
 	// state) and fails the runs of a disabled agent.
-	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessagePosted)
+	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessageDeciding)
+	kernel.Subscribe(bus, "runs.invoke", runSvc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", runSvc.OnAgentDisabled)
 	bus.Seal()
 

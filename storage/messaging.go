@@ -200,11 +200,6 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	return s.insertMentions(ctx, q, m.ID, m.Mentions)
 }
 
-func (s *MessageStore) SetTriggerState(ctx context.Context, id kernel.ID, state string) error {
-	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE messages SET trigger_state = ? WHERE id = ?`, state, string(id))
-	return s.db.oneRowOrNotFound(res, err, "message")
-}
-
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
 	q := s.db.q(ctx)
 	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', version = ?, deleted_at = ? WHERE id = ?`,

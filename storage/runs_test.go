@@ -61,7 +61,8 @@ func newRunEnv(t *testing.T, eng storetest.Engine) *runEnv {
 	}
 	e.svc = runs.New(runs.Deps{Store: e.runs, Agents: agentStore, Structure: e.chats, UoW: db, Events: db, Authz: e.az, Clock: e.clock,
 		Jobs: q})
-	kernel.Subscribe(bus, "runs.trigger", e.svc.OnMessagePosted)
+	kernel.Subscribe(bus, "runs.trigger", e.svc.OnMessageDeciding)
+	kernel.Subscribe(bus, "runs.invoke", e.svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", e.svc.OnAgentDisabled)
 	bus.Seal()
 

@@ -68,7 +68,7 @@ func (s *Service) Create(ctx context.Context, actor kernel.Actor, in NewAgent) (
 			return err
 		}
 		token = value
-		s.events.Append(ctx, kernel.Event{Type: EvAgentCreated.Name, SubjectID: a.ID, ActorID: actor.ID, Payload: a})
+		s.events.Append(ctx, EvAgentCreated.Event(kernel.Event{SubjectID: a.ID, ActorID: actor.ID}, a))
 		return nil
 	})
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kern
 				return err
 			}
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvAgentUpdated.Name, SubjectID: id, ActorID: actor.ID, Payload: a})
+		s.events.Append(ctx, EvAgentUpdated.Event(kernel.Event{SubjectID: id, ActorID: actor.ID}, a))
 		out = a
 		return nil
 	})

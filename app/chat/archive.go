@@ -26,8 +26,8 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 		if err := s.store.ArchiveChannel(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvChannelArchived.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
-			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		s.events.Append(ctx, EvChannelArchived.Event(kernel.Event{Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID}, c))
 		return nil
 	})
 	if err == nil {
@@ -74,8 +74,8 @@ func (s *Service) ArchiveSpace(ctx context.Context, actor kernel.Actor, id kerne
 		if err := s.store.ArchiveSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvSpaceArchived.Name, Scope: kernel.Scope{SpaceID: sp.ID},
-			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		s.events.Append(ctx, EvSpaceArchived.Event(kernel.Event{Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID}, sp))
 		return nil
 	})
 	if err == nil {

@@ -72,8 +72,8 @@ func (s *Service) CreateSpace(ctx context.Context, actor kernel.Actor, name stri
 		if err := s.store.CreateSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvSpaceCreated.Name, Scope: kernel.Scope{SpaceID: sp.ID},
-			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		s.events.Append(ctx, EvSpaceCreated.Event(kernel.Event{Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID}, sp))
 		return nil
 	})
 	return sp, err
@@ -144,8 +144,8 @@ func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel
 		if err := s.store.UpdateSpace(ctx, sp); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvSpaceUpdated.Name, Scope: kernel.Scope{SpaceID: sp.ID},
-			SubjectID: sp.ID, ActorID: actor.ID, Payload: sp})
+		s.events.Append(ctx, EvSpaceUpdated.Event(kernel.Event{Scope: kernel.Scope{SpaceID: sp.ID},
+			SubjectID: sp.ID, ActorID: actor.ID}, sp))
 		return nil
 	})
 	return sp, err
@@ -190,10 +190,10 @@ func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID
 		if err := s.store.CreateThread(ctx, main); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvChannelCreated.Name, Scope: kernel.Scope{SpaceID: sp.ID, ChannelID: ch.ID},
-			SubjectID: ch.ID, ActorID: actor.ID, Payload: ch})
-		s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: main.Scope(),
-			SubjectID: main.ID, ActorID: actor.ID, Payload: main})
+		s.events.Append(ctx, EvChannelCreated.Event(kernel.Event{Scope: kernel.Scope{SpaceID: sp.ID, ChannelID: ch.ID},
+			SubjectID: ch.ID, ActorID: actor.ID}, ch))
+		s.events.Append(ctx, EvThreadCreated.Event(kernel.Event{Scope: main.Scope(),
+			SubjectID: main.ID, ActorID: actor.ID}, main))
 		return nil
 	})
 	return ch, err
@@ -280,8 +280,8 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.store.UpdateChannel(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvChannelUpdated.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
-			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		s.events.Append(ctx, EvChannelUpdated.Event(kernel.Event{Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID}, c))
 		return nil
 	})
 	return c, err
@@ -336,8 +336,8 @@ func (s *Service) setOperator(ctx context.Context, actor kernel.Actor, channelID
 		if err := s.store.SetOperator(ctx, c); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvChannelUpdated.Name, Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
-			SubjectID: c.ID, ActorID: actor.ID, Payload: c})
+		s.events.Append(ctx, EvChannelUpdated.Event(kernel.Event{Scope: kernel.Scope{SpaceID: c.SpaceID, ChannelID: c.ID},
+			SubjectID: c.ID, ActorID: actor.ID}, c))
 		return nil
 	})
 	return c, err
@@ -422,8 +422,8 @@ func (s *Service) CreateThread(ctx context.Context, actorID kernel.ID, ch Channe
 	if err := s.store.CreateThread(ctx, th); err != nil {
 		return Thread{}, err
 	}
-	s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: th.Scope(),
-		SubjectID: th.ID, ActorID: actorID, Payload: th})
+	s.events.Append(ctx, EvThreadCreated.Event(kernel.Event{Scope: th.Scope(),
+		SubjectID: th.ID, ActorID: actorID}, th))
 	return th, nil
 }
 
@@ -440,8 +440,8 @@ func (s *Service) CreateThreadUnder(ctx context.Context, actorID kernel.ID, ch C
 		th, err := s.store.ThreadByParent(ctx, parent)
 		return th, false, err
 	}
-	s.events.Append(ctx, kernel.Event{Type: EvThreadCreated.Name, Scope: th.Scope(),
-		SubjectID: th.ID, ActorID: actorID, Payload: th})
+	s.events.Append(ctx, EvThreadCreated.Event(kernel.Event{Scope: th.Scope(),
+		SubjectID: th.ID, ActorID: actorID}, th))
 	return th, true, nil
 }
 

@@ -422,6 +422,9 @@ type Stats struct {
 	Sessions    int   // sessions, attached or waiting for a resume
 	Members     int   // principals with an identified connection in the hub
 	Position    int64 // the seq the hub has passed
+	// PayloadErrors counts the logged events whose payload the hub could not read as their
+	// type's (each is logged with its seq and type).
+	PayloadErrors int64
 }
 
 // Stats returns a snapshot of the gateway's counts.
@@ -432,6 +435,7 @@ func (g *Gateway) Stats() Stats {
 	g.hub.mu.Lock()
 	s.Members, s.Position = len(g.hub.members), g.hub.pos
 	g.hub.mu.Unlock()
+	s.PayloadErrors = g.hub.payloadErrors.Load()
 	return s
 }
 

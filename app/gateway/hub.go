@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"bothy.dev/bothy/app/agents"
@@ -30,6 +30,10 @@ type hub struct {
 	scoper    kernel.Scoper
 	structure Structure
 	log       *slog.Logger
+
+	// payloadErrors counts the logged events whose payload could not be read as their type's
+	// (Stats.PayloadErrors); such an event is still delivered, its effect on the index is not had.
+	payloadErrors atomic.Int64
 
 	mu        sync.Mutex
 	pos       int64  // the seq of the last event handed to the connections
@@ -257,29 +261,39 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 	var closeCode CloseCode
 	switch e.Type {
 	case authz.EvGrantChanged.Name:
-		var p struct {
-			PrincipalID kernel.ID `json:"principal_id"`
-		}
-		if json.Unmarshal(e.Payload, &p) == nil && !p.PrincipalID.IsZero() {
+		if p, err := authz.EvGrantChanged.Decode(e); err != nil {
+			h.payloadError(err)
+		} else if !p.PrincipalID.IsZero() {
 			if err := h.refresh(ctx, p.PrincipalID, nil); err != nil {
 				return err
 			}
 		}
 	case identity.EvUserUpdated.Name, agents.EvAgentUpdated.Name:
-		// A person or an agent disabled, enabled, or (a person) made owner or not: an agent's
-		// payload has no is_owner, which reads as false, as it must.
-		var u struct {
-			Status  string `json:"status"`
-			IsOwner bool   `json:"is_owner"`
+		// A person or an agent disabled, enabled, or (a person) made owner or not: an agent is
+		// never an owner.
+		var status string
+		var isOwner bool
+		if e.Type == identity.EvUserUpdated.Name {
+			u, err := identity.EvUserUpdated.Decode(e)
+			if err != nil {
+				h.payloadError(err)
+				break
+			}
+			status, isOwner = u.Status, u.IsOwner
+		} else {
+			a, err := agents.EvAgentUpdated.Decode(e)
+			if err != nil {
+				h.payloadError(err)
+				break
+			}
+			status = a.Status
 		}
-		if json.Unmarshal(e.Payload, &u) == nil {
-			if u.Status == identity.StatusDisabled {
-				closeAll, closeCode = h.expel(e.SubjectID), CloseAuthFailed
-			} else {
-				h.enable(e.SubjectID)
-				if err := h.refresh(ctx, e.SubjectID, &u.IsOwner); err != nil {
-					return err
-				}
+		if status == identity.StatusDisabled {
+			closeAll, closeCode = h.expel(e.SubjectID), CloseAuthFailed
+		} else {
+			h.enable(e.SubjectID)
+			if err := h.refresh(ctx, e.SubjectID, &isOwner); err != nil {
+				return err
 			}
 		}
 	}
@@ -332,6 +346,18 @@ func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 	return nil
 }
 
+// payloadError logs and counts an event whose payload cannot be read as its type's (err is a
+// kernel.PayloadError, which names the seq and the type).
+func (h *hub) payloadError(err error) {
+	h.payloadErrors.Add(1)
+	var pe *kernel.PayloadError
+	if errors.As(err, &pe) {
+		h.log.Error("gateway: an event's payload cannot be read", "seq", pe.Seq, "type", pe.Type, "err", pe.Err)
+		return
+	}
+	h.log.Error("gateway: an event's payload cannot be read", "err", err)
+}
+
 // route says how e is delivered and, for channel and space events, with which receive action on
 // which resource. A channel's kind is learned from channel.created or read once.
 func (h *hub) route(ctx context.Context, e kernel.LoggedEvent) (delivery, kernel.Action, kernel.Resource, error) {
@@ -343,11 +369,11 @@ func (h *hub) route(ctx context.Context, e kernel.LoggedEvent) (delivery, kernel
 		kind, ok := h.kinds[sc.ChannelID]
 		if !ok {
 			if e.Type == chat.EvChannelCreated.Name {
-				var ch struct {
-					Kind string `json:"kind"`
+				if ch, err := chat.EvChannelCreated.Decode(e); err != nil {
+					h.payloadError(err) // the channel is read below instead
+				} else {
+					kind = ch.Kind
 				}
-				_ = json.Unmarshal(e.Payload, &ch)
-				kind = ch.Kind
 			}
 			if kind == "" {
 				ch, err := h.structure.Channel(ctx, sc.ChannelID)

@@ -284,10 +284,7 @@ func EventFrame(e kernel.LoggedEvent) []byte {
 
 // typingFrame is the ephemeral typing.started: an event frame without seq.
 func typingFrame(thread, principal kernel.ID) []byte {
-	return encodeServer(OpEvent, struct {
-		Type string            `json:"type"`
-		Data map[string]string `json:"data"`
-	}{EvTypingStarted.Name, map[string]string{"thread_id": string(thread), "principal_id": string(principal)}})
+	return ephemeralFrame(EvTypingStarted, TypingStarted{PrincipalID: principal, ThreadID: thread})
 }
 
 // presenceFrame is the ephemeral presence.updated about a person.
@@ -296,8 +293,13 @@ func presenceFrame(principal kernel.ID, online bool) []byte {
 	if online {
 		status = StatusOnline
 	}
+	return ephemeralFrame(EvPresenceUpdated, PresenceUpdated{PrincipalID: principal, Status: status})
+}
+
+// ephemeralFrame is an event frame without seq of type t carrying p.
+func ephemeralFrame[P any](t kernel.EventType[P], p P) []byte {
 	return encodeServer(OpEvent, struct {
-		Type string            `json:"type"`
-		Data map[string]string `json:"data"`
-	}{EvPresenceUpdated.Name, map[string]string{"principal_id": string(principal), "status": status}})
+		Type string `json:"type"`
+		Data P      `json:"data"`
+	}{t.Name, p})
 }

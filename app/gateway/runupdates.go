@@ -159,16 +159,7 @@ func (f *runFanout) send(r runs.Run, frame []byte) {
 // runUpdatedFrame is the run.updated frame of r: patch from its base version to r.Version, or,
 // when patch is nil, r's document whole (base_version null).
 func runUpdatedFrame(r runs.Run, patch *runs.Patch) []byte {
-	type data struct {
-		RunID       kernel.ID      `json:"run_id"`
-		ThreadID    kernel.ID      `json:"thread_id"`
-		ChannelID   kernel.ID      `json:"channel_id"`
-		BaseVersion *int           `json:"base_version"`
-		Version     int            `json:"version"`
-		Patch       *runs.Patch    `json:"patch"`
-		Document    *runs.Document `json:"document"`
-	}
-	d := data{RunID: r.ID, ThreadID: r.ThreadID, ChannelID: r.ChannelID, Version: r.Version}
+	d := RunUpdated{RunID: r.ID, ThreadID: r.ThreadID, ChannelID: r.ChannelID, Version: r.Version}
 	if patch != nil {
 		base := patch.BaseVersion()
 		d.BaseVersion, d.Patch = &base, patch
@@ -176,8 +167,5 @@ func runUpdatedFrame(r runs.Run, patch *runs.Patch) []byte {
 		doc := r.Document
 		d.Document = &doc
 	}
-	return encodeServer(OpEvent, struct {
-		Type string `json:"type"`
-		Data data   `json:"data"`
-	}{EvRunUpdated.Name, d})
+	return ephemeralFrame(EvRunUpdated, d)
 }

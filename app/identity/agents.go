@@ -113,8 +113,8 @@ func (s *Service) ResetAgentToken(ctx context.Context, actorID, id kernel.ID) (s
 			if err := s.store.RevokeToken(ctx, t.ID, now); err != nil {
 				return err
 			}
-			s.events.Append(ctx, kernel.Event{Type: EvTokenRevoked.Name, Scope: kernel.Scope{PrincipalID: id},
-				SubjectID: t.ID, ActorID: actorID, Payload: map[string]kernel.ID{"token_id": t.ID}})
+			s.events.Append(ctx, EvTokenRevoked.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: id},
+				SubjectID: t.ID, ActorID: actorID}, TokenRevoked{TokenID: t.ID}))
 		}
 		return s.store.CreateToken(ctx, Token{ID: kernel.NewID(), PrincipalID: id, Name: AgentTokenName, TokenHash: digest(value), CreatedAt: now})
 	})

@@ -287,7 +287,7 @@ func (s *Service) insertPerson(ctx context.Context, u User, hash string, actorID
 	if err := s.store.SetPassword(ctx, u.ID, hash, u.CreatedAt); err != nil {
 		return err
 	}
-	s.events.Append(ctx, kernel.Event{Type: EvUserCreated.Name, SubjectID: u.ID, ActorID: actorID, Payload: u})
+	s.events.Append(ctx, EvUserCreated.Event(kernel.Event{SubjectID: u.ID, ActorID: actorID}, u))
 	return nil
 }
 
@@ -417,8 +417,8 @@ func (s *Service) Logout(ctx context.Context, actor kernel.Actor) error {
 		if err := s.store.RevokeSession(ctx, actor.SessionID, s.clock.Now()); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvSessionRevoked.Name, Scope: kernel.Scope{PrincipalID: actor.ID},
-			SubjectID: actor.SessionID, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": actor.SessionID}})
+		s.events.Append(ctx, EvSessionRevoked.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: actor.ID},
+			SubjectID: actor.SessionID, ActorID: actor.ID}, SessionRevoked{SessionID: actor.SessionID}))
 		return nil
 	})
 }
@@ -560,7 +560,7 @@ func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel
 			return err
 		}
 		u.Status, u.UpdatedAt, u.DisabledAt = StatusDisabled, now, &now
-		s.events.Append(ctx, kernel.Event{Type: EvUserUpdated.Name, SubjectID: id, ActorID: actor.ID, Payload: u})
+		s.events.Append(ctx, EvUserUpdated.Event(kernel.Event{SubjectID: id, ActorID: actor.ID}, u))
 		out = u
 		return nil
 	})
@@ -590,7 +590,7 @@ func (s *Service) EnableUser(ctx context.Context, actor kernel.Actor, id kernel.
 			return err
 		}
 		u.Status, u.UpdatedAt, u.DisabledAt = StatusActive, now, nil
-		s.events.Append(ctx, kernel.Event{Type: EvUserUpdated.Name, SubjectID: id, ActorID: actor.ID, Payload: u})
+		s.events.Append(ctx, EvUserUpdated.Event(kernel.Event{SubjectID: id, ActorID: actor.ID}, u))
 		out = u
 		return nil
 	})
@@ -635,8 +635,8 @@ func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kern
 			return err
 		}
 		for _, sid := range live {
-			s.events.Append(ctx, kernel.Event{Type: EvSessionRevoked.Name, Scope: kernel.Scope{PrincipalID: id},
-				SubjectID: sid, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": sid}})
+			s.events.Append(ctx, EvSessionRevoked.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: id},
+				SubjectID: sid, ActorID: actor.ID}, SessionRevoked{SessionID: sid}))
 		}
 		out = u
 		return nil
@@ -695,8 +695,8 @@ func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, curren
 			if err := s.store.RevokeSession(ctx, sid, now); err != nil {
 				return err
 			}
-			s.events.Append(ctx, kernel.Event{Type: EvSessionRevoked.Name, Scope: kernel.Scope{PrincipalID: actor.ID},
-				SubjectID: sid, ActorID: actor.ID, Payload: map[string]kernel.ID{"session_id": sid}})
+			s.events.Append(ctx, EvSessionRevoked.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: actor.ID},
+				SubjectID: sid, ActorID: actor.ID}, SessionRevoked{SessionID: sid}))
 		}
 		return nil
 	})
@@ -766,8 +766,8 @@ func (s *Service) RevokeToken(ctx context.Context, actor kernel.Actor, id kernel
 		if err := s.store.RevokeToken(ctx, id, s.clock.Now()); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvTokenRevoked.Name, Scope: kernel.Scope{PrincipalID: t.PrincipalID},
-			SubjectID: id, ActorID: actor.ID, Payload: map[string]kernel.ID{"token_id": id}})
+		s.events.Append(ctx, EvTokenRevoked.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: t.PrincipalID},
+			SubjectID: id, ActorID: actor.ID}, TokenRevoked{TokenID: id}))
 		return nil
 	})
 }

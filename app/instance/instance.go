@@ -104,7 +104,7 @@ func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (
 			return err
 		}
 		out = Settings{Name: name}
-		s.d.Events.Append(ctx, kernel.Event{Type: EvUpdated.Name, ActorID: actor.ID, Payload: out})
+		s.d.Events.Append(ctx, EvUpdated.Event(kernel.Event{ActorID: actor.ID}, out))
 		return nil
 	})
 	return out, err

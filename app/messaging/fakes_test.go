@@ -314,12 +314,15 @@ func mustMessaging(tb testing.TB) *msgFixture {
 	f.channel.MainThreadID = f.main.ID
 	f.threads = &fakeThreads{events: f.tx, channels: map[kernel.ID]chat.Channel{f.channel.ID: f.channel},
 		threads: map[kernel.ID]chat.Thread{f.main.ID: f.main}}
+	kernel.Subscribe(f.bus, "test", func(ctx context.Context, ev messaging.MessageDeciding) error {
+		if f.trigger != "" {
+			ev.Trigger.State = f.trigger
+		}
+		return nil
+	})
 	kernel.Subscribe(f.bus, "test", func(ctx context.Context, ev messaging.MessagePosted) error {
 		if f.veto != nil {
 			return f.veto
-		}
-		if f.trigger != "" {
-			*ev.Trigger = f.trigger
 		}
 		f.posted = append(f.posted, ev)
 		return nil

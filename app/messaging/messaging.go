@@ -1,8 +1,8 @@
 // Package messaging is what people and agents say: messages with their revisions, mentions and
 // reactions, and the creation of a thread with its first message. It owns the tables messages,
 // message_revisions, mentions and reactions (through its Store port) and the durable events
-// message.* and reaction.*; it publishes the in-transaction events MessagePosted and
-// MessageDeleted.
+// message.* and reaction.*; it publishes the in-transaction events MessageDeciding,
+// MessagePosted and MessageDeleted.
 //
 // It may use chat's Threads port (chat sits below it); it must not know the modules above it (runs, sync):
 // they subscribe to its in-transaction events instead.
@@ -38,7 +38,8 @@ type Message struct {
 	// TriggerState says what the message triggered when it mentions an agent or opens a thread in
 	// a channel with an operator: "triggered" (a run was made), or why not (no_invoke_right,
 	// agent_cannot_read, agent_disabled); nil when it concerned no agent. The runs module decides
-	// it through MessagePosted.Trigger; messaging only stores and shows it.
+	// it through MessageDeciding.Trigger, before the message is stored; messaging only stores and
+	// shows it.
 	TriggerState *string `json:"trigger_state"`
 	// ReplyThreadID, ReplyCount and LastReplyAt describe the thread under the message (started
 	// by POST /api/v1/messages/{id}/thread): its id, its messages (the replies, deleted ones not
@@ -104,19 +105,43 @@ type Reaction struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// MessagePosted is published inside the Unit of Work that created a message, after
-// message.created is appended; runs subscribes to decide on a trigger. It is not published for
-// an idempotent repeat.
+// MessageDeciding is published inside the Unit of Work that creates a message, before the
+// message is stored; runs subscribes to decide what it triggers, and puts that in Trigger. The
+// message is then stored with the trigger state, once, and message.created carries it. It is not
+// published for an idempotent repeat.
+type MessageDeciding struct {
+	Message Message
+	// NewThread is set when the message is the first of a thread created with it.
+	NewThread bool
+	// Author is the actor who posts, as the request authenticated it (owner flag included), for
+	// a subscriber that decides in the author's name.
+	Author kernel.Actor
+	// Trigger is where the subscriber puts its decision; it is never nil.
+	Trigger *Trigger
+}
+
+// Trigger is what a message triggers, as MessageDeciding's subscriber decided it.
+type Trigger struct {
+	// State is the message's trigger state (Message.TriggerState); "" for a message that
+	// concerns no agent.
+	State string
+	// Invoke are the agents the message invokes, handed to MessagePosted's subscriber, which
+	// makes their runs.
+	Invoke []kernel.ID
+}
+
+// MessagePosted is published inside the Unit of Work that created a message, after the message
+// is stored and message.created is appended, so that the log holds the message before what it
+// causes; runs subscribes to make the runs of the agents the message invokes. It is not
+// published for an idempotent repeat.
 type MessagePosted struct {
 	Message Message
 	// NewThread is set when the message is the first of a thread created with it.
 	NewThread bool
-	// Author is the actor who posted, as the request authenticated it (owner flag included), for
-	// a subscriber that decides in the author's name.
+	// Author is the actor who posted, as the request authenticated it.
 	Author kernel.Actor
-	// Trigger is where a subscriber (runs) puts the message's trigger state; messaging stores it
-	// with the message in the same Unit of Work and shows it in the answer and in message.created.
-	Trigger *string
+	// Invoke are the agents MessageDeciding's subscriber decided the message invokes.
+	Invoke []kernel.ID
 }
 
 // MessageDeleted is published inside the Unit of Work that deleted a message; Message is the
@@ -141,8 +166,6 @@ type Store interface {
 	// UpdateMessage stores prev as a revision and writes m's content, version, edited_at and
 	// mentions. Errors: not_found, conflict (the revision exists).
 	UpdateMessage(ctx context.Context, m Message, prev Revision) error
-	// SetTriggerState writes the trigger_state of a message. Errors: not_found.
-	SetTriggerState(ctx context.Context, id kernel.ID, state string) error
 	// DeleteMessage turns the message into the tombstone m (content emptied, deleted_at, version)
 	// and drops its revisions and mentions. Errors: not_found.
 	DeleteMessage(ctx context.Context, m Message, at time.Time) error

@@ -78,7 +78,7 @@ func TestCreateMessage(t *testing.T) {
 		evs := f.tx.Events()
 		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
 			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
-			!reflect.DeepEqual(evs[0].Payload, &m) {
+			!reflect.DeepEqual(evs[0].Payload, m) {
 			t.Fatalf("events = %+v", evs)
 		}
 	})

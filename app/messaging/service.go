@@ -18,7 +18,7 @@ type Deps struct {
 	UoW       kernel.UnitOfWork
 	Events    kernel.EventLog
 	Authz     kernel.Authorizer
-	// Bus carries MessagePosted and MessageDeleted to their in-transaction subscribers.
+	// Bus carries MessageDeciding, MessagePosted and MessageDeleted to their in-transaction subscribers.
 	Bus   *kernel.TxBus
 	Clock kernel.Clock
 }
@@ -121,17 +121,25 @@ func (s *Service) newMessage(actor kernel.Actor, th chat.Thread, content, client
 		Version: 1, CreatedAt: s.now(), ChannelKind: th.ChannelKind}
 }
 
-// insert stores the new message m, counts it in its thread and publishes it (posted);
-// inserted is false, and nothing is written, when its author has used its client_msg_id
-// before.
+// insert decides what the new message m triggers (MessageDeciding), stores it with that
+// trigger state, counts it in its thread and publishes it (posted); inserted is false, and
+// nothing is written, when its author has used its client_msg_id before.
 func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) (inserted bool, err error) {
+	var trigger Trigger
+	if err := kernel.Publish(ctx, s.bus, MessageDeciding{Message: *m, NewThread: newThread, Author: actor, Trigger: &trigger}); err != nil {
+		return false, err
+	}
+	if trigger.State != "" {
+		state := trigger.State
+		m.TriggerState = &state
+	}
 	if inserted, err = s.store.InsertMessage(ctx, *m); err != nil || !inserted {
 		return false, err
 	}
 	if err := s.threads.AppendToThread(ctx, m.ThreadID, m.CreatedAt); err != nil {
 		return false, err
 	}
-	return true, s.posted(ctx, actor, m, newThread)
+	return true, s.posted(ctx, actor, *m, newThread, trigger.Invoke)
 }
 
 // NewThread is the input of CreateThread.
@@ -315,26 +323,12 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 	return th, m, started, err
 }
 
-// posted appends message.created for the new message m and then publishes MessagePosted, in
-// that order, so that the log holds a message before what it causes (the runs of the agents it
-// invokes). The event's payload is m itself: a payload is encoded at commit (kernel.Event), so
-// message.created carries the trigger state that a subscriber records after the append, as the
-// answer does.
-func (s *Service) posted(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) error {
-	s.events.Append(ctx, kernel.Event{Type: EvMessageCreated.Name, Scope: m.Scope(), SubjectID: m.ID,
-		ActorID: actor.ID, Payload: m})
-	var trigger string
-	if err := kernel.Publish(ctx, s.bus, MessagePosted{Message: *m, NewThread: newThread, Author: actor, Trigger: &trigger}); err != nil {
-		return err
-	}
-	if trigger == "" {
-		return nil
-	}
-	if err := s.store.SetTriggerState(ctx, m.ID, trigger); err != nil {
-		return err
-	}
-	m.TriggerState = &trigger
-	return nil
+// posted appends message.created for the new message m, as stored, and then publishes
+// MessagePosted with the agents m invokes, in that order, so that the log holds a message before
+// what it causes (the runs of the agents it invokes).
+func (s *Service) posted(ctx context.Context, actor kernel.Actor, m Message, newThread bool, invoke []kernel.ID) error {
+	s.events.Append(ctx, EvMessageCreated.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID, ActorID: actor.ID}, m))
+	return kernel.Publish(ctx, s.bus, MessagePosted{Message: m, NewThread: newThread, Author: actor, Invoke: invoke})
 }
 
 // resolveMentions finds the @handles of content and resolves them in one read; unknown handles
@@ -439,8 +433,8 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 		if err := s.store.UpdateMessage(ctx, m, prev); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvMessageUpdated.Name, Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: actor.ID, Payload: m})
+		s.events.Append(ctx, EvMessageUpdated.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID,
+			ActorID: actor.ID}, m))
 		return nil
 	})
 	return m, err
@@ -477,8 +471,8 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if err := kernel.Publish(ctx, s.bus, MessageDeleted{Message: m}); err != nil {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: EvMessageDeleted.Name, Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: actor.ID, Payload: m})
+		s.events.Append(ctx, EvMessageDeleted.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID,
+			ActorID: actor.ID}, m))
 		return nil
 	})
 }

@@ -323,18 +323,29 @@ func (f *fixture) message(author kernel.Actor, mentions ...kernel.ID) messaging.
 		ChannelKind: chat.KindChannel}
 }
 
-// post delivers MessagePosted for m inside a unit, as messaging does, and returns the trigger
-// state it recorded.
+// post delivers MessageDeciding and MessagePosted for m inside a unit, as messaging does, and
+// returns the trigger state decided.
 func (f *fixture) post(tb testing.TB, author kernel.Actor, m messaging.Message, newThread bool) string {
 	tb.Helper()
 	var state string
 	err := f.tx.Do(context.Background(), func(ctx context.Context) error {
-		return f.svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: m, NewThread: newThread, Author: author, Trigger: &state})
+		return f.posted(ctx, author, m, newThread, &state)
 	})
 	if err != nil {
-		tb.Fatalf("OnMessagePosted: %v", err)
+		tb.Fatalf("post: %v", err)
 	}
 	return state
+}
+
+// posted publishes, in the unit of ctx, what messaging does for a new message m: MessageDeciding,
+// whose trigger state it puts in state, then (m stored) MessagePosted with the agents decided.
+func (f *fixture) posted(ctx context.Context, author kernel.Actor, m messaging.Message, newThread bool, state *string) error {
+	var trigger messaging.Trigger
+	if err := f.svc.OnMessageDeciding(ctx, messaging.MessageDeciding{Message: m, NewThread: newThread, Author: author, Trigger: &trigger}); err != nil {
+		return err
+	}
+	*state = trigger.State
+	return f.svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: m, NewThread: newThread, Author: author, Invoke: trigger.Invoke})
 }
 
 // newThread adds a thread to the fixture's channel and returns its first message by author.

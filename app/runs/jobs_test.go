@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
-	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -53,7 +52,7 @@ func TestQueuedExpiry(t *testing.T) {
 		f := mustRuns(t)
 		var state string
 		err := f.tx.Do(bg, func(ctx context.Context) error {
-			if err := f.svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: f.message(invoker, echo), Author: invoker, Trigger: &state}); err != nil {
+			if err := f.posted(ctx, invoker, f.message(invoker, echo), false, &state); err != nil {
 				return err
 			}
 			return errors.New("the message's insert failed")

@@ -159,9 +159,9 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 		}
 		now := s.now()
 		r.CancelRequestedAt, r.UpdatedAt = &now, now
-		s.events.Append(ctx, kernel.Event{Type: EvRunCancelRequested.Name, Scope: kernel.Scope{PrincipalID: r.AgentID},
-			SubjectID: r.ID, ActorID: actor.ID, Payload: CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
-				ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: actor.ID, RequestedAt: now}})
+		s.events.Append(ctx, EvRunCancelRequested.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: r.AgentID},
+			SubjectID: r.ID, ActorID: actor.ID}, CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
+			ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: actor.ID, RequestedAt: now}))
 		if r.Status == StatusQueued {
 			if err := s.move(ctx, &r, Cancel, actor.ID, now); err != nil {
 				return err
@@ -219,6 +219,6 @@ func (s *Service) move(ctx context.Context, r *Run, t Trigger, actorID kernel.ID
 
 // logState appends run.state_changed for r, which left state from (nil for a new run).
 func (s *Service) logState(ctx context.Context, r Run, from *Status, actorID kernel.ID) {
-	s.events.Append(ctx, kernel.Event{Type: EvRunStateChanged.Name, Scope: r.Scope(), SubjectID: r.ID, ActorID: actorID,
-		Payload: StateChange{Summary: r.Summary, PreviousStatus: from}})
+	s.events.Append(ctx, EvRunStateChanged.Event(kernel.Event{Scope: r.Scope(), SubjectID: r.ID, ActorID: actorID},
+		StateChange{Summary: r.Summary, PreviousStatus: from}))
 }

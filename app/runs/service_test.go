@@ -11,7 +11,6 @@ import (
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
-	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -226,7 +225,7 @@ func TestTrigger(t *testing.T) {
 		f.store.fail = errors.New("disk full")
 		var state string
 		err := f.tx.Do(bg, func(ctx context.Context) error {
-			return f.svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: f.message(invoker, echo), Author: invoker, Trigger: &state})
+			return f.posted(ctx, invoker, f.message(invoker, echo), false, &state)
 		})
 		if err == nil || len(f.tx.Events()) != 0 {
 			t.Fatalf("err %v, events %v", err, typesOf(f.tx.Events()))

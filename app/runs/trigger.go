@@ -8,10 +8,10 @@ import (
 	"bothy.dev/bothy/app/messaging"
 )
 
-// OnMessagePosted is the trigger, subscribed to messaging.MessagePosted: inside the Unit of Work
-// that posted the message it decides which agents the message invokes and makes a queued run for
-// each, with the agent's personal agent.invocation and run.state_changed to the thread. It
-// records the outcome as the message's trigger state (MessagePosted.Trigger).
+// OnMessageDeciding is the trigger, subscribed to messaging.MessageDeciding: inside the Unit of
+// Work that posts the message, before the message is stored, it decides which agents the message
+// invokes and what its trigger state is (MessageDeciding.Trigger); OnMessagePosted then makes
+// their runs, after message.created.
 //
 // The agents it considers are those it mentions and, for the first message of a new thread, the
 // operator of the channel; never the author itself (an agent does not invoke itself by naming
@@ -29,7 +29,7 @@ import (
 // concerns no agent (it mentions only people, or nobody) keeps none. Messages that mention no
 // one and open no thread cost nothing here; others one read for the agents among the mentions.
 // Errors: whatever a read fails with; a refusal is not an error.
-func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePosted) error {
+func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDeciding) error {
 	m := ev.Message
 	var operator kernel.ID
 	if ev.NewThread {
@@ -61,7 +61,7 @@ func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePoste
 		ChannelKind: m.ChannelKind}
 	var (
 		refused                TriggerState
-		made                   bool
+		invoke                 []kernel.ID
 		askedInvoke, mayInvoke bool
 	)
 	for _, id := range candidates {
@@ -93,17 +93,24 @@ func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePoste
 			refused = worse(refused, TriggerAgentCannotRead)
 			continue
 		}
-		if err := s.invoke(ctx, m, id); err != nil {
-			return err
-		}
-		made = true
+		invoke = append(invoke, id)
 	}
 	state := refused
-	if made {
+	if len(invoke) > 0 {
 		state = TriggerTriggered
 	}
-	if state != "" && ev.Trigger != nil {
-		*ev.Trigger = string(state)
+	*ev.Trigger = messaging.Trigger{State: string(state), Invoke: invoke}
+	return nil
+}
+
+// OnMessagePosted is subscribed to messaging.MessagePosted: it makes a queued run for each agent
+// OnMessageDeciding decided the message invokes, with the agent's personal agent.invocation and
+// run.state_changed to the thread, after the message's message.created. Errors: a store's.
+func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePosted) error {
+	for _, id := range ev.Invoke {
+		if err := s.invoke(ctx, ev.Message, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -72,7 +72,8 @@ func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 		Authz: az, Bus: bus, Clock: clock})
 	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock,
 		Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), TokenTTL: time.Minute, Jobs: &kerneltest.Tx{}})
-	kernel.Subscribe(bus, "runs.trigger", svc.OnMessagePosted)
+	kernel.Subscribe(bus, "runs.trigger", svc.OnMessageDeciding)
+	kernel.Subscribe(bus, "runs.invoke", svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", svc.OnAgentDisabled)
 	bus.Seal()
 

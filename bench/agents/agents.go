@@ -145,8 +145,7 @@ func waitComplete(ctx context.Context, complete, done <-chan struct{}, failed fu
 var headKey = []byte(`"head_seq":`)
 
 func (k *consumer) follow() error {
-	var last int64
-	ready, completed := false, false
+	var order gatewaybench.Order
 	for {
 		f, at, err := k.c.Read()
 		if err != nil {
@@ -158,18 +157,16 @@ func (k *consumer) follow() error {
 		op, _ := gatewaybench.FrameOp(f)
 		switch string(op) {
 		case "ready":
-			if ready {
-				return errors.New("a second ready")
+			if err := order.Ready(); err != nil {
+				return err
 			}
-			ready = true
 		case "catchup.complete":
-			if !ready || completed {
-				return errors.New("catchup.complete before ready, or twice")
+			if err := order.Complete(); err != nil {
+				return err
 			}
-			completed = true
 			if i := bytes.Index(f, headKey); i >= 0 {
-				if head, err := strconv.ParseInt(string(bytes.TrimRight(f[i+len(headKey):], "}")), 10, 64); err == nil && head > last {
-					last = head
+				if head, err := strconv.ParseInt(string(bytes.TrimRight(f[i+len(headKey):], "}")), 10, 64); err == nil && head > order.Last() {
+					order.From(head)
 					k.handled.Store(head)
 				}
 			}
@@ -181,12 +178,10 @@ func (k *consumer) follow() error {
 				return err
 			case e.Seq == 0:
 				continue
-			case !ready:
-				return fmt.Errorf("seq %d before ready", e.Seq)
-			case e.Seq <= last:
-				return fmt.Errorf("seq %d after seq %d", e.Seq, last)
 			}
-			last = e.Seq
+			if err := order.Event(e.Seq); err != nil {
+				return err
+			}
 			if string(e.Type) != "agent.invocation" {
 				k.handled.Store(e.Seq)
 				continue

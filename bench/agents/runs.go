@@ -132,8 +132,7 @@ type watcher struct {
 }
 
 func (w *watcher) follow() error {
-	var last int64
-	ready, completed := false, false
+	var order gatewaybench.Order
 	for {
 		f, at, err := w.c.Read()
 		if err != nil {
@@ -145,15 +144,13 @@ func (w *watcher) follow() error {
 		op, _ := gatewaybench.FrameOp(f)
 		switch string(op) {
 		case "ready":
-			if ready {
-				return errors.New("a second ready")
+			if err := order.Ready(); err != nil {
+				return err
 			}
-			ready = true
 		case "catchup.complete":
-			if !ready || completed {
-				return errors.New("catchup.complete before ready, or twice")
+			if err := order.Complete(); err != nil {
+				return err
 			}
-			completed = true
 			close(w.complete)
 		case "event":
 			u, isRun, err := parseRunUpdated(f)
@@ -172,12 +169,10 @@ func (w *watcher) follow() error {
 				return err
 			case e.Seq == 0:
 				continue
-			case !ready:
-				return fmt.Errorf("seq %d before ready", e.Seq)
-			case e.Seq <= last:
-				return fmt.Errorf("seq %d after seq %d", e.Seq, last)
 			}
-			last = e.Seq
+			if err := order.Event(e.Seq); err != nil {
+				return err
+			}
 		}
 	}
 }

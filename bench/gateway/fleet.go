@@ -25,8 +25,7 @@ type member struct {
 // connection, a seq that is not above the one before (a duplicate or a reordering), a frame
 // out of its place in the protocol or one that is not as the server writes it.
 func (m *member) follow() error {
-	var last int64 // seq of the last logged event
-	ready, completed := false, false
+	var order Order
 	for {
 		f, at, err := m.c.read()
 		if err != nil {
@@ -44,12 +43,10 @@ func (m *member) follow() error {
 				return err
 			case e.seq == 0: // ephemeral: presence, typing
 				continue
-			case !ready:
-				return fmt.Errorf("seq %d before ready", e.seq)
-			case e.seq <= last:
-				return fmt.Errorf("seq %d after seq %d", e.seq, last)
 			}
-			last = e.seq
+			if err := order.Event(e.seq); err != nil {
+				return err
+			}
 			if m.ledger == nil || string(e.typ) != "message.created" {
 				continue
 			}
@@ -60,15 +57,13 @@ func (m *member) follow() error {
 			}
 			m.count.Add(1)
 		case "ready":
-			if ready {
-				return errors.New("a second ready on one connection")
+			if err := order.Ready(); err != nil {
+				return err
 			}
-			ready = true
 		case "catchup.complete":
-			if !ready || completed {
-				return errors.New("catchup.complete before ready, or twice")
+			if err := order.Complete(); err != nil {
+				return err
 			}
-			completed = true
 			close(m.complete)
 		}
 	}
