@@ -340,52 +340,14 @@ type offered struct {
 	create []time.Duration
 }
 
-// offer posts plan open loop: a dispatcher hands message i, at the moment it is due, to the
-// first free one of workers clients (it queues while all are busy), so a stall of the server
-// shows in full in the latencies instead of slowing the offered load.
+// offer posts plan open loop with gatewaybench.Offer: message i, at the moment it is due, goes
+// to the first free one of workers clients (it queues while all are busy), so a stall of the
+// server shows in full in the latencies instead of slowing the offered load.
 func offer(ctx context.Context, p *poster, plan gatewaybench.Plan, workers int) (offered, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(plan.Total)*plan.Interval+time.Minute)
-	defer cancel()
-	var (
-		once     sync.Once
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) { once.Do(func() { firstErr = err; cancel() }) }
-	type job struct {
-		i   int
-		due time.Time
-	}
-	jobs := make(chan job, plan.Total)
-	lat := make([]time.Duration, plan.Total)
-	for range max(1, workers) {
-		wg.Go(func() {
-			for j := range jobs {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := p.post(ctx, j.i); err != nil {
-					fail(fmt.Errorf("message %d: %w", j.i, err))
-					continue
-				}
-				lat[j.i] = time.Since(j.due)
-			}
-		})
-	}
-	start := time.Now()
-	for i := 0; i < plan.Total && ctx.Err() == nil; i++ {
-		due := start.Add(time.Duration(i) * plan.Interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		jobs <- job{i, due}
-	}
-	close(jobs)
-	wg.Wait()
-	if firstErr != nil {
-		return offered{}, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+	start, lat, err := gatewaybench.Offer(ctx, plan, max(1, workers), func() gatewaybench.PostFunc {
+		return func(ctx context.Context, i int, _ time.Time) error { return p.post(ctx, i) }
+	})
+	if err != nil {
 		return offered{}, err
 	}
 	return offered{start: start, create: lat}, nil

@@ -109,12 +109,30 @@ type Offered struct {
 	Create measure.Latencies
 }
 
-// offer posts the plan open loop: a dispatcher hands message i, at the moment it is due, to the
+// offer posts the plan open loop with Offer, each worker with its own body buffer, and
+// summarises the measured creates.
+func offer(ctx context.Context, p *poster, plan Plan, workers int) (Offered, error) {
+	start, lat, err := Offer(ctx, plan, workers, func() PostFunc {
+		var buf []byte
+		return func(ctx context.Context, i int, due time.Time) error { return p.post(ctx, i, due, &buf) }
+	})
+	if err != nil {
+		return Offered{}, err
+	}
+	return Offered{Start: start, Create: measure.Summarise(lat[plan.MeasureFrom:])}, nil
+}
+
+// PostFunc posts message i of a plan, due at due, and returns an error unless it was created.
+type PostFunc func(ctx context.Context, i int, due time.Time) error
+
+// Offer posts the plan open loop: a dispatcher hands message i, at the moment it is due, to the
 // first free one of workers clients (it waits in a queue while all are busy), whatever the
 // server does, so a stall shows in full in the latencies instead of slowing the offered load.
-func offer(ctx context.Context, p *poster, plan Plan, workers int) (Offered, error) {
+// Each worker posts with the PostFunc that worker() made for it. It returns when message 0 was
+// due and each message's create latency (due → created); the first error stops the run.
+func Offer(ctx context.Context, plan Plan, workers int, worker func() PostFunc) (start time.Time, create []time.Duration, err error) {
 	if workers < 1 {
-		return Offered{}, errors.New("gatewaybench: at least one worker")
+		return time.Time{}, nil, errors.New("gatewaybench: at least one worker")
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(plan.Total)*plan.Interval+time.Minute)
 	defer cancel()
@@ -131,13 +149,13 @@ func offer(ctx context.Context, p *poster, plan Plan, workers int) (Offered, err
 	lat := make([]time.Duration, plan.Total)
 	var wg sync.WaitGroup
 	for range workers {
+		post := worker()
 		wg.Go(func() {
-			var buf []byte
 			for j := range jobs {
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := p.post(ctx, j.i, j.due, &buf); err != nil {
+				if err := post(ctx, j.i, j.due); err != nil {
 					fail(fmt.Errorf("message %d: %w", j.i, err))
 					continue
 				}
@@ -145,7 +163,7 @@ func offer(ctx context.Context, p *poster, plan Plan, workers int) (Offered, err
 			}
 		})
 	}
-	start := time.Now()
+	start = time.Now()
 	for i := 0; i < plan.Total && ctx.Err() == nil; i++ {
 		due := start.Add(time.Duration(i) * plan.Interval)
 		if d := time.Until(due); d > 0 {
@@ -156,12 +174,12 @@ func offer(ctx context.Context, p *poster, plan Plan, workers int) (Offered, err
 	close(jobs)
 	wg.Wait()
 	if firstErr != nil {
-		return Offered{}, firstErr
+		return time.Time{}, nil, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return Offered{}, err
+		return time.Time{}, nil, err
 	}
-	return Offered{Start: start, Create: measure.Summarise(lat[plan.MeasureFrom:])}, nil
+	return start, lat, nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
