@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -80,7 +81,7 @@ func (c *cli) setup(ctx context.Context, args []string) int {
 	}
 	u, err := app.Identity.BootstrapOwner(ctx, *handle, *displayName, password)
 	switch {
-	case kernel.IsCode(err, kernel.CodeSetupComplete):
+	case kernel.IsCode(err, identity.CodeSetupComplete):
 		fmt.Fprintln(c.stderr, "bothy setup bootstrap-owner: the setup is already complete")
 		return ExitSetupComplete
 	case kernel.IsCode(err, kernel.CodeValidation):

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
 )
@@ -118,7 +120,7 @@ func TestGrants(t *testing.T) {
 
 		t.Run("a grant lets the principal post and is announced with a new permission version", func(t *testing.T) {
 			e := newAuthzEnv(t, eng)
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActMessageCreate, e.messageOn(e.channel, e.alice)); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.az.Authorize(ctx, e.alice, messaging.ActMessageCreate, e.messageOn(e.channel, e.alice)); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("before the grant: %v", err)
 			}
 			v0 := e.version(t)
@@ -126,7 +128,7 @@ func TestGrants(t *testing.T) {
 			if g.ResourceID != e.channel || g.PrincipalID != e.alice.ID || g.Level != authz.LevelPost || g.SpaceID != e.space || g.CreatedBy != e.owner.ID || !g.CreatedAt.Equal(e.clock.Now()) {
 				t.Fatalf("grant %+v", g)
 			}
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActMessageCreate, e.messageOn(e.channel, e.alice)); err != nil {
+			if err := e.az.Authorize(ctx, e.alice, messaging.ActMessageCreate, e.messageOn(e.channel, e.alice)); err != nil {
 				t.Fatalf("after the grant: %v", err)
 			}
 			if e.version(t) != v0+1 {
@@ -229,13 +231,13 @@ func TestGrants(t *testing.T) {
 			if _, _, err := e.az.CreateSpaceGrant(ctx, e.owner, e.space, e.alice.ID, authz.LevelManage); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActGrantCreate, kernel.Resource{Kind: kernel.ResChannel, ID: e.channel2, SpaceID: e.space}); err != nil {
+			if err := e.az.Authorize(ctx, e.alice, authz.ActGrantCreate, kernel.Resource{Kind: kernel.ResChannel, ID: e.channel2, SpaceID: e.space}); err != nil {
 				t.Fatalf("channel of the space: %v", err)
 			}
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActMessageRead, e.messageOn(e.dm, e.owner)); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.az.Authorize(ctx, e.alice, messaging.ActMessageRead, e.messageOn(e.dm, e.owner)); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("dm of the space: %v", err)
 			}
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActChannelRead, e.messageOn(e.otherCh, e.owner)); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.az.Authorize(ctx, e.alice, chat.ActChannelRead, e.messageOn(e.otherCh, e.owner)); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("channel of another space: %v", err)
 			}
 			// The space manager may grant on the space's channels.
@@ -257,10 +259,10 @@ func TestGrants(t *testing.T) {
 			storage.ExecInTest(t, e.db, `INSERT INTO grants (id, resource_kind, resource_id, principal_id, level, level_rank, created_by, created_at)
 				VALUES (?, 'channel', ?, ?, 'manage', 4, ?, '2026-01-01T00:00:00.000000Z')`, string(kernel.NewID()), string(e.dm), string(e.alice.ID), string(e.owner.ID))
 			e.grant(t, e.alice, e.dm, e.owner, authz.LevelPost)
-			if err := e.az.Authorize(ctx, e.owner, kernel.ActMessageCreate, e.messageOn(e.dm, e.owner)); err != nil {
+			if err := e.az.Authorize(ctx, e.owner, messaging.ActMessageCreate, e.messageOn(e.dm, e.owner)); err != nil {
 				t.Fatalf("owner in the dm: %v", err)
 			}
-			if err := e.az.Authorize(ctx, e.owner, kernel.ActChannelUpdate, e.messageOn(e.dm, e.owner)); !kernel.IsCode(err, kernel.CodeForbidden) {
+			if err := e.az.Authorize(ctx, e.owner, chat.ActChannelUpdate, e.messageOn(e.dm, e.owner)); !kernel.IsCode(err, kernel.CodeForbidden) {
 				t.Fatalf("owner manages the dm: %v", err)
 			}
 		})
@@ -272,7 +274,7 @@ func TestGrants(t *testing.T) {
 			if err := e.az.RevokeGrant(ctx, e.owner, e.channel, e.alice.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.az.Authorize(ctx, e.alice, kernel.ActMessageRead, e.messageOn(e.channel, e.bob)); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.az.Authorize(ctx, e.alice, messaging.ActMessageRead, e.messageOn(e.channel, e.bob)); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("after revoke: %v", err)
 			}
 			if e.version(t) != v+1 {
@@ -342,14 +344,14 @@ func TestAuthzStoreQueries(t *testing.T) {
 		})
 
 		t.Run("visibility expands space grants to their non-DM channels", func(t *testing.T) {
-			v, err := e.az.Visible(ctx, e.alice, kernel.ActMessageRead)
+			v, err := e.az.Visible(ctx, e.alice, messaging.ActMessageRead)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if v.All() || !v.Space(e.space) || v.Space(e.other) || !v.Channel(e.channel) || !v.Channel(e.channel2) || v.Channel(e.dm) || v.Channel(e.otherCh) {
 				t.Fatalf("alice's visibility is wrong: %+v", v)
 			}
-			v, err = e.az.Visible(ctx, e.bob, kernel.ActMessageRead)
+			v, err = e.az.Visible(ctx, e.bob, messaging.ActMessageRead)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +361,7 @@ func TestAuthzStoreQueries(t *testing.T) {
 		})
 
 		t.Run("an owner sees all but the DMs it is not in", func(t *testing.T) {
-			v, err := e.az.Visible(ctx, e.owner, kernel.ActMessageRead)
+			v, err := e.az.Visible(ctx, e.owner, messaging.ActMessageRead)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,9 +443,9 @@ func (e *cacheEnv) tail(t *testing.T) {
 	}
 }
 
-var cacheActions = []kernel.Action{kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageDelete, kernel.ActMessageUpdate,
-	kernel.ActChannelUpdate, kernel.ActGrantCreate, kernel.ActSpaceRead, kernel.ActSpaceUpdate, kernel.ActChannelCreate,
-	kernel.ActUserDisable, kernel.ActSelfRead}
+var cacheActions = []kernel.Action{messaging.ActMessageRead, messaging.ActMessageCreate, messaging.ActMessageDelete, messaging.ActMessageUpdate,
+	chat.ActChannelUpdate, authz.ActGrantCreate, chat.ActSpaceRead, chat.ActSpaceUpdate, chat.ActChannelCreate,
+	identity.ActUserDisable, identity.ActSelfRead}
 
 // agree holds that the warm cache decides and sees exactly what the database does, for every
 // active principal, action, space and channel.
@@ -466,11 +468,11 @@ func (e *cacheEnv) agree(t *testing.T) {
 				}
 			}
 		}
-		want, err := e.az.Visible(ctx, a, kernel.ActEventsCatchUp)
+		want, err := e.az.Visible(ctx, a, catchup.ActEventsCatchUp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.cached.Delivery().Visible(ctx, a, kernel.ActEventsCatchUp)
+		got, err := e.cached.Delivery().Visible(ctx, a, catchup.ActEventsCatchUp)
 		if err != nil {
 			t.Fatalf("%s: %v", a.Handle, err)
 		}
@@ -553,7 +555,7 @@ func TestPermissionCache(t *testing.T) {
 			}
 			e.warm(t)
 			e.agree(t)
-			if err := e.cached.Delivery().Authorize(ctx, e.carol, kernel.ActSelfRead, kernel.Resource{Kind: kernel.ResInstance}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+			if err := e.cached.Delivery().Authorize(ctx, e.carol, identity.ActSelfRead, kernel.Resource{Kind: kernel.ResInstance}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
 				t.Fatalf("a disabled principal: %v", err)
 			}
 		})
@@ -585,7 +587,7 @@ func TestPermissionCache(t *testing.T) {
 				e.channels = append(e.channels, ch.ID)
 				return err
 			})
-			if err := e.cached.Delivery().Authorize(ctx, e.alice, kernel.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: ch.ID}); err != nil {
+			if err := e.cached.Delivery().Authorize(ctx, e.alice, messaging.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: ch.ID}); err != nil {
 				t.Fatalf("alice on the new channel: %v", err)
 			}
 			step("channel grant", func() error {
@@ -624,7 +626,7 @@ func TestPermissionCache(t *testing.T) {
 				_, _, err := e.az.CreateGrant(ctx, e.dave, late.ID, erin.ID, authz.LevelPost)
 				return err
 			})
-			if err := e.cached.Delivery().Authorize(ctx, erin, kernel.ActMessageCreate, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID, OwnerID: erin.ID}); err != nil {
+			if err := e.cached.Delivery().Authorize(ctx, erin, messaging.ActMessageCreate, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID, OwnerID: erin.ID}); err != nil {
 				t.Fatalf("erin posts: %v", err)
 			}
 			step("the new person disabled", func() error {
@@ -635,7 +637,7 @@ func TestPermissionCache(t *testing.T) {
 			if len(e.disabled) != 1 || e.disabled[0] != erin.ID {
 				t.Fatalf("OnPrincipalDisabled saw %v", e.disabled)
 			}
-			if err := e.cached.Delivery().Authorize(ctx, erin, kernel.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
+			if err := e.cached.Delivery().Authorize(ctx, erin, messaging.ActMessageRead, kernel.Resource{Kind: kernel.ResMessage, ChannelID: late.ID}); !kernel.IsCode(err, kernel.CodeUnauthenticated) {
 				t.Fatalf("erin after the disable: %v", err)
 			}
 			if !e.cached.Delivery().Disabled(erin.ID) {
@@ -657,13 +659,13 @@ func TestPermissionCache(t *testing.T) {
 			e := newCacheEnv(t, eng)
 			e.warm(t)
 			read := e.messageOn(e.channel, e.alice)
-			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, messaging.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("before the grant: %v", err)
 			}
 			e.db.OnCommit(e.cached.ObserveCommitted)
 			e.grant(t, e.owner, e.channel, e.dave, authz.LevelView)
 			// No tail ran: the cache knows the grant because the writer handed it over.
-			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, messaging.ActMessageRead, read); err != nil {
 				t.Fatalf("after the grant: %v", err)
 			}
 		})
@@ -678,21 +680,21 @@ func TestPermissionCache(t *testing.T) {
 				VALUES (?, 'channel', ?, ?, 'view', 1, ?, '2026-01-01T00:00:00.000000Z')`, string(kernel.NewID()), string(e.channel), string(e.dave.ID), string(e.owner.ID))
 			read := e.messageOn(e.channel, e.alice)
 			fromCache := eng == storetest.SQLite
-			err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read)
+			err := e.cached.Authorize(ctx, e.dave, messaging.ActMessageRead, read)
 			if fromCache != kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("outside a unit of work on %s: %v", eng.Name, err)
 			}
-			v, err := e.cached.Visible(ctx, e.dave, kernel.ActMessageRead)
+			v, err := e.cached.Visible(ctx, e.dave, messaging.ActMessageRead)
 			if err != nil || fromCache == v.Channel(e.channel) {
 				t.Fatalf("visibility outside a unit of work on %s: %v", eng.Name, err)
 			}
 			// Inside a Unit of Work the cache decides when it has seen everything committed before
 			// the transaction began (on both engines: the batch reads the locked counter) ...
 			err = e.db.Do(ctx, func(ctx context.Context) error {
-				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+				if err := e.cached.Authorize(ctx, e.dave, messaging.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
 					return fmt.Errorf("a current cache did not decide: %v", err)
 				}
-				v, err := e.cached.Visible(ctx, e.dave, kernel.ActMessageRead)
+				v, err := e.cached.Visible(ctx, e.dave, messaging.ActMessageRead)
 				if err == nil && !v.Channel(e.channel) {
 					return errors.New("the visibility missed the grant")
 				}
@@ -705,7 +707,7 @@ func TestPermissionCache(t *testing.T) {
 			errRollBack := errors.New("roll back")
 			err = e.db.Do(ctx, func(ctx context.Context) error {
 				e.db.Append(ctx, kernel.Event{Type: authz.EvGrantChanged.Name, Payload: map[string]any{}})
-				if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+				if err := e.cached.Authorize(ctx, e.dave, messaging.ActMessageRead, read); err != nil {
 					return fmt.Errorf("with a change of rights pending: %w", err)
 				}
 				return errRollBack
@@ -716,21 +718,21 @@ func TestPermissionCache(t *testing.T) {
 			// A commit the tail has not handed over yet: the cache is behind, REST reads the
 			// database.
 			e.grant(t, e.owner, e.channel2, e.bob, authz.LevelView)
-			if err := e.cached.Authorize(ctx, e.dave, kernel.ActMessageRead, read); err != nil {
+			if err := e.cached.Authorize(ctx, e.dave, messaging.ActMessageRead, read); err != nil {
 				t.Fatalf("with the cache behind: %v", err)
 			}
-			if err := e.cached.Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
+			if err := e.cached.Authorize(ctx, e.bob, messaging.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
 				t.Fatalf("the new grant with the cache behind: %v", err)
 			}
 			// Delivery decides as of the last event observed, whatever the database holds.
-			if err := e.cached.Delivery().Authorize(ctx, e.dave, kernel.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.cached.Delivery().Authorize(ctx, e.dave, messaging.ActMessageRead, read); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("delivery: %v", err)
 			}
-			if err := e.cached.Delivery().Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); !kernel.IsCode(err, kernel.CodeNotFound) {
+			if err := e.cached.Delivery().Authorize(ctx, e.bob, messaging.ActMessageRead, e.messageOn(e.channel2, e.bob)); !kernel.IsCode(err, kernel.CodeNotFound) {
 				t.Fatalf("delivery before the grant's event: %v", err)
 			}
 			e.tail(t)
-			if err := e.cached.Delivery().Authorize(ctx, e.bob, kernel.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
+			if err := e.cached.Delivery().Authorize(ctx, e.bob, messaging.ActMessageRead, e.messageOn(e.channel2, e.bob)); err != nil {
 				t.Fatalf("delivery after the grant's event: %v", err)
 			}
 		})
@@ -780,7 +782,7 @@ func BenchmarkAuthorizeMessageCreate(b *testing.B) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := az.Authorize(ctx, alice, kernel.ActMessageCreate, r); err != nil {
+				if err := az.Authorize(ctx, alice, messaging.ActMessageCreate, r); err != nil {
 					b.Fatal(err)
 				}
 			}

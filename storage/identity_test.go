@@ -172,7 +172,7 @@ func TestSetup(t *testing.T) {
 				t.Fatalf("a code after setup: %v %v", ok, err)
 			}
 			_, err = e.id.Setup(bg, code, "other", "Other", "owner-password")
-			wantCode(t, err, kernel.CodeSetupComplete)
+			wantCode(t, err, identity.CodeSetupComplete)
 			evs := e.events(t)
 			if len(evs) != 1 || evs[0].Type != identity.EvUserCreated.Name || evs[0].SubjectID != u.ID || evs[0].Scope != (kernel.Scope{}) {
 				t.Fatalf("events %+v", evs)
@@ -224,7 +224,7 @@ func TestSetup(t *testing.T) {
 				t.Fatalf("%+v %v", u, err)
 			}
 			_, err = e.id.BootstrapOwner(bg, "olga2", "Olga", "owner-password")
-			wantCode(t, err, kernel.CodeSetupComplete)
+			wantCode(t, err, identity.CodeSetupComplete)
 		})
 
 		t.Run("concurrent setups create exactly one owner", func(t *testing.T) {
@@ -237,7 +237,7 @@ func TestSetup(t *testing.T) {
 					defer wg.Done()
 					if _, err := e.id.BootstrapOwner(bg, fmt.Sprintf("owner%d", i), "Owner", "owner-password"); err == nil {
 						okCount.Add(1)
-					} else if !kernel.IsCode(err, kernel.CodeSetupComplete) {
+					} else if !kernel.IsCode(err, identity.CodeSetupComplete) {
 						t.Error(err)
 					}
 				}(i)
@@ -321,8 +321,8 @@ func TestLogin(t *testing.T) {
 			}
 			verifies := e.hasher.verifies.Load()
 			_, err := e.id.Login(bg, "Olga", "owner-password", "192.0.2.10")
-			if ke := wantCode(t, err, kernel.CodeRateLimited); ke.RetryAfterSeconds != 7*60 {
-				t.Fatalf("retry after %d", ke.RetryAfterSeconds)
+			if wantCode(t, err, kernel.CodeRateLimited); kernel.RetryAfterOf(err) != 7*time.Minute {
+				t.Fatalf("retry after %s", kernel.RetryAfterOf(err))
 			}
 			if e.hasher.verifies.Load() != verifies {
 				t.Fatal("a refused attempt still hashed")
@@ -339,8 +339,8 @@ func TestLogin(t *testing.T) {
 			e.id.Login(bg, "a", "wrong-password", "203.0.113.5")
 			e.id.Login(bg, "b", "wrong-password", "203.0.113.5")
 			_, err := e.id.Login(bg, "olga", "owner-password", "203.0.113.5")
-			if ke := wantCode(t, err, kernel.CodeRateLimited); ke.RetryAfterSeconds != 60 {
-				t.Fatalf("retry after %d", ke.RetryAfterSeconds)
+			if wantCode(t, err, kernel.CodeRateLimited); kernel.RetryAfterOf(err) != time.Minute {
+				t.Fatalf("retry after %s", kernel.RetryAfterOf(err))
 			}
 			if _, err := e.id.Login(bg, "olga", "owner-password", "203.0.113.6"); err != nil {
 				t.Fatalf("another IP: %v", err)
@@ -391,7 +391,7 @@ func TestAuthenticate(t *testing.T) {
 			if err := e.id.Logout(ctx, a); err != nil {
 				t.Fatal(err)
 			}
-			if !log.Checked(kernel.ActLogout) {
+			if !log.Checked(identity.ActLogout) {
 				t.Fatal("logout not checked")
 			}
 			_, err := e.id.Authenticate(bg, res.Token)
@@ -559,7 +559,7 @@ func TestUsers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !log.Checked(kernel.ActUserCreate) || u.IsOwner || u.DisplayName != "Alice A." || u.Handle != "Alice" {
+			if !log.Checked(identity.ActUserCreate) || u.IsOwner || u.DisplayName != "Alice A." || u.Handle != "Alice" {
 				t.Fatalf("%+v", u)
 			}
 			evs := e.events(t)
@@ -623,7 +623,7 @@ func TestDisableUser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !log.Checked(kernel.ActUserDisable) || u.Status != identity.StatusDisabled || u.DisabledAt == nil {
+			if !log.Checked(identity.ActUserDisable) || u.Status != identity.StatusDisabled || u.DisabledAt == nil {
 				t.Fatalf("%+v", u)
 			}
 			if len(e.disabled) != 1 || e.disabled[0] != alice.ID {
@@ -647,7 +647,7 @@ func TestDisableUser(t *testing.T) {
 			e := newIDEnv(t, eng, identity.Config{})
 			owner := e.owner(t)
 			_, err := e.id.DisableUser(bg, owner, owner.ID)
-			wantCode(t, err, kernel.CodeLastOwner)
+			wantCode(t, err, identity.CodeLastOwner)
 			e.person(t, owner, "alice")
 			storage.ExecInTest(t, e.db, `UPDATE principals SET is_owner = 1 WHERE handle_key = 'alice'`)
 			alice := e.login(t, "alice", "alice-password")
@@ -655,7 +655,7 @@ func TestDisableUser(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = e.id.DisableUser(bg, alice, alice.ID)
-			wantCode(t, err, kernel.CodeLastOwner)
+			wantCode(t, err, identity.CodeLastOwner)
 		})
 
 		t.Run("a person who is no owner may not disable, an unknown id is not found", func(t *testing.T) {

@@ -268,10 +268,10 @@ func TestMessageStoreEditDelete(t *testing.T) {
 			if th, _ := e.store.Thread(ctx, e.mainID); th.MessageCount != 1 {
 				t.Fatalf("thread count %d", th.MessageCount)
 			}
-			if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+			if err := e.svc.DeleteMessage(ctx, e.alice, m.ID); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 				t.Fatalf("second delete: %v", err)
 			}
-			if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "back"); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+			if _, err := e.svc.EditMessage(ctx, e.alice, m.ID, "back"); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 				t.Fatalf("edit after delete: %v", err)
 			}
 			_ = keep

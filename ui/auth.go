@@ -52,7 +52,7 @@ func (c *Console) setupSubmit(rq *request) error {
 	_, err := c.d.Identity.Setup(rq.ctx(), v.Code, v.Handle, v.DisplayName, f.Get("password"))
 	switch {
 	case err == nil:
-	case refusal(err, kernel.CodeSetupComplete):
+	case refusal(err, identity.CodeSetupComplete):
 		v.Done, v.SignedIn = true, rq.user != nil
 		return c.render(rq, http.StatusConflict, pages.Setup(v))
 	case refusal(err, kernel.CodeForbidden):

@@ -353,8 +353,8 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	if err != nil {
 		return tv, err
 	}
-	canPost := c.allowed(ctx, rq.actor, kernel.ActMessageCreate, th.Resource())
-	canReact := c.allowed(ctx, rq.actor, kernel.ActReactionAdd, th.Resource())
+	canPost := c.allowed(ctx, rq.actor, messaging.ActMessageCreate, th.Resource())
+	canReact := c.allowed(ctx, rq.actor, messaging.ActReactionAdd, th.Resource())
 	cards := make([]components.RunCardView, len(list))
 	for i, r := range list {
 		cards[i] = c.runCard(ctx, rq, r, dir)
@@ -365,7 +365,7 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	})
 	tv.CanPost = canPost
 	// A channel's page offers a new thread to whoever may open one there.
-	tv.CanStartThread = th.IsMain && c.allowed(ctx, rq.actor, kernel.ActThreadCreate, ch.Resource())
+	tv.CanStartThread = th.IsMain && c.allowed(ctx, rq.actor, chat.ActThreadCreate, ch.Resource())
 	if canPost {
 		tv.Members = strings.Join(c.members(ctx, ch, dir), " ")
 	}
@@ -459,8 +459,8 @@ func (c *chatView) messageAbilities(ctx context.Context, actor kernel.Actor, m m
 	if m.Deleted {
 		return a
 	}
-	a.edit = m.AuthorID == actor.ID && c.allowed(ctx, actor, kernel.ActMessageUpdate, m.Resource())
-	a.delete = c.allowed(ctx, actor, kernel.ActMessageDelete, m.Resource())
+	a.edit = m.AuthorID == actor.ID && c.allowed(ctx, actor, messaging.ActMessageUpdate, m.Resource())
+	a.delete = c.allowed(ctx, actor, messaging.ActMessageDelete, m.Resource())
 	return a
 }
 
@@ -547,7 +547,7 @@ func (c *chatView) runCard(ctx context.Context, rq *request, r runs.Run, dir *pr
 	}
 	if !r.Status.Terminal() {
 		v.Cancelling = r.CancelRequestedAt != nil
-		v.CanCancel = !v.Cancelling && c.allowed(ctx, rq.actor, kernel.ActRunCancel, r.Resource())
+		v.CanCancel = !v.Cancelling && c.allowed(ctx, rq.actor, runs.ActRunCancel, r.Resource())
 	}
 	for _, s := range r.Document.Steps {
 		v.Steps = append(v.Steps, components.StepView{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Status: stepStatus(r.Status, s.Status),
@@ -724,7 +724,7 @@ func (c *chatView) toggleReaction(rq *request) error {
 	}
 	flash := layouts.Flash{}
 	if err != nil {
-		if !refusal(err, kernel.CodeValidation, kernel.CodeMessageDeleted, kernel.CodeForbidden) {
+		if !refusal(err, kernel.CodeValidation, messaging.CodeMessageDeleted, kernel.CodeForbidden) {
 			return err
 		}
 		// Forbidden here is a reader who may not post: they saw the message, so say so.
@@ -834,8 +834,8 @@ func (c *chatView) messageViewOf(rq *request, m messaging.Message, dir *principa
 	if err != nil {
 		return components.MessageView{}, err
 	}
-	canPost := c.allowed(rq.ctx(), rq.actor, kernel.ActMessageCreate, th.Resource())
-	may := threadAbilities{react: c.allowed(rq.ctx(), rq.actor, kernel.ActReactionAdd, th.Resource()), reply: canPost, inThread: !th.IsMain}
+	canPost := c.allowed(rq.ctx(), rq.actor, messaging.ActMessageCreate, th.Resource())
+	may := threadAbilities{react: c.allowed(rq.ctx(), rq.actor, messaging.ActReactionAdd, th.Resource()), reply: canPost, inThread: !th.IsMain}
 	return messageView(m, dir, rs, rq.actor.ID, c.messageAbilities(rq.ctx(), rq.actor, m, may), rq.csrf), nil
 }
 

@@ -69,7 +69,7 @@ func (c *chatView) refuse(rq *request, status int, text string) {
 
 // refuseErr answers a use case's refusal of an action on a message.
 func (c *chatView) refuseErr(rq *request, err error) {
-	if kernel.IsCode(err, kernel.CodeMessageDeleted) {
+	if kernel.IsCode(err, messaging.CodeMessageDeleted) {
 		c.refuse(rq, http.StatusGone, "The message was deleted.")
 		return
 	}
@@ -104,7 +104,7 @@ func (c *chatView) mayEdit(rq *request, m messaging.Message) bool {
 	switch {
 	case m.Deleted:
 		c.refuse(rq, http.StatusGone, "The message was deleted: there is nothing to edit.")
-	case m.AuthorID != rq.actor.ID || !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageUpdate, m.Resource()):
+	case m.AuthorID != rq.actor.ID || !c.allowed(rq.ctx(), rq.actor, messaging.ActMessageUpdate, m.Resource()):
 		c.refuse(rq, http.StatusForbidden, "Only its author may edit a message, while they may post in the channel.")
 	default:
 		return true
@@ -146,7 +146,7 @@ func (c *chatView) editMessage(rq *request) error {
 		}
 		return c.actionPage(rq, http.StatusUnprocessableEntity, "Edit the message", m, th,
 			pages.MessageActionView{Action: "edit", Edit: c.editView(m, th, content, formError(err), rq.csrf)})
-	case refusal(err, kernel.CodeForbidden, kernel.CodeMessageDeleted):
+	case refusal(err, kernel.CodeForbidden, messaging.CodeMessageDeleted):
 		if c.mayEdit(rq, m) { // allowed a moment ago: the message or the rights changed since
 			c.refuseErr(rq, err)
 		}
@@ -166,7 +166,7 @@ func (c *chatView) mayDelete(rq *request, m messaging.Message) bool {
 	switch {
 	case m.Deleted:
 		c.refuse(rq, http.StatusGone, "The message was deleted already.")
-	case !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageDelete, m.Resource()):
+	case !c.allowed(rq.ctx(), rq.actor, messaging.ActMessageDelete, m.Resource()):
 		c.refuse(rq, http.StatusForbidden, "Only its author, or a manager of the channel, may delete a message.")
 	default:
 		return true
@@ -198,8 +198,8 @@ func (c *chatView) deleteMessage(rq *request) error {
 		return err
 	}
 	switch err := c.d.Messages.DeleteMessage(rq.ctx(), rq.actor, m.ID); kernel.CodeOf(err) {
-	case "":
-	case kernel.CodeForbidden, kernel.CodeMessageDeleted:
+	case kernel.Code{}:
+	case kernel.CodeForbidden, messaging.CodeMessageDeleted:
 		if c.mayDelete(rq, m) {
 			c.refuseErr(rq, err)
 		}
@@ -230,7 +230,7 @@ func (c *chatView) replyPage(rq *request) error {
 	if th.IsMain {
 		return c.firstReplyPage(rq, m, th)
 	}
-	if m.Deleted || !c.allowed(rq.ctx(), rq.actor, kernel.ActMessageCreate, th.Resource()) {
+	if m.Deleted || !c.allowed(rq.ctx(), rq.actor, messaging.ActMessageCreate, th.Resource()) {
 		c.refuse(rq, http.StatusForbidden, "You may not post in this channel, so you cannot reply here.")
 		return nil
 	}
@@ -254,7 +254,7 @@ func (c *chatView) replyPage(rq *request) error {
 func (c *chatView) mayReplyUnder(rq *request, m messaging.Message) bool {
 	ch := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID, ChannelKind: m.ChannelKind}
 	switch {
-	case !c.allowed(rq.ctx(), rq.actor, kernel.ActThreadCreate, ch):
+	case !c.allowed(rq.ctx(), rq.actor, chat.ActThreadCreate, ch):
 		c.refuse(rq, http.StatusForbidden, "You may not post in this channel, so you cannot reply here.")
 	case m.Deleted && m.ReplyThreadID == nil:
 		c.refuse(rq, http.StatusGone, "The message was deleted: it starts no thread.")
@@ -312,7 +312,7 @@ func (c *chatView) replyUnder(rq *request) error {
 	case refusal(err, messaging.CodeNotInMainThread):
 		c.refuse(rq, http.StatusConflict, "The message is in a thread: answer it there.")
 		return nil
-	case refusal(err, kernel.CodeForbidden, kernel.CodeMessageDeleted):
+	case refusal(err, kernel.CodeForbidden, messaging.CodeMessageDeleted):
 		if c.mayReplyUnder(rq, m) {
 			c.refuseErr(rq, err)
 		}

@@ -140,7 +140,7 @@ func (c *chatView) members(ctx context.Context, ch chat.Channel, d *principalDir
 			kind = kernel.KindAgent
 		}
 		a := kernel.Actor{ID: p.ID, Kind: kind, Handle: p.Handle, IsOwner: p.IsOwner}
-		if c.d.Authz.Authorize(ctx, a, kernel.ActChannelRead, ch.Resource()) == nil {
+		if c.d.Authz.Authorize(ctx, a, chat.ActChannelRead, ch.Resource()) == nil {
 			out = append(out, p.Handle)
 			if len(out) == maxMembers {
 				break

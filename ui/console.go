@@ -404,7 +404,7 @@ func formError(err error) string {
 	var ke *kernel.Error
 	if errors.As(err, &ke) {
 		switch ke.Code {
-		case kernel.CodeValidation, kernel.CodeConflict, kernel.CodeLastOwner, kernel.CodeRateLimited, kernel.CodeSetupComplete:
+		case kernel.CodeValidation, kernel.CodeConflict, identity.CodeLastOwner, kernel.CodeRateLimited, identity.CodeSetupComplete:
 			return ke.Message
 		}
 	}

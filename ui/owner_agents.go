@@ -135,9 +135,9 @@ func (c *Console) agentRunRows(rq *request, id kernel.ID, limit int) ([]pages.Ru
 	}
 	var out []pages.RunRow
 	for _, r := range list {
-		err := c.d.Authz.Authorize(rq.ctx(), rq.actor, kernel.ActRunRead, r.Resource())
+		err := c.d.Authz.Authorize(rq.ctx(), rq.actor, runs.ActRunRead, r.Resource())
 		switch kernel.CodeOf(err) {
-		case "":
+		case kernel.Code{}:
 		case kernel.CodeNotFound, kernel.CodeForbidden:
 			continue
 		default:

@@ -95,7 +95,7 @@ func (c *Console) personAction(rq *request, do func(kernel.ID) (identity.User, e
 	}
 	u, err := do(id)
 	if err != nil {
-		if !refusal(err, kernel.CodeValidation, kernel.CodeLastOwner, kernel.CodeConflict) {
+		if !refusal(err, kernel.CodeValidation, identity.CodeLastOwner, kernel.CodeConflict) {
 			return err
 		}
 		c.redirect(rq, "/console/people", layouts.Flash{Kind: "error", Text: formError(err)})

@@ -325,9 +325,9 @@ func (c *Console) accessPage(rq *request) error {
 	}
 	space := chat.Space{ID: ch.SpaceID}.Resource()
 	if !v.DM {
-		err := c.d.Authz.Authorize(rq.ctx(), rq.actor, kernel.ActGrantCreate, space)
+		err := c.d.Authz.Authorize(rq.ctx(), rq.actor, authz.ActGrantCreate, space)
 		switch kernel.CodeOf(err) {
-		case "":
+		case kernel.Code{}:
 			v.SpaceScope = true
 		case kernel.CodeNotFound, kernel.CodeForbidden:
 		default:

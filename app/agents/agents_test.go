@@ -62,7 +62,7 @@ func TestCreate(t *testing.T) {
 			if token != "" || len(f.events(t)) != 0 || len(f.agents(t)) != 0 || (tt.in.Handle != "" && f.handleTaken(t, tt.in.Handle)) {
 				t.Fatal("a refused create changed something")
 			}
-			if c := f.authz.Calls[0]; c.Action != kernel.ActAgentCreate || c.Resource.Kind != kernel.ResInstance {
+			if c := f.authz.Calls[0]; c.Action != agents.ActAgentCreate || c.Resource.Kind != kernel.ResInstance {
 				t.Fatalf("authorized %+v first, want agent.create on the instance", c)
 			}
 		})
@@ -147,14 +147,14 @@ func TestReadAgents(t *testing.T) {
 		if err != nil || more || len(page) != 1 || page[0].ID != made[0].ID {
 			t.Fatalf("page before: %+v more %v, %v", page, more, err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActAgentRead {
+		if c := f.authz.Last(); c.Action != agents.ActAgentRead {
 			t.Fatalf("authorized %+v", c)
 		}
 		got, err := f.svc.Get(ctx, person, made[0].ID)
 		if err != nil || got.Handle != "a1" || got.Kind != kernel.KindAgent {
 			t.Fatalf("get: %+v, %v", got, err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActAgentRead || c.Resource.ID != made[0].ID {
+		if c := f.authz.Last(); c.Action != agents.ActAgentRead || c.Resource.ID != made[0].ID {
 			t.Fatalf("authorized %+v", c)
 		}
 	})
@@ -214,7 +214,7 @@ func TestDisableEnable(t *testing.T) {
 			payload(t, evs[0]).Status != agents.StatusDisabled {
 			t.Fatalf("events = %+v", evs)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActAgentDisable || c.Resource.ID != a.ID {
+		if c := f.authz.Last(); c.Action != agents.ActAgentDisable || c.Resource.ID != a.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		again, err := f.svc.Disable(ctx, owner, a.ID)
@@ -237,7 +237,7 @@ func TestDisableEnable(t *testing.T) {
 		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || payload(t, evs[0]).Status != agents.StatusActive {
 			t.Fatalf("events = %+v", evs)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActAgentEnable {
+		if c := f.authz.Last(); c.Action != agents.ActAgentEnable {
 			t.Fatalf("authorized %+v", c)
 		}
 		if _, err := f.svc.Enable(ctx, owner, a.ID); err != nil || len(f.events(t)) != n+1 {
@@ -304,7 +304,7 @@ func TestResetToken(t *testing.T) {
 		if f.tokenOf(t, first) != "" {
 			t.Fatal("the old token still authenticates")
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActAgentTokenReset || c.Resource.ID != a.ID {
+		if c := f.authz.Last(); c.Action != agents.ActAgentTokenReset || c.Resource.ID != a.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 	})

@@ -46,7 +46,7 @@ var instanceResource = kernel.Resource{Kind: kernel.ResInstance}
 // Errors: unauthenticated, forbidden, validation_failed (handle, display_name, description),
 // conflict (handle taken, by a person or an agent).
 func (s *Service) Create(ctx context.Context, actor kernel.Actor, in NewAgent) (Agent, string, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentCreate, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActAgentCreate, instanceResource); err != nil {
 		return Agent{}, "", err
 	}
 	in, err := in.validate()
@@ -80,7 +80,7 @@ func (s *Service) Create(ctx context.Context, actor kernel.Actor, in NewAgent) (
 // List returns one page of the agents in id order (agent.read, any person) and whether more lie
 // beyond it. Errors: unauthenticated, forbidden (an agent or an app), validation_failed (page).
 func (s *Service) List(ctx context.Context, actor kernel.Actor, p chat.Page) ([]Agent, bool, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentRead, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActAgentRead, instanceResource); err != nil {
 		return nil, false, err
 	}
 	p, err := p.Normalize()
@@ -92,7 +92,7 @@ func (s *Service) List(ctx context.Context, actor kernel.Actor, p chat.Page) ([]
 
 // Get returns one agent (agent.read, any person). Errors: unauthenticated, forbidden, not_found.
 func (s *Service) Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentRead, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActAgentRead, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
 		return Agent{}, err
 	}
 	return s.store.Agent(ctx, id)
@@ -104,14 +104,14 @@ func (s *Service) Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (Ag
 // stay, so that Enable gives it back as it was. Disabling a disabled agent changes nothing.
 // Errors: unauthenticated, forbidden, not_found.
 func (s *Service) Disable(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, error) {
-	return s.setStatus(ctx, actor, kernel.ActAgentDisable, id, StatusDisabled)
+	return s.setStatus(ctx, actor, ActAgentDisable, id, StatusDisabled)
 }
 
 // Enable makes a disabled agent active again (agent.enable, owners only), with the tokens, grants
 // and channels it had, and appends agent.updated. Enabling an active agent changes nothing.
 // Errors: unauthenticated, forbidden, not_found.
 func (s *Service) Enable(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, error) {
-	return s.setStatus(ctx, actor, kernel.ActAgentEnable, id, StatusActive)
+	return s.setStatus(ctx, actor, ActAgentEnable, id, StatusActive)
 }
 
 func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kernel.Action, id kernel.ID, status string) (Agent, error) {
@@ -151,7 +151,7 @@ func (s *Service) setStatus(ctx context.Context, actor kernel.Actor, action kern
 // to a token: the new token resumes where the old one acknowledged. Errors: unauthenticated,
 // forbidden, not_found.
 func (s *Service) ResetToken(ctx context.Context, actor kernel.Actor, id kernel.ID) (Agent, string, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActAgentTokenReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActAgentTokenReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
 		return Agent{}, "", err
 	}
 	var a Agent

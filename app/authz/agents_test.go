@@ -6,9 +6,11 @@ import (
 
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // agentPayload is an agent as app/agents logs it in agent.created and agent.updated, with an
@@ -46,15 +48,15 @@ func TestObserveAgents(t *testing.T) {
 		sp := f.space()
 		c, other := f.channel(sp, chat.KindChannel), f.channel(sp, chat.KindChannel)
 		bot, _ := f.agent("bot")
-		f.expect(bot, kernel.ActMessageRead, chanRes(f, c, f.owner()), notFound)
-		f.expect(bot, kernel.ActSpaceCreate, instance, forbidden)
+		f.expect(bot, messaging.ActMessageRead, chanRes(f, c, f.owner()), notFound)
+		f.expect(bot, chat.ActSpaceCreate, instance, forbidden)
 		f.grant(bot, c, authz.LevelView)
-		f.expect(bot, kernel.ActMessageRead, chanRes(f, c, f.owner()), ok)
-		f.expect(bot, kernel.ActMessageCreate, chanRes(f, c, bot), forbidden)
-		f.expect(bot, kernel.ActMessageRead, chanRes(f, other, f.owner()), notFound)
+		f.expect(bot, messaging.ActMessageRead, chanRes(f, c, f.owner()), ok)
+		f.expect(bot, messaging.ActMessageCreate, chanRes(f, c, bot), forbidden)
+		f.expect(bot, messaging.ActMessageRead, chanRes(f, other, f.owner()), notFound)
 		// The credential of a mistaken store may say owner: the cache does not believe it.
-		f.expect(kernel.Actor{ID: bot.ID, Kind: kernel.KindAgent, IsOwner: true}, kernel.ActMessageRead, chanRes(f, other, f.owner()), notFound)
-		if vis, err := f.svc.Delivery().Visible(bg, bot, kernel.ActEventsCatchUp); err != nil || vis.All() || !vis.Channel(c) || vis.Channel(other) {
+		f.expect(kernel.Actor{ID: bot.ID, Kind: kernel.KindAgent, IsOwner: true}, messaging.ActMessageRead, chanRes(f, other, f.owner()), notFound)
+		if vis, err := f.svc.Delivery().Visible(bg, bot, catchup.ActEventsCatchUp); err != nil || vis.All() || !vis.Channel(c) || vis.Channel(other) {
 			t.Fatalf("visible: %v %v", vis, err)
 		}
 	})
@@ -69,10 +71,10 @@ func TestObserveAgents(t *testing.T) {
 		if len(f.disabled) != 1 || f.disabled[0] != bot.ID {
 			t.Fatalf("OnPrincipalDisabled saw %v", f.disabled)
 		}
-		f.expect(bot, kernel.ActMessageRead, chanRes(f, c, f.owner()), unauthorized)
+		f.expect(bot, messaging.ActMessageRead, chanRes(f, c, f.owner()), unauthorized)
 		f.setAgentStatus(a, agents.StatusDisabled) // again: nothing to report
 		f.setAgentStatus(a, agents.StatusActive)
-		f.expect(bot, kernel.ActMessageCreate, chanRes(f, c, bot), ok)
+		f.expect(bot, messaging.ActMessageCreate, chanRes(f, c, bot), ok)
 		if len(f.disabled) != 1 {
 			t.Fatalf("OnPrincipalDisabled saw %v", f.disabled)
 		}

@@ -5,8 +5,13 @@ import (
 	"sort"
 	"testing"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // memStore is an in-memory authz.Store with the structure it needs; it counts queries so the
@@ -202,8 +207,8 @@ func onSpace(sp kernel.ID) kernel.Resource {
 
 var instance = kernel.Resource{Kind: kernel.ResInstance}
 
-const (
-	ok           = kernel.Code("")
+var (
+	ok           = kernel.Code{}
 	notFound     = kernel.CodeNotFound
 	forbidden    = kernel.CodeForbidden
 	unauthorized = kernel.CodeUnauthenticated
@@ -220,100 +225,100 @@ type decision struct {
 func decisions() []decision {
 	own := func(a kernel.Actor) kernel.Resource { return kernel.Resource{Kind: kernel.ResToken, OwnerID: a.ID} }
 	ds := []decision{
-		{"anyone may bootstrap the instance", anonymous, kernel.ActInstanceBootstrap, instance, ok},
-		{"anyone may complete a login", anonymous, kernel.ActLogin, instance, ok},
+		{"anyone may bootstrap the instance", anonymous, identity.ActInstanceBootstrap, instance, ok},
+		{"anyone may complete a login", anonymous, identity.ActLogin, instance, ok},
 
-		{"a stranger may list its own tokens", stranger, kernel.ActTokenList, own(stranger), ok},
-		{"a stranger may create its own token", stranger, kernel.ActTokenCreate, own(stranger), ok},
-		{"a stranger may revoke its own token", stranger, kernel.ActTokenRevoke, own(stranger), ok},
-		{"another's token is not found", stranger, kernel.ActTokenRevoke, own(viewer), notFound},
-		{"an owner does not see another's token either", owner, kernel.ActTokenRevoke, own(viewer), notFound},
-		{"a token without a holder is not found", stranger, kernel.ActTokenList, kernel.Resource{Kind: kernel.ResToken}, notFound},
-		{"the anonymous actor has no tokens", anonymous, kernel.ActTokenList, own(anonymous), unauthorized},
+		{"a stranger may list its own tokens", stranger, identity.ActTokenList, own(stranger), ok},
+		{"a stranger may create its own token", stranger, identity.ActTokenCreate, own(stranger), ok},
+		{"a stranger may revoke its own token", stranger, identity.ActTokenRevoke, own(stranger), ok},
+		{"another's token is not found", stranger, identity.ActTokenRevoke, own(viewer), notFound},
+		{"an owner does not see another's token either", owner, identity.ActTokenRevoke, own(viewer), notFound},
+		{"a token without a holder is not found", stranger, identity.ActTokenList, kernel.Resource{Kind: kernel.ResToken}, notFound},
+		{"the anonymous actor has no tokens", anonymous, identity.ActTokenList, own(anonymous), unauthorized},
 
-		{"an owner may create a space", owner, kernel.ActSpaceCreate, instance, ok},
-		{"a space manager may not create a space", spaceMgr, kernel.ActSpaceCreate, instance, forbidden},
-		{"the anonymous actor may not create a space", anonymous, kernel.ActSpaceCreate, instance, unauthorized},
+		{"an owner may create a space", owner, chat.ActSpaceCreate, instance, ok},
+		{"a space manager may not create a space", spaceMgr, chat.ActSpaceCreate, instance, forbidden},
+		{"the anonymous actor may not create a space", anonymous, chat.ActSpaceCreate, instance, unauthorized},
 
-		{"an owner reads any space", owner, kernel.ActSpaceRead, onSpace(S2), ok},
-		{"a space grant shows the space", spaceViewer, kernel.ActSpaceRead, onSpace(S), ok},
-		{"a channel grant shows the channel's space", viewer, kernel.ActSpaceRead, onSpace(S), ok},
-		{"a DM grant shows the DM's space", dmMember, kernel.ActSpaceRead, onSpace(S), ok},
-		{"a space without any grant is not found", viewer, kernel.ActSpaceRead, onSpace(S2), notFound},
-		{"a stranger sees no space", stranger, kernel.ActSpaceRead, onSpace(S), notFound},
-		{"the anonymous actor must authenticate to read a space", anonymous, kernel.ActSpaceRead, onSpace(S), unauthorized},
+		{"an owner reads any space", owner, chat.ActSpaceRead, onSpace(S2), ok},
+		{"a space grant shows the space", spaceViewer, chat.ActSpaceRead, onSpace(S), ok},
+		{"a channel grant shows the channel's space", viewer, chat.ActSpaceRead, onSpace(S), ok},
+		{"a DM grant shows the DM's space", dmMember, chat.ActSpaceRead, onSpace(S), ok},
+		{"a space without any grant is not found", viewer, chat.ActSpaceRead, onSpace(S2), notFound},
+		{"a stranger sees no space", stranger, chat.ActSpaceRead, onSpace(S), notFound},
+		{"the anonymous actor must authenticate to read a space", anonymous, chat.ActSpaceRead, onSpace(S), unauthorized},
 
-		{"an owner may update a space", owner, kernel.ActSpaceUpdate, onSpace(S), ok},
-		{"a space manager may update its space", spaceMgr, kernel.ActSpaceUpdate, onSpace(S), ok},
-		{"a space viewer may not update its space", spaceViewer, kernel.ActSpaceUpdate, onSpace(S), forbidden},
-		{"a channel manager may not update the space", manager, kernel.ActSpaceUpdate, onSpace(S), forbidden},
-		{"a space manager does not see another space", spaceMgr, kernel.ActSpaceUpdate, onSpace(S2), notFound},
+		{"an owner may update a space", owner, chat.ActSpaceUpdate, onSpace(S), ok},
+		{"a space manager may update its space", spaceMgr, chat.ActSpaceUpdate, onSpace(S), ok},
+		{"a space viewer may not update its space", spaceViewer, chat.ActSpaceUpdate, onSpace(S), forbidden},
+		{"a channel manager may not update the space", manager, chat.ActSpaceUpdate, onSpace(S), forbidden},
+		{"a space manager does not see another space", spaceMgr, chat.ActSpaceUpdate, onSpace(S2), notFound},
 
-		{"an owner may create a channel", owner, kernel.ActChannelCreate, onSpace(S2), ok},
-		{"a space manager may create a channel", spaceMgr, kernel.ActChannelCreate, onSpace(S), ok},
-		{"a channel manager may not create a channel", manager, kernel.ActChannelCreate, onSpace(S), forbidden},
-		{"a stranger does not see where to create a channel", stranger, kernel.ActChannelCreate, onSpace(S), notFound},
+		{"an owner may create a channel", owner, chat.ActChannelCreate, onSpace(S2), ok},
+		{"a space manager may create a channel", spaceMgr, chat.ActChannelCreate, onSpace(S), ok},
+		{"a channel manager may not create a channel", manager, chat.ActChannelCreate, onSpace(S), forbidden},
+		{"a stranger does not see where to create a channel", stranger, chat.ActChannelCreate, onSpace(S), notFound},
 
-		{"a viewer may read its channel", viewer, kernel.ActChannelRead, onChannel(C), ok},
-		{"a viewer does not see another channel", viewer, kernel.ActChannelRead, onChannel(C2), notFound},
-		{"a space grant covers the space's channels", spaceViewer, kernel.ActChannelRead, onChannel(C2), ok},
-		{"a space grant does not reach another space", spaceViewer, kernel.ActChannelRead, onChannel(E), notFound},
-		{"an owner reads every channel", owner, kernel.ActChannelRead, onChannel(E), ok},
-		{"a stranger does not see a channel", stranger, kernel.ActChannelRead, onChannel(C), notFound},
-		{"the anonymous actor must authenticate to read a channel", anonymous, kernel.ActChannelRead, onChannel(C), unauthorized},
+		{"a viewer may read its channel", viewer, chat.ActChannelRead, onChannel(C), ok},
+		{"a viewer does not see another channel", viewer, chat.ActChannelRead, onChannel(C2), notFound},
+		{"a space grant covers the space's channels", spaceViewer, chat.ActChannelRead, onChannel(C2), ok},
+		{"a space grant does not reach another space", spaceViewer, chat.ActChannelRead, onChannel(E), notFound},
+		{"an owner reads every channel", owner, chat.ActChannelRead, onChannel(E), ok},
+		{"a stranger does not see a channel", stranger, chat.ActChannelRead, onChannel(C), notFound},
+		{"the anonymous actor must authenticate to read a channel", anonymous, chat.ActChannelRead, onChannel(C), unauthorized},
 
-		{"a channel manager may update its channel", manager, kernel.ActChannelUpdate, onChannel(C), ok},
-		{"a space manager may update the space's channels", spaceMgr, kernel.ActChannelUpdate, onChannel(C2), ok},
-		{"an owner may update any channel", owner, kernel.ActChannelUpdate, onChannel(E), ok},
-		{"a poster may not update its channel", poster, kernel.ActChannelUpdate, onChannel(C), forbidden},
-		{"an invoker may not update its channel", agent, kernel.ActChannelUpdate, onChannel(C), forbidden},
-		{"a stranger does not see the channel to update", stranger, kernel.ActChannelUpdate, onChannel(C), notFound},
+		{"a channel manager may update its channel", manager, chat.ActChannelUpdate, onChannel(C), ok},
+		{"a space manager may update the space's channels", spaceMgr, chat.ActChannelUpdate, onChannel(C2), ok},
+		{"an owner may update any channel", owner, chat.ActChannelUpdate, onChannel(E), ok},
+		{"a poster may not update its channel", poster, chat.ActChannelUpdate, onChannel(C), forbidden},
+		{"an invoker may not update its channel", agent, chat.ActChannelUpdate, onChannel(C), forbidden},
+		{"a stranger does not see the channel to update", stranger, chat.ActChannelUpdate, onChannel(C), notFound},
 
-		{"a poster may post", poster, kernel.ActMessageCreate, message(C, poster), ok},
-		{"an invoker may post", agent, kernel.ActMessageCreate, message(C, agent), ok},
-		{"a viewer may not post", viewer, kernel.ActMessageCreate, message(C, viewer), forbidden},
-		{"a space viewer may not post", spaceViewer, kernel.ActMessageCreate, message(C2, spaceViewer), forbidden},
-		{"a stranger does not see where to post", stranger, kernel.ActMessageCreate, message(C, stranger), notFound},
-		{"an owner may post anywhere", owner, kernel.ActMessageCreate, message(E, owner), ok},
+		{"a poster may post", poster, messaging.ActMessageCreate, message(C, poster), ok},
+		{"an invoker may post", agent, messaging.ActMessageCreate, message(C, agent), ok},
+		{"a viewer may not post", viewer, messaging.ActMessageCreate, message(C, viewer), forbidden},
+		{"a space viewer may not post", spaceViewer, messaging.ActMessageCreate, message(C2, spaceViewer), forbidden},
+		{"a stranger does not see where to post", stranger, messaging.ActMessageCreate, message(C, stranger), notFound},
+		{"an owner may post anywhere", owner, messaging.ActMessageCreate, message(E, owner), ok},
 
-		{"an author with post may edit its message", poster, kernel.ActMessageUpdate, message(C, poster), ok},
-		{"a poster may not edit another's message", poster, kernel.ActMessageUpdate, message(C, viewer), forbidden},
-		{"an author who lost post may not edit", viewer, kernel.ActMessageUpdate, message(C, viewer), forbidden},
-		{"a manager may not edit another's message", manager, kernel.ActMessageUpdate, message(C, poster), forbidden},
-		{"an owner may not edit another's message", owner, kernel.ActMessageUpdate, message(C, poster), forbidden},
-		{"an owner may edit its own message", owner, kernel.ActMessageUpdate, message(C, owner), ok},
-		{"a stranger does not see the message to edit", stranger, kernel.ActMessageUpdate, message(C, stranger), notFound},
+		{"an author with post may edit its message", poster, messaging.ActMessageUpdate, message(C, poster), ok},
+		{"a poster may not edit another's message", poster, messaging.ActMessageUpdate, message(C, viewer), forbidden},
+		{"an author who lost post may not edit", viewer, messaging.ActMessageUpdate, message(C, viewer), forbidden},
+		{"a manager may not edit another's message", manager, messaging.ActMessageUpdate, message(C, poster), forbidden},
+		{"an owner may not edit another's message", owner, messaging.ActMessageUpdate, message(C, poster), forbidden},
+		{"an owner may edit its own message", owner, messaging.ActMessageUpdate, message(C, owner), ok},
+		{"a stranger does not see the message to edit", stranger, messaging.ActMessageUpdate, message(C, stranger), notFound},
 
-		{"an author with post may delete its message", poster, kernel.ActMessageDelete, message(C, poster), ok},
-		{"a poster may not delete another's message", poster, kernel.ActMessageDelete, message(C, viewer), forbidden},
-		{"a manager may delete another's message", manager, kernel.ActMessageDelete, message(C, poster), ok},
-		{"a space manager may delete another's message", spaceMgr, kernel.ActMessageDelete, message(C, poster), ok},
-		{"an owner may delete another's message", owner, kernel.ActMessageDelete, message(C, poster), ok},
-		{"an author with view only may not delete", viewer, kernel.ActMessageDelete, message(C, viewer), forbidden},
-		{"a stranger does not see the message to delete", stranger, kernel.ActMessageDelete, message(C, poster), notFound},
+		{"an author with post may delete its message", poster, messaging.ActMessageDelete, message(C, poster), ok},
+		{"a poster may not delete another's message", poster, messaging.ActMessageDelete, message(C, viewer), forbidden},
+		{"a manager may delete another's message", manager, messaging.ActMessageDelete, message(C, poster), ok},
+		{"a space manager may delete another's message", spaceMgr, messaging.ActMessageDelete, message(C, poster), ok},
+		{"an owner may delete another's message", owner, messaging.ActMessageDelete, message(C, poster), ok},
+		{"an author with view only may not delete", viewer, messaging.ActMessageDelete, message(C, viewer), forbidden},
+		{"a stranger does not see the message to delete", stranger, messaging.ActMessageDelete, message(C, poster), notFound},
 
-		{"an owner does not see a DM it is not in", owner, kernel.ActMessageRead, message(D, dmMember), notFound},
-		{"an owner may not post into a DM it is not in", owner, kernel.ActMessageCreate, message(D, owner), notFound},
-		{"a space manager does not see the space's DMs", spaceMgr, kernel.ActChannelRead, onChannel(D), notFound},
-		{"a space viewer does not see the space's DMs", spaceViewer, kernel.ActMessageRead, message(D, dmMember), notFound},
-		{"a DM member reads its DM", dmMember, kernel.ActMessageRead, message(D, dmMember), ok},
-		{"a DM member posts into its DM", dmMember, kernel.ActMessageCreate, message(D, dmMember), ok},
-		{"a DM member may not manage its DM", dmMember, kernel.ActChannelUpdate, onChannel(D), forbidden},
-		{"a DM member may not delete another's DM message", dmMember, kernel.ActMessageDelete, message(D, owner), forbidden},
+		{"an owner does not see a DM it is not in", owner, messaging.ActMessageRead, message(D, dmMember), notFound},
+		{"an owner may not post into a DM it is not in", owner, messaging.ActMessageCreate, message(D, owner), notFound},
+		{"a space manager does not see the space's DMs", spaceMgr, chat.ActChannelRead, onChannel(D), notFound},
+		{"a space viewer does not see the space's DMs", spaceViewer, messaging.ActMessageRead, message(D, dmMember), notFound},
+		{"a DM member reads its DM", dmMember, messaging.ActMessageRead, message(D, dmMember), ok},
+		{"a DM member posts into its DM", dmMember, messaging.ActMessageCreate, message(D, dmMember), ok},
+		{"a DM member may not manage its DM", dmMember, chat.ActChannelUpdate, onChannel(D), forbidden},
+		{"a DM member may not delete another's DM message", dmMember, messaging.ActMessageDelete, message(D, owner), forbidden},
 	}
-	for _, a := range []kernel.Action{kernel.ActLogout, kernel.ActSelfRead, kernel.ActUserRead, kernel.ActEventsCatchUp} {
+	for _, a := range []kernel.Action{identity.ActLogout, identity.ActSelfRead, identity.ActUserRead, catchup.ActEventsCatchUp} {
 		ds = append(ds,
 			decision{"any principal may " + string(a), stranger, a, instance, ok},
 			decision{"an agent may " + string(a), agent, a, instance, ok},
 			decision{"the anonymous actor may not " + string(a), anonymous, a, instance, unauthorized})
 	}
-	for _, a := range []kernel.Action{kernel.ActUserCreate, kernel.ActUserDisable} {
+	for _, a := range []kernel.Action{identity.ActUserCreate, identity.ActUserDisable} {
 		ds = append(ds,
 			decision{"an owner may " + string(a), owner, a, instance, ok},
 			decision{"a person who is no owner may not " + string(a), spaceMgr, a, instance, forbidden},
 			decision{"the anonymous actor may not " + string(a), anonymous, a, instance, unauthorized})
 	}
-	for _, a := range []kernel.Action{kernel.ActAgentCreate, kernel.ActAgentDisable, kernel.ActAgentEnable} {
+	for _, a := range []kernel.Action{agents.ActAgentCreate, agents.ActAgentDisable, agents.ActAgentEnable} {
 		ds = append(ds,
 			decision{"an owner may " + string(a), owner, a, instance, ok},
 			decision{"a person who is no owner may not " + string(a), spaceMgr, a, instance, forbidden},
@@ -322,40 +327,40 @@ func decisions() []decision {
 			decision{"the anonymous actor may not " + string(a), anonymous, a, instance, unauthorized})
 	}
 	ds = append(ds,
-		decision{"any person may read the agents", stranger, kernel.ActAgentRead, instance, ok},
-		decision{"an owner may read the agents", owner, kernel.ActAgentRead, instance, ok},
-		decision{"an agent may not read the agents", agent, kernel.ActAgentRead, instance, forbidden},
-		decision{"the anonymous actor may not read the agents", anonymous, kernel.ActAgentRead, instance, unauthorized},
-		decision{"an agent consumes its own events", agent, kernel.ActAgentConsume, instance, ok},
-		decision{"a person has no consumer", stranger, kernel.ActAgentConsume, instance, forbidden},
-		decision{"an owner has no consumer", owner, kernel.ActAgentConsume, instance, forbidden},
-		decision{"the anonymous actor has no consumer", anonymous, kernel.ActAgentConsume, instance, unauthorized},
+		decision{"any person may read the agents", stranger, agents.ActAgentRead, instance, ok},
+		decision{"an owner may read the agents", owner, agents.ActAgentRead, instance, ok},
+		decision{"an agent may not read the agents", agent, agents.ActAgentRead, instance, forbidden},
+		decision{"the anonymous actor may not read the agents", anonymous, agents.ActAgentRead, instance, unauthorized},
+		decision{"an agent consumes its own events", agent, catchup.ActAgentConsume, instance, ok},
+		decision{"a person has no consumer", stranger, catchup.ActAgentConsume, instance, forbidden},
+		decision{"an owner has no consumer", owner, catchup.ActAgentConsume, instance, forbidden},
+		decision{"the anonymous actor has no consumer", anonymous, catchup.ActAgentConsume, instance, unauthorized},
 
-		decision{"a channel manager may set its channel's operator", manager, kernel.ActChannelOperatorSet, onChannel(C), ok},
-		decision{"a space manager may set the operator of the space's channels", spaceMgr, kernel.ActChannelOperatorSet, onChannel(C2), ok},
-		decision{"an owner may set any channel's operator", owner, kernel.ActChannelOperatorSet, onChannel(E), ok},
-		decision{"a poster may not set the operator", poster, kernel.ActChannelOperatorSet, onChannel(C), forbidden},
-		decision{"an invoker may not set the operator", agent, kernel.ActChannelOperatorSet, onChannel(C), forbidden},
-		decision{"a stranger does not see the channel to set its operator", stranger, kernel.ActChannelOperatorSet, onChannel(C), notFound},
-		decision{"an owner may not set the operator of a DM it is not in", owner, kernel.ActChannelOperatorSet, onChannel(D), notFound},
+		decision{"a channel manager may set its channel's operator", manager, chat.ActChannelOperatorSet, onChannel(C), ok},
+		decision{"a space manager may set the operator of the space's channels", spaceMgr, chat.ActChannelOperatorSet, onChannel(C2), ok},
+		decision{"an owner may set any channel's operator", owner, chat.ActChannelOperatorSet, onChannel(E), ok},
+		decision{"a poster may not set the operator", poster, chat.ActChannelOperatorSet, onChannel(C), forbidden},
+		decision{"an invoker may not set the operator", agent, chat.ActChannelOperatorSet, onChannel(C), forbidden},
+		decision{"a stranger does not see the channel to set its operator", stranger, chat.ActChannelOperatorSet, onChannel(C), notFound},
+		decision{"an owner may not set the operator of a DM it is not in", owner, chat.ActChannelOperatorSet, onChannel(D), notFound},
 
-		decision{"an agent reads the channel it holds a grant on, like a person", agent, kernel.ActChannelRead, onChannel(C), ok},
-		decision{"an agent does not see a channel without a grant", agent, kernel.ActChannelRead, onChannel(E), notFound},
-		decision{"an agent marked owner by mistake sees no channel without a grant", agentMarkedOwner, kernel.ActChannelRead, onChannel(E), notFound},
-		decision{"an agent marked owner by mistake may not create a space", agentMarkedOwner, kernel.ActSpaceCreate, instance, forbidden})
-	for _, a := range []kernel.Action{kernel.ActThreadRead, kernel.ActMessageRead, kernel.ActRevisionsRead} {
+		decision{"an agent reads the channel it holds a grant on, like a person", agent, chat.ActChannelRead, onChannel(C), ok},
+		decision{"an agent does not see a channel without a grant", agent, chat.ActChannelRead, onChannel(E), notFound},
+		decision{"an agent marked owner by mistake sees no channel without a grant", agentMarkedOwner, chat.ActChannelRead, onChannel(E), notFound},
+		decision{"an agent marked owner by mistake may not create a space", agentMarkedOwner, chat.ActSpaceCreate, instance, forbidden})
+	for _, a := range []kernel.Action{chat.ActThreadRead, messaging.ActMessageRead, messaging.ActRevisionsRead} {
 		ds = append(ds,
 			decision{"a viewer may " + string(a), viewer, a, message(C, poster), ok},
 			decision{"a space viewer may " + string(a), spaceViewer, a, message(C2, poster), ok},
 			decision{"a stranger may not see " + string(a), stranger, a, message(C, poster), notFound})
 	}
-	for _, a := range []kernel.Action{kernel.ActThreadCreate, kernel.ActReactionAdd, kernel.ActReactionRemove} {
+	for _, a := range []kernel.Action{chat.ActThreadCreate, messaging.ActReactionAdd, messaging.ActReactionRemove} {
 		ds = append(ds,
 			decision{"a poster may " + string(a), poster, a, message(C, manager), ok},
 			decision{"a viewer may not " + string(a), viewer, a, message(C, manager), forbidden},
 			decision{"a stranger may not see " + string(a), stranger, a, message(C, manager), notFound})
 	}
-	for _, a := range []kernel.Action{kernel.ActGrantRead, kernel.ActGrantCreate, kernel.ActGrantRevoke} {
+	for _, a := range []kernel.Action{authz.ActGrantRead, authz.ActGrantCreate, authz.ActGrantRevoke} {
 		ds = append(ds,
 			decision{"a channel manager may " + string(a), manager, a, onChannel(C), ok},
 			decision{"a space manager may " + string(a), spaceMgr, a, onChannel(C2), ok},
@@ -413,7 +418,7 @@ func TestAuthorize(t *testing.T) {
 	t.Run("a message create costs exactly one store query", func(t *testing.T) {
 		m := fixture()
 		svc := newService(m)
-		if err := svc.Authorize(context.Background(), poster, kernel.ActMessageCreate, message(C, poster)); err != nil {
+		if err := svc.Authorize(context.Background(), poster, messaging.ActMessageCreate, message(C, poster)); err != nil {
 			t.Fatal(err)
 		}
 		if m.queries != 1 {
@@ -424,7 +429,7 @@ func TestAuthorize(t *testing.T) {
 	t.Run("an owner's channel decision costs no query", func(t *testing.T) {
 		m := fixture()
 		svc := newService(m)
-		if err := svc.Authorize(context.Background(), owner, kernel.ActMessageCreate, message(C, owner)); err != nil {
+		if err := svc.Authorize(context.Background(), owner, messaging.ActMessageCreate, message(C, owner)); err != nil {
 			t.Fatal(err)
 		}
 		if m.queries != 0 {
@@ -434,14 +439,14 @@ func TestAuthorize(t *testing.T) {
 }
 
 var allActions = []kernel.Action{
-	kernel.ActInstanceBootstrap, kernel.ActLogin, kernel.ActLogout, kernel.ActSelfRead, kernel.ActUserRead,
-	kernel.ActUserCreate, kernel.ActUserDisable, kernel.ActTokenList, kernel.ActTokenCreate, kernel.ActTokenRevoke,
-	kernel.ActSpaceRead, kernel.ActSpaceCreate, kernel.ActSpaceUpdate, kernel.ActChannelRead, kernel.ActChannelCreate,
-	kernel.ActChannelUpdate, kernel.ActGrantRead, kernel.ActGrantCreate, kernel.ActGrantRevoke, kernel.ActThreadRead,
-	kernel.ActThreadCreate, kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageUpdate,
-	kernel.ActMessageDelete, kernel.ActRevisionsRead, kernel.ActReactionAdd, kernel.ActReactionRemove,
-	kernel.ActEventsCatchUp, kernel.ActAgentCreate, kernel.ActAgentRead, kernel.ActAgentDisable, kernel.ActAgentEnable, kernel.ActAgentConsume,
-	kernel.ActChannelOperatorSet,
+	identity.ActInstanceBootstrap, identity.ActLogin, identity.ActLogout, identity.ActSelfRead, identity.ActUserRead,
+	identity.ActUserCreate, identity.ActUserDisable, identity.ActTokenList, identity.ActTokenCreate, identity.ActTokenRevoke,
+	chat.ActSpaceRead, chat.ActSpaceCreate, chat.ActSpaceUpdate, chat.ActChannelRead, chat.ActChannelCreate,
+	chat.ActChannelUpdate, authz.ActGrantRead, authz.ActGrantCreate, authz.ActGrantRevoke, chat.ActThreadRead,
+	chat.ActThreadCreate, messaging.ActMessageRead, messaging.ActMessageCreate, messaging.ActMessageUpdate,
+	messaging.ActMessageDelete, messaging.ActRevisionsRead, messaging.ActReactionAdd, messaging.ActReactionRemove,
+	catchup.ActEventsCatchUp, agents.ActAgentCreate, agents.ActAgentRead, agents.ActAgentDisable, agents.ActAgentEnable, catchup.ActAgentConsume,
+	chat.ActChannelOperatorSet,
 }
 
 func TestVisible(t *testing.T) {
@@ -465,11 +470,11 @@ func TestVisible(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, log := kernel.WithCheckLog(context.Background())
-			v, err := svc.Visible(ctx, c.actor, kernel.ActMessageRead)
+			v, err := svc.Visible(ctx, c.actor, messaging.ActMessageRead)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !log.Checked(kernel.ActMessageRead) {
+			if !log.Checked(messaging.ActMessageRead) {
 				t.Fatal("not recorded")
 			}
 			if v.All() != c.all {
@@ -492,7 +497,7 @@ func TestVisible(t *testing.T) {
 		})
 	}
 	t.Run("the anonymous actor must authenticate", func(t *testing.T) {
-		if _, err := svc.Visible(context.Background(), anonymous, kernel.ActMessageRead); kernel.CodeOf(err) != unauthorized {
+		if _, err := svc.Visible(context.Background(), anonymous, messaging.ActMessageRead); kernel.CodeOf(err) != unauthorized {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
@@ -88,20 +89,20 @@ func TestCacheVisibleAsTheDatabase(t *testing.T) {
 	m.current = true
 	for _, a := range []kernel.Actor{owner, viewer, poster, manager, spaceMgr, spaceViewer, dmMember, agent, stranger} {
 		t.Run(a.ID.String(), func(t *testing.T) {
-			want, err := db.Visible(bg, a, kernel.ActEventsCatchUp)
+			want, err := db.Visible(bg, a, catchup.ActEventsCatchUp)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, log := kernel.WithCheckLog(bg)
-			got, err := cached.Delivery().Visible(ctx, a, kernel.ActEventsCatchUp)
+			got, err := cached.Delivery().Visible(ctx, a, catchup.ActEventsCatchUp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !log.Checked(kernel.ActEventsCatchUp) {
+			if !log.Checked(catchup.ActEventsCatchUp) {
 				t.Error("not recorded")
 			}
 			sameVisibility(t, "delivery", got, want)
-			rest, err := cached.Visible(bg, a, kernel.ActEventsCatchUp)
+			rest, err := cached.Visible(bg, a, catchup.ActEventsCatchUp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestCacheVisibleAsTheDatabase(t *testing.T) {
 		t.Fatalf("%d queries", m.queries)
 	}
 	t.Run("the anonymous actor must authenticate", func(t *testing.T) {
-		if _, err := cached.Delivery().Visible(bg, anonymous, kernel.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
+		if _, err := cached.Delivery().Visible(bg, anonymous, catchup.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -124,36 +125,36 @@ func TestDeliveryTakesWhoAndWhereFromTheCache(t *testing.T) {
 	t.Run("an owner flag the cache does not hold opens nothing", func(t *testing.T) {
 		fake := stranger
 		fake.IsOwner = true
-		if err := d.Authorize(bg, fake, kernel.ActChannelRead, onChannel(C)); kernel.CodeOf(err) != notFound {
+		if err := d.Authorize(bg, fake, chat.ActChannelRead, onChannel(C)); kernel.CodeOf(err) != notFound {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("an owner is an owner even when the caller forgot to say so", func(t *testing.T) {
 		plain := owner
 		plain.IsOwner = false
-		if err := d.Authorize(bg, plain, kernel.ActChannelUpdate, onChannel(E)); err != nil {
+		if err := d.Authorize(bg, plain, chat.ActChannelUpdate, onChannel(E)); err != nil {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("a DM passed as a plain channel is still a DM", func(t *testing.T) {
 		r := onChannel(D)
 		r.ChannelKind = "channel"
-		if err := d.Authorize(bg, owner, kernel.ActMessageRead, r); kernel.CodeOf(err) != notFound {
+		if err := d.Authorize(bg, owner, messaging.ActMessageRead, r); kernel.CodeOf(err) != notFound {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("the channel id alone is enough", func(t *testing.T) {
 		r := kernel.Resource{Kind: kernel.ResMessage, ChannelID: C2}
-		if err := d.Authorize(bg, spaceViewer, kernel.ActMessageRead, r); err != nil {
+		if err := d.Authorize(bg, spaceViewer, messaging.ActMessageRead, r); err != nil {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("a principal the cache does not know is unauthenticated", func(t *testing.T) {
 		who := kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
-		if err := d.Authorize(bg, who, kernel.ActSelfRead, instance); kernel.CodeOf(err) != unauthorized {
+		if err := d.Authorize(bg, who, identity.ActSelfRead, instance); kernel.CodeOf(err) != unauthorized {
 			t.Fatalf("got %v", err)
 		}
-		if _, err := d.Visible(bg, who, kernel.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
+		if _, err := d.Visible(bg, who, catchup.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -269,8 +270,8 @@ func (f *follower) grant(a kernel.Actor, resource kernel.ID, l authz.Level) {
 	f.emit(authz.EvGrantChanged.Name, scope, resource, p)
 }
 
-var matrixActions = []kernel.Action{kernel.ActMessageRead, kernel.ActMessageCreate, kernel.ActMessageDelete,
-	kernel.ActChannelUpdate, kernel.ActGrantCreate, kernel.ActSpaceRead, kernel.ActSpaceUpdate, kernel.ActChannelCreate}
+var matrixActions = []kernel.Action{messaging.ActMessageRead, messaging.ActMessageCreate, messaging.ActMessageDelete,
+	chat.ActChannelUpdate, authz.ActGrantCreate, chat.ActSpaceRead, chat.ActSpaceUpdate, chat.ActChannelCreate}
 
 // agree holds that the cache and the store decide every action of every active principal on
 // every space and channel alike, and see the same; disabled principals are unauthenticated.
@@ -280,7 +281,7 @@ func (f *follower) agree() {
 	for _, u := range f.users {
 		a := actorOf(u)
 		if u.Status != identity.StatusActive {
-			if err := d.Authorize(bg, a, kernel.ActSelfRead, instance); kernel.CodeOf(err) != unauthorized {
+			if err := d.Authorize(bg, a, identity.ActSelfRead, instance); kernel.CodeOf(err) != unauthorized {
 				f.t.Fatalf("seq %d: disabled %s: %v", f.seq, u.Handle, err)
 			}
 			continue
@@ -307,11 +308,11 @@ func (f *follower) agree() {
 				}
 			}
 		}
-		want, err := f.db.Visible(bg, a, kernel.ActEventsCatchUp)
+		want, err := f.db.Visible(bg, a, catchup.ActEventsCatchUp)
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		got, err := d.Visible(bg, a, kernel.ActEventsCatchUp)
+		got, err := d.Visible(bg, a, catchup.ActEventsCatchUp)
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -348,17 +349,17 @@ func TestObserve(t *testing.T) {
 		alice := f.user("alice", false)
 		sp := f.space()
 		c := f.channel(sp, chat.KindChannel)
-		f.expect(alice, kernel.ActMessageRead, chanRes(f, c, f.owner()), notFound)
+		f.expect(alice, messaging.ActMessageRead, chanRes(f, c, f.owner()), notFound)
 		f.grant(alice, c, authz.LevelView)
-		f.expect(alice, kernel.ActMessageRead, chanRes(f, c, f.owner()), ok)
-		f.expect(alice, kernel.ActMessageCreate, chanRes(f, c, alice), forbidden)
+		f.expect(alice, messaging.ActMessageRead, chanRes(f, c, f.owner()), ok)
+		f.expect(alice, messaging.ActMessageCreate, chanRes(f, c, alice), forbidden)
 		f.grant(alice, c, authz.LevelPost)
-		f.expect(alice, kernel.ActMessageCreate, chanRes(f, c, alice), ok)
+		f.expect(alice, messaging.ActMessageCreate, chanRes(f, c, alice), ok)
 		f.grant(alice, c, authz.LevelManage)
-		f.expect(alice, kernel.ActGrantCreate, chanRes(f, c, alice), ok)
+		f.expect(alice, authz.ActGrantCreate, chanRes(f, c, alice), ok)
 		f.grant(alice, c, authz.LevelNone)
-		f.expect(alice, kernel.ActMessageRead, chanRes(f, c, f.owner()), notFound)
-		f.expect(alice, kernel.ActSpaceRead, onSpace(sp), notFound)
+		f.expect(alice, messaging.ActMessageRead, chanRes(f, c, f.owner()), notFound)
+		f.expect(alice, chat.ActSpaceRead, onSpace(sp), notFound)
 	})
 
 	t.Run("a channel created in a space with a space grant is covered at once", func(t *testing.T) {
@@ -367,16 +368,16 @@ func TestObserve(t *testing.T) {
 		sp, other := f.space(), f.space()
 		f.grant(bob, sp, authz.LevelPost)
 		c := f.channel(sp, chat.KindChannel)
-		f.expect(bob, kernel.ActMessageCreate, chanRes(f, c, bob), ok)
+		f.expect(bob, messaging.ActMessageCreate, chanRes(f, c, bob), ok)
 		e := f.channel(other, chat.KindChannel)
-		f.expect(bob, kernel.ActMessageRead, chanRes(f, e, f.owner()), notFound)
+		f.expect(bob, messaging.ActMessageRead, chanRes(f, e, f.owner()), notFound)
 		f.grant(bob, e, authz.LevelView) // the other space becomes visible through its channel
-		f.expect(bob, kernel.ActSpaceRead, onSpace(other), ok)
-		f.expect(bob, kernel.ActSpaceUpdate, onSpace(other), forbidden)
+		f.expect(bob, chat.ActSpaceRead, onSpace(other), ok)
+		f.expect(bob, chat.ActSpaceUpdate, onSpace(other), forbidden)
 		f.grant(bob, sp, authz.LevelNone)
-		f.expect(bob, kernel.ActMessageRead, chanRes(f, c, f.owner()), notFound)
+		f.expect(bob, messaging.ActMessageRead, chanRes(f, c, f.owner()), notFound)
 		f.grant(bob, e, authz.LevelNone)
-		f.expect(bob, kernel.ActSpaceRead, onSpace(other), notFound)
+		f.expect(bob, chat.ActSpaceRead, onSpace(other), notFound)
 	})
 
 	t.Run("a DM shows only to its grant holders, owners and space managers included", func(t *testing.T) {
@@ -385,14 +386,14 @@ func TestObserve(t *testing.T) {
 		sp := f.space()
 		f.grant(carol, sp, authz.LevelManage)
 		dm := f.channel(sp, chat.KindDM)
-		f.expect(carol, kernel.ActMessageRead, chanRes(f, dm, dave), notFound)
-		f.expect(f.owner(), kernel.ActMessageRead, chanRes(f, dm, dave), notFound)
+		f.expect(carol, messaging.ActMessageRead, chanRes(f, dm, dave), notFound)
+		f.expect(f.owner(), messaging.ActMessageRead, chanRes(f, dm, dave), notFound)
 		f.grant(dave, dm, authz.LevelPost)
-		f.expect(dave, kernel.ActMessageCreate, chanRes(f, dm, dave), ok)
-		f.expect(dave, kernel.ActSpaceRead, onSpace(sp), ok)
+		f.expect(dave, messaging.ActMessageCreate, chanRes(f, dm, dave), ok)
+		f.expect(dave, chat.ActSpaceRead, onSpace(sp), ok)
 		f.grant(f.owner(), dm, authz.LevelView)
-		f.expect(f.owner(), kernel.ActMessageRead, chanRes(f, dm, dave), ok)
-		f.expect(f.owner(), kernel.ActMessageCreate, chanRes(f, dm, f.owner()), forbidden)
+		f.expect(f.owner(), messaging.ActMessageRead, chanRes(f, dm, dave), ok)
+		f.expect(f.owner(), messaging.ActMessageCreate, chanRes(f, dm, f.owner()), forbidden)
 	})
 
 	t.Run("a new owner holds manage everywhere but DMs", func(t *testing.T) {
@@ -400,8 +401,8 @@ func TestObserve(t *testing.T) {
 		sp := f.space()
 		c := f.channel(sp, chat.KindChannel)
 		erin := f.user("erin", true)
-		f.expect(erin, kernel.ActChannelUpdate, chanRes(f, c, erin), ok)
-		f.expect(erin, kernel.ActUserDisable, instance, ok)
+		f.expect(erin, chat.ActChannelUpdate, chanRes(f, c, erin), ok)
+		f.expect(erin, identity.ActUserDisable, instance, ok)
 	})
 
 	t.Run("a disabled principal is unauthenticated for everything and reported once", func(t *testing.T) {
@@ -410,7 +411,7 @@ func TestObserve(t *testing.T) {
 		sp := f.space()
 		c := f.channel(sp, chat.KindChannel)
 		f.grant(frank, c, authz.LevelPost)
-		vis, err := f.svc.Delivery().Visible(bg, frank, kernel.ActEventsCatchUp)
+		vis, err := f.svc.Delivery().Visible(bg, frank, catchup.ActEventsCatchUp)
 		if err != nil || !vis.Channel(c) {
 			t.Fatalf("before: %v %v", vis, err)
 		}
@@ -418,16 +419,16 @@ func TestObserve(t *testing.T) {
 		if len(f.disabled) != 1 || f.disabled[0] != frank.ID {
 			t.Fatalf("OnPrincipalDisabled saw %v", f.disabled)
 		}
-		f.expect(frank, kernel.ActMessageRead, chanRes(f, c, frank), unauthorized)
-		f.expect(frank, kernel.ActTokenList, kernel.Resource{Kind: kernel.ResToken, OwnerID: frank.ID}, unauthorized)
-		f.expect(frank, kernel.ActLogin, instance, ok) // anyone may try to log in
+		f.expect(frank, messaging.ActMessageRead, chanRes(f, c, frank), unauthorized)
+		f.expect(frank, identity.ActTokenList, kernel.Resource{Kind: kernel.ResToken, OwnerID: frank.ID}, unauthorized)
+		f.expect(frank, identity.ActLogin, instance, ok) // anyone may try to log in
 		if !f.svc.Delivery().Disabled(frank.ID) || f.svc.Delivery().Disabled(f.owner().ID) {
 			t.Fatal("Disabled is wrong")
 		}
 		if vis.Channel(c) || vis.Space(sp) {
 			t.Fatal("a visibility held by a connection still shows something after the disable")
 		}
-		if _, err := f.svc.Delivery().Visible(bg, frank, kernel.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
+		if _, err := f.svc.Delivery().Visible(bg, frank, catchup.ActEventsCatchUp); kernel.CodeOf(err) != unauthorized {
 			t.Fatalf("Visible: %v", err)
 		}
 		f.disable(frank) // disabling again changes nothing and reports nothing
@@ -470,7 +471,7 @@ func TestObserveOrder(t *testing.T) {
 		for _, e := range []kernel.LoggedEvent{grantC(1, stranger, `"view"`), grantC(2, stranger, `null`), grantC(1, stranger, `"view"`)} {
 			svc.Observe(e)
 		}
-		if err := svc.Delivery().Authorize(bg, stranger, kernel.ActMessageRead, read); kernel.CodeOf(err) != notFound {
+		if err := svc.Delivery().Authorize(bg, stranger, messaging.ActMessageRead, read); kernel.CodeOf(err) != notFound {
 			t.Fatalf("the revoke was undone: %v", err)
 		}
 		if seq, _ := svc.Delivery().Seq(); seq != 2 || len(*seen) != 0 || m.queries != 0 {
@@ -483,7 +484,7 @@ func TestObserveOrder(t *testing.T) {
 		m.head = 10
 		svc := warmed(t, m)
 		svc.Observe(grantC(10, viewer, `null`))
-		if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil {
+		if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil {
 			t.Fatalf("an event the snapshot holds was applied again: %v", err)
 		}
 	})
@@ -498,12 +499,12 @@ func TestObserveOrder(t *testing.T) {
 		if seq, warm := svc.Delivery().Seq(); seq != 3 || !warm || len(*seen) != 1 || (*seen)[0] != 2 {
 			t.Fatalf("seq %d warm %v, reloads %v", seq, warm, *seen)
 		}
-		if err := svc.Delivery().Authorize(bg, stranger, kernel.ActMessageRead, read); err != nil {
+		if err := svc.Delivery().Authorize(bg, stranger, messaging.ActMessageRead, read); err != nil {
 			t.Fatalf("after the reload: %v", err)
 		}
 		svc.Observe(grantC(3, stranger, `"view"`)) // held by the reload: skipped
 		svc.Observe(grantC(4, stranger, `null`))
-		if err := svc.Delivery().Authorize(bg, stranger, kernel.ActMessageRead, read); kernel.CodeOf(err) != notFound || len(*seen) != 1 {
+		if err := svc.Delivery().Authorize(bg, stranger, messaging.ActMessageRead, read); kernel.CodeOf(err) != notFound || len(*seen) != 1 {
 			t.Fatalf("after seq 4: %v, reloads %v", err, *seen)
 		}
 	})
@@ -519,14 +520,14 @@ func TestObserveOrder(t *testing.T) {
 		if _, warm := svc.Delivery().Seq(); warm || len(*seen) != 1 {
 			t.Fatalf("warm %v, reloads %v", warm, *seen)
 		}
-		if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); kernel.CodeOf(err) != kernel.CodeInternal {
+		if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); kernel.CodeOf(err) != kernel.CodeInternal {
 			t.Fatalf("delivery from a stale cache: %v", err)
 		}
-		if _, err := svc.Delivery().Visible(bg, viewer, kernel.ActMessageRead); kernel.CodeOf(err) != kernel.CodeInternal {
+		if _, err := svc.Delivery().Visible(bg, viewer, messaging.ActMessageRead); kernel.CodeOf(err) != kernel.CodeInternal {
 			t.Fatalf("visibility from a stale cache: %v", err)
 		}
 		m.queries = 0
-		if err := svc.Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil || m.queries != 1 {
+		if err := svc.Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil || m.queries != 1 {
 			t.Fatalf("REST: %v after %d queries", err, m.queries)
 		}
 		m.snapErr = nil
@@ -535,7 +536,7 @@ func TestObserveOrder(t *testing.T) {
 		if seq, warm := svc.Delivery().Seq(); seq != 3 || !warm || len(*seen) != 2 {
 			t.Fatalf("seq %d warm %v, reloads %v", seq, warm, *seen)
 		}
-		if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil {
+		if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil {
 			t.Fatalf("after the reload: %v", err)
 		}
 	})
@@ -563,11 +564,11 @@ func TestObserveOrder(t *testing.T) {
 	t.Run("before Warm, delivery fails closed, REST reads the store, and Observe warms", func(t *testing.T) {
 		m := fixture()
 		svc := newService(m)
-		if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); kernel.CodeOf(err) != kernel.CodeInternal {
+		if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); kernel.CodeOf(err) != kernel.CodeInternal {
 			t.Fatalf("got %v", err)
 		}
 		m.current = true
-		if err := svc.Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil || m.queries != 1 {
+		if err := svc.Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil || m.queries != 1 {
 			t.Fatalf("REST before Warm: %v after %d queries", err, m.queries)
 		}
 		m.head = 1
@@ -583,14 +584,14 @@ func TestObserveOrder(t *testing.T) {
 		m.current = true
 		m.head++ // a commit the tail has not handed to Observe yet: say it revoked viewer's grant
 		delete(m.grants, [2]kernel.ID{viewer.ID, C})
-		if err := svc.Authorize(bg, viewer, kernel.ActMessageRead, read); kernel.CodeOf(err) != notFound || m.queries != 1 {
+		if err := svc.Authorize(bg, viewer, messaging.ActMessageRead, read); kernel.CodeOf(err) != notFound || m.queries != 1 {
 			t.Fatalf("REST: %v after %d queries", err, m.queries)
 		}
-		if v, err := svc.Visible(bg, viewer, kernel.ActMessageRead); err != nil || v.Channel(C) || m.queries != 2 {
+		if v, err := svc.Visible(bg, viewer, messaging.ActMessageRead); err != nil || v.Channel(C) || m.queries != 2 {
 			t.Fatalf("REST visibility: %v after %d queries", err, m.queries)
 		}
 		// Delivery decides as of the last event observed, which is its point.
-		if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil {
+		if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil {
 			t.Fatalf("delivery: %v", err)
 		}
 	})
@@ -599,7 +600,7 @@ func TestObserveOrder(t *testing.T) {
 		m := fixture()
 		svc := warmed(t, m)
 		m.current = false // inside a Unit of Work, or PostgreSQL
-		if err := svc.Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil || m.queries != 1 {
+		if err := svc.Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil || m.queries != 1 {
 			t.Fatalf("REST: %v after %d queries", err, m.queries)
 		}
 	})
@@ -611,7 +612,7 @@ func TestObserveOrder(t *testing.T) {
 		if seq, err := svc.Warm(bg); err != nil || seq != 1 { // the store still says 0
 			t.Fatalf("Warm: %d %v", seq, err)
 		}
-		if err := svc.Delivery().Authorize(bg, stranger, kernel.ActMessageRead, read); err != nil {
+		if err := svc.Delivery().Authorize(bg, stranger, messaging.ActMessageRead, read); err != nil {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -651,7 +652,7 @@ func TestCacheUnderConcurrentObserve(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := svc.Delivery().Visible(bg, viewer, kernel.ActEventsCatchUp)
+			v, err := svc.Delivery().Visible(bg, viewer, catchup.ActEventsCatchUp)
 			if err != nil {
 				errs <- err
 				return
@@ -663,8 +664,8 @@ func TestCacheUnderConcurrentObserve(t *testing.T) {
 				default:
 				}
 				for _, err := range []error{
-					svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read),
-					svc.Authorize(bg, viewer, kernel.ActMessageRead, read),
+					svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read),
+					svc.Authorize(bg, viewer, messaging.ActMessageRead, read),
 				} {
 					if c := kernel.CodeOf(err); c != ok && c != notFound {
 						errs <- err
@@ -694,7 +695,7 @@ func TestCacheUnderConcurrentObserve(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if err := svc.Delivery().Authorize(bg, viewer, kernel.ActMessageRead, read); err != nil {
+	if err := svc.Delivery().Authorize(bg, viewer, messaging.ActMessageRead, read); err != nil {
 		t.Fatalf("after an even number of events the grant stands: %v", err)
 	}
 }

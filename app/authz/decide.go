@@ -4,7 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/catchup"
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/stats"
 )
 
 // rule is how one action is decided.
@@ -34,69 +42,69 @@ const (
 // rules maps every action authz knows to its rule. An action missing here is a programming error
 // and answers internal_error (cause unknown_action), never an allow.
 var rules = map[kernel.Action]rule{
-	kernel.ActInstanceBootstrap: {kind: ruleAnyone},
-	kernel.ActLogin:             {kind: ruleAnyone},
-	kernel.ActDiscoveryRead:     {kind: ruleAnyone}, // the API description and the setup page
+	identity.ActInstanceBootstrap: {kind: ruleAnyone},
+	identity.ActLogin:             {kind: ruleAnyone},
+	instance.ActDiscoveryRead:     {kind: ruleAnyone}, // the API description and the setup page
 
-	kernel.ActLogout:        {kind: ruleAuthenticated},
-	kernel.ActSelfRead:      {kind: ruleAuthenticated},
-	kernel.ActSelfPassword:  {kind: ruleAuthenticated},
-	kernel.ActUserRead:      {kind: ruleAuthenticated},
-	kernel.ActEventsCatchUp: {kind: ruleAuthenticated},
+	identity.ActLogout:       {kind: ruleAuthenticated},
+	identity.ActSelfRead:     {kind: ruleAuthenticated},
+	identity.ActSelfPassword: {kind: ruleAuthenticated},
+	identity.ActUserRead:     {kind: ruleAuthenticated},
+	catchup.ActEventsCatchUp: {kind: ruleAuthenticated},
 
-	kernel.ActAgentRead: {kind: rulePerson},
+	agents.ActAgentRead: {kind: rulePerson},
 
-	kernel.ActAgentConsume: {kind: ruleAgent},
+	catchup.ActAgentConsume: {kind: ruleAgent},
 
-	kernel.ActTokenList:   {kind: ruleSelf},
-	kernel.ActTokenCreate: {kind: ruleSelf},
-	kernel.ActTokenRevoke: {kind: ruleSelf},
+	identity.ActTokenList:   {kind: ruleSelf},
+	identity.ActTokenCreate: {kind: ruleSelf},
+	identity.ActTokenRevoke: {kind: ruleSelf},
 
-	kernel.ActUserCreate:  {kind: ruleOwner},
-	kernel.ActUserDisable: {kind: ruleOwner},
-	kernel.ActSpaceCreate: {kind: ruleOwner},
+	identity.ActUserCreate:  {kind: ruleOwner},
+	identity.ActUserDisable: {kind: ruleOwner},
+	chat.ActSpaceCreate:     {kind: ruleOwner},
 
-	kernel.ActUserEnable:        {kind: ruleOwner},
-	kernel.ActUserPasswordReset: {kind: ruleOwner},
-	kernel.ActInstanceUpdate:    {kind: ruleOwner},
-	kernel.ActStatsRead:         {kind: ruleOwner},
-	kernel.ActInstanceRead:      {kind: ruleAuthenticated},
+	identity.ActUserEnable:        {kind: ruleOwner},
+	identity.ActUserPasswordReset: {kind: ruleOwner},
+	instance.ActInstanceUpdate:    {kind: ruleOwner},
+	stats.ActStatsRead:            {kind: ruleOwner},
+	instance.ActInstanceRead:      {kind: ruleAuthenticated},
 
-	kernel.ActAgentCreate:  {kind: ruleOwner},
-	kernel.ActAgentDisable: {kind: ruleOwner},
-	kernel.ActAgentEnable:  {kind: ruleOwner},
+	agents.ActAgentCreate:  {kind: ruleOwner},
+	agents.ActAgentDisable: {kind: ruleOwner},
+	agents.ActAgentEnable:  {kind: ruleOwner},
 
-	kernel.ActAgentTokenReset: {kind: ruleOwner},
+	agents.ActAgentTokenReset: {kind: ruleOwner},
 
-	kernel.ActSpaceRead:     {kind: ruleSpaceRead},
-	kernel.ActSpaceUpdate:   {kind: ruleSpaceLevel, need: LevelManage},
-	kernel.ActChannelCreate: {kind: ruleSpaceLevel, need: LevelManage},
+	chat.ActSpaceRead:     {kind: ruleSpaceRead},
+	chat.ActSpaceUpdate:   {kind: ruleSpaceLevel, need: LevelManage},
+	chat.ActChannelCreate: {kind: ruleSpaceLevel, need: LevelManage},
 
-	kernel.ActChannelRead:   {kind: ruleChannelLevel, need: LevelView},
-	kernel.ActThreadRead:    {kind: ruleChannelLevel, need: LevelView},
-	kernel.ActMessageRead:   {kind: ruleChannelLevel, need: LevelView},
-	kernel.ActRevisionsRead: {kind: ruleChannelLevel, need: LevelView},
+	chat.ActChannelRead:        {kind: ruleChannelLevel, need: LevelView},
+	chat.ActThreadRead:         {kind: ruleChannelLevel, need: LevelView},
+	messaging.ActMessageRead:   {kind: ruleChannelLevel, need: LevelView},
+	messaging.ActRevisionsRead: {kind: ruleChannelLevel, need: LevelView},
 
-	kernel.ActChannelUpdate: {kind: ruleChannelLevel, need: LevelManage},
-	kernel.ActGrantRead:     {kind: ruleChannelLevel, need: LevelManage},
-	kernel.ActGrantCreate:   {kind: ruleChannelLevel, need: LevelManage},
-	kernel.ActGrantRevoke:   {kind: ruleChannelLevel, need: LevelManage},
+	chat.ActChannelUpdate: {kind: ruleChannelLevel, need: LevelManage},
+	ActGrantRead:          {kind: ruleChannelLevel, need: LevelManage},
+	ActGrantCreate:        {kind: ruleChannelLevel, need: LevelManage},
+	ActGrantRevoke:        {kind: ruleChannelLevel, need: LevelManage},
 
-	kernel.ActChannelOperatorSet: {kind: ruleChannelLevel, need: LevelManage},
+	chat.ActChannelOperatorSet: {kind: ruleChannelLevel, need: LevelManage},
 
-	kernel.ActThreadCreate:   {kind: ruleChannelLevel, need: LevelPost},
-	kernel.ActMessageCreate:  {kind: ruleChannelLevel, need: LevelPost},
-	kernel.ActReactionAdd:    {kind: ruleChannelLevel, need: LevelPost},
-	kernel.ActReactionRemove: {kind: ruleChannelLevel, need: LevelPost},
+	chat.ActThreadCreate:        {kind: ruleChannelLevel, need: LevelPost},
+	messaging.ActMessageCreate:  {kind: ruleChannelLevel, need: LevelPost},
+	messaging.ActReactionAdd:    {kind: ruleChannelLevel, need: LevelPost},
+	messaging.ActReactionRemove: {kind: ruleChannelLevel, need: LevelPost},
 
-	kernel.ActMessageUpdate: {kind: ruleAuthorPost},
-	kernel.ActMessageDelete: {kind: ruleAuthorPostOrManage},
+	messaging.ActMessageUpdate: {kind: ruleAuthorPost},
+	messaging.ActMessageDelete: {kind: ruleAuthorPostOrManage},
 
 	// Runs: the invoke level triggers agents; a run is read like its thread, and cancelled by the
 	// one who invoked it (Resource.OwnerID) or a manager of its channel.
-	kernel.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
-	kernel.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
-	kernel.ActRunCancel:   {kind: ruleAuthorOrManage},
+	runs.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
+	runs.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
+	runs.ActRunCancel:   {kind: ruleAuthorOrManage},
 }
 
 // Known reports whether authz has a rule for action; the HTTP router can refuse to start with a

@@ -108,7 +108,7 @@ func (s *Service) setGrant(ctx context.Context, actor kernel.Actor, principalID 
 		if err != nil {
 			return err
 		}
-		if err := s.Authorize(ctx, actor, kernel.ActGrantCreate, t.resource()); err != nil {
+		if err := s.Authorize(ctx, actor, ActGrantCreate, t.resource()); err != nil {
 			return err
 		}
 		if !level.Valid() {
@@ -168,7 +168,7 @@ func (s *Service) ListGrants(ctx context.Context, actor kernel.Actor, channelID 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Authorize(ctx, actor, kernel.ActGrantRead, t.resource()); err != nil {
+	if err := s.Authorize(ctx, actor, ActGrantRead, t.resource()); err != nil {
 		return nil, err
 	}
 	gs, err := s.store.ListGrants(ctx, t.id)
@@ -195,7 +195,7 @@ func (s *Service) revoke(ctx context.Context, actor kernel.Actor, principalID ke
 		if err != nil {
 			return err
 		}
-		if err := s.Authorize(ctx, actor, kernel.ActGrantRevoke, t.resource()); err != nil {
+		if err := s.Authorize(ctx, actor, ActGrantRevoke, t.resource()); err != nil {
 			return err
 		}
 		if principalID.IsZero() {

@@ -62,7 +62,7 @@ type Page struct {
 // person. limit 0 means DefaultLimit. Errors: unauthenticated, cursor_invalid (after below 0 or
 // beyond the head), validation_failed (limit).
 func (s *Service) CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (Page, error) {
-	vis, err := s.scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+	vis, err := s.scoper.Visible(ctx, actor, ActEventsCatchUp)
 	if err != nil {
 		return Page{}, err
 	}

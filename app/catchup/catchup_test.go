@@ -127,7 +127,7 @@ func TestCatchUp(t *testing.T) {
 			l := mixed()
 			sc := &fakeScoper{spaces: map[kernel.ID]bool{space: true}, channels: map[kernel.ID]bool{open: true}}
 			p, err := catchup.New(l, sc).CatchUp(ctx, tt.actor, tt.after, tt.limit)
-			if tt.wantCode != "" {
+			if tt.wantCode != (kernel.Code{}) {
 				if kernel.CodeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v, want %s", err, tt.wantCode)
 				}
@@ -139,7 +139,7 @@ func TestCatchUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sc.asked != kernel.ActEventsCatchUp {
+			if sc.asked != catchup.ActEventsCatchUp {
 				t.Fatalf("asked visibility for %q", sc.asked)
 			}
 			if got := seqs(p.Events); len(got) != len(tt.want) || (len(got) > 0 && !equal(got, tt.want)) {

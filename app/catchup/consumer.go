@@ -83,7 +83,7 @@ func (c *Consumer) prepared(ctx context.Context, actor kernel.Actor, p Page) (Pa
 }
 
 func (c *Consumer) authorize(ctx context.Context, actor kernel.Actor) error {
-	return c.authz.Authorize(ctx, actor, kernel.ActAgentConsume,
+	return c.authz.Authorize(ctx, actor, ActAgentConsume,
 		kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID})
 }
 

@@ -64,7 +64,7 @@ func TestConsumer(t *testing.T) {
 	cursors := &fakeCursors{acked: map[kernel.ID]int64{}, created: map[kernel.ID]int64{agent.ID: 0}}
 	wake := &fakeWaker{ch: make(chan struct{})}
 	az := &kerneltest.Authz{Fn: func(a kernel.Actor, act kernel.Action, _ kernel.Resource) error {
-		if act != kernel.ActAgentConsume || a.Kind != kernel.KindAgent {
+		if act != catchup.ActAgentConsume || a.Kind != kernel.KindAgent {
 			return kernel.Errorf(kernel.CodeForbidden, "agents only")
 		}
 		return nil

@@ -18,7 +18,7 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 		if c, err = s.store.Channel(ctx, id); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelUpdate, c.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActChannelUpdate, c.Resource()); err != nil {
 			return err
 		}
 		now := s.now()
@@ -66,7 +66,7 @@ func (s *Service) ArchiveSpace(ctx context.Context, actor kernel.Actor, id kerne
 		if sp, err = s.store.Space(ctx, id); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceUpdate, sp.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActSpaceUpdate, sp.Resource()); err != nil {
 			return err
 		}
 		now := s.now()

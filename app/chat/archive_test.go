@@ -21,7 +21,7 @@ func TestArchiveChannel(t *testing.T) {
 			t.Fatalf("got %+v, %v", got, err)
 		}
 		last := f.authz.Calls[len(f.authz.Calls)-1]
-		if last.Action != kernel.ActChannelUpdate || last.Resource.ID != c.ID || last.Resource.SpaceID != sp.ID {
+		if last.Action != chat.ActChannelUpdate || last.Resource.ID != c.ID || last.Resource.SpaceID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}
 		evs := f.events(t)
@@ -108,7 +108,7 @@ func TestArchiveSpace(t *testing.T) {
 		if err != nil || got.ArchivedAt == nil || got.ID != sp.ID {
 			t.Fatalf("got %+v, %v", got, err)
 		}
-		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != kernel.ActSpaceUpdate || last.Resource.ID != sp.ID {
+		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != chat.ActSpaceUpdate || last.Resource.ID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}
 		evs := f.events(t)

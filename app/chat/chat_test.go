@@ -41,7 +41,7 @@ func TestCreateSpace(t *testing.T) {
 			f := mustChat(t)
 			f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error { return tt.deny }
 			sp, err := f.svc.CreateSpace(ctx, alice, tt.input)
-			if tt.wantCode != "" {
+			if tt.wantCode != (kernel.Code{}) {
 				if kernel.CodeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v, want %s", err, tt.wantCode)
 				}
@@ -56,7 +56,7 @@ func TestCreateSpace(t *testing.T) {
 			if sp.Name != tt.wantName || sp.CreatedBy != alice.ID || sp.CreatedAt.Nanosecond()%1000 != 0 {
 				t.Fatalf("space = %+v", sp)
 			}
-			if f.authz.Calls[0].Action != kernel.ActSpaceCreate || f.authz.Calls[0].Resource.Kind != kernel.ResInstance {
+			if f.authz.Calls[0].Action != chat.ActSpaceCreate || f.authz.Calls[0].Resource.Kind != kernel.ResInstance {
 				t.Fatalf("authorized %+v", f.authz.Calls[0])
 			}
 			evs := f.events(t)
@@ -92,7 +92,7 @@ func TestSpaces(t *testing.T) {
 		f := mustChat(t)
 		sp := mustSpace(t, f, alice, "A")
 		f.authz.Fn = func(_ kernel.Actor, a kernel.Action, r kernel.Resource) error {
-			if a == kernel.ActSpaceRead && r.ID == sp.ID {
+			if a == chat.ActSpaceRead && r.ID == sp.ID {
 				return kernel.ErrNotFound
 			}
 			return nil
@@ -134,7 +134,7 @@ func TestSpaces(t *testing.T) {
 		if n := len(f.events(t)); n != 1 {
 			t.Fatalf("%d events, want only space.created", n)
 		}
-		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != kernel.ActSpaceUpdate {
+		if last := f.authz.Calls[len(f.authz.Calls)-1]; last.Action != chat.ActSpaceUpdate {
 			t.Fatalf("a no-op patch must still be authorized, last = %+v", last)
 		}
 	})
@@ -157,7 +157,7 @@ func TestChannels(t *testing.T) {
 			t.Fatalf("main thread = %+v, %v", main, err)
 		}
 		last := f.authz.Calls[len(f.authz.Calls)-1]
-		if last.Action != kernel.ActChannelCreate || last.Resource.Kind != kernel.ResSpace || last.Resource.ID != sp.ID {
+		if last.Action != chat.ActChannelCreate || last.Resource.Kind != kernel.ResSpace || last.Resource.ID != sp.ID {
 			t.Fatalf("authorized %+v", last)
 		}
 		evs := f.events(t)[1:]
@@ -272,7 +272,7 @@ func TestThreads(t *testing.T) {
 	for _, tt := range pages {
 		t.Run(tt.name, func(t *testing.T) {
 			got, more, err := f.svc.ListThreads(ctx, alice, c.ID, tt.page)
-			if tt.wantCode != "" {
+			if tt.wantCode != (kernel.Code{}) {
 				if kernel.CodeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v", err)
 				}
@@ -293,7 +293,7 @@ func TestThreads(t *testing.T) {
 
 	t.Run("checks thread.read on the channel", func(t *testing.T) {
 		f.authz.Fn = func(_ kernel.Actor, a kernel.Action, r kernel.Resource) error {
-			if a == kernel.ActThreadRead && r.ID == c.ID && r.Kind == kernel.ResChannel {
+			if a == chat.ActThreadRead && r.ID == c.ID && r.Kind == kernel.ResChannel {
 				return kernel.ErrNotFound
 			}
 			return nil

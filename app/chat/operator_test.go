@@ -50,19 +50,19 @@ func TestOperator(t *testing.T) {
 		{name: "refuses a person", agent: person.ID, wantCode: kernel.CodeValidation, wantField: "agent_id"},
 		{name: "refuses a disabled agent", agent: sleeping.ID, wantCode: kernel.CodeValidation, wantField: "agent_id"},
 		{name: "refuses an agent that cannot see the channel", agent: bot.ID, wantCode: kernel.CodeValidation, wantField: "agent_id",
-			wantText: "grant it view", deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelRead, true, kernel.ErrNotFound) }},
+			wantText: "grant it view", deny: func(f *chatFixture) { denyFor(f, chat.ActChannelRead, true, kernel.ErrNotFound) }},
 		{name: "refuses an agent that sees the channel but may not read it", agent: bot.ID, wantCode: kernel.CodeValidation,
 			wantField: "agent_id", deny: func(f *chatFixture) {
-				denyFor(f, kernel.ActChannelRead, true, kernel.Errorf(kernel.CodeForbidden, "no"))
+				denyFor(f, chat.ActChannelRead, true, kernel.Errorf(kernel.CodeForbidden, "no"))
 			}},
 		{name: "passes on a failure of the read check as it is", agent: bot.ID, wantCode: kernel.CodeInternal,
-			deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelRead, true, errDown) }},
+			deny: func(f *chatFixture) { denyFor(f, chat.ActChannelRead, true, errDown) }},
 		{name: "refuses a caller without manage before it looks at the agent", agent: kernel.NewID(), wantCode: kernel.CodeForbidden,
 			deny: func(f *chatFixture) {
-				denyFor(f, kernel.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
+				denyFor(f, chat.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
 			}},
 		{name: "hides a channel the caller may not see", agent: bot.ID, wantCode: kernel.CodeNotFound,
-			deny: func(f *chatFixture) { denyFor(f, kernel.ActChannelOperatorSet, false, kernel.ErrNotFound) }},
+			deny: func(f *chatFixture) { denyFor(f, chat.ActChannelOperatorSet, false, kernel.ErrNotFound) }},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name+" and changes nothing", func(t *testing.T) {
@@ -112,8 +112,8 @@ func TestOperator(t *testing.T) {
 			t.Fatalf("stored %+v", st)
 		}
 		calls := f.authz.Calls
-		if len(calls) != 2 || calls[0].Action != kernel.ActChannelOperatorSet || calls[0].Resource.ID != c.ID ||
-			calls[1].Action != kernel.ActChannelRead || calls[1].Resource.ChannelID != c.ID {
+		if len(calls) != 2 || calls[0].Action != chat.ActChannelOperatorSet || calls[0].Resource.ID != c.ID ||
+			calls[1].Action != chat.ActChannelRead || calls[1].Resource.ChannelID != c.ID {
 			t.Fatalf("authorized %+v: want channel.operator.set for the caller, then channel.read for the agent", calls)
 		}
 		evs := f.events(t)
@@ -147,7 +147,7 @@ func TestOperator(t *testing.T) {
 		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || payload[chat.Channel](t, evs[n]).OperatorID != nil {
 			t.Fatalf("events %+v", evs[n:])
 		}
-		if f.authz.Last().Action != kernel.ActChannelOperatorSet {
+		if f.authz.Last().Action != chat.ActChannelOperatorSet {
 			t.Fatalf("authorized %+v", f.authz.Last())
 		}
 		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); err != nil || len(f.events(t)) != n+1 {
@@ -160,7 +160,7 @@ func TestOperator(t *testing.T) {
 		if _, err := f.svc.SetOperator(ctx, alice, c.ID, bot.ID); err != nil {
 			t.Fatal(err)
 		}
-		denyFor(f, kernel.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
+		denyFor(f, chat.ActChannelOperatorSet, false, kernel.Errorf(kernel.CodeForbidden, "no"))
 		if _, err := f.svc.ClearOperator(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}

@@ -60,7 +60,7 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Mic
 func (s *Service) CreateSpace(ctx context.Context, actor kernel.Actor, name string) (Space, error) {
 	var sp Space
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceCreate, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActSpaceCreate, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
 			return err
 		}
 		n, err := CleanName("name", name, MaxNameLen)
@@ -82,7 +82,7 @@ func (s *Service) CreateSpace(ctx context.Context, actor kernel.Actor, name stri
 // ListSpaces returns the spaces actor may read (space.read), by id.
 // Errors: unauthenticated.
 func (s *Service) ListSpaces(ctx context.Context, actor kernel.Actor) ([]Space, error) {
-	vis, err := s.scoper.Visible(ctx, actor, kernel.ActSpaceRead)
+	vis, err := s.scoper.Visible(ctx, actor, ActSpaceRead)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Service) GetSpace(ctx context.Context, actor kernel.Actor, id kernel.ID
 	if err != nil {
 		return Space{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceRead, sp.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActSpaceRead, sp.Resource()); err != nil {
 		return Space{}, err
 	}
 	return sp, nil
@@ -125,7 +125,7 @@ func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel
 		if sp, err = s.store.Space(ctx, id); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceUpdate, sp.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActSpaceUpdate, sp.Resource()); err != nil {
 			return err
 		}
 		changed := false
@@ -167,7 +167,7 @@ func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelCreate, sp.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActChannelCreate, sp.Resource()); err != nil {
 			return err
 		}
 		name, err := CleanName("name", in.Name, MaxNameLen)
@@ -206,10 +206,10 @@ func (s *Service) ListChannels(ctx context.Context, actor kernel.Actor, spaceID 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActSpaceRead, sp.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActSpaceRead, sp.Resource()); err != nil {
 		return nil, err
 	}
-	vis, err := s.scoper.Visible(ctx, actor, kernel.ActChannelRead)
+	vis, err := s.scoper.Visible(ctx, actor, ActChannelRead)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (s *Service) GetChannel(ctx context.Context, actor kernel.Actor, id kernel.
 	if err != nil {
 		return Channel{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActChannelRead, c.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActChannelRead, c.Resource()); err != nil {
 		return Channel{}, err
 	}
 	return c, nil
@@ -253,7 +253,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 		if c, err = s.store.Channel(ctx, id); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelUpdate, c.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActChannelUpdate, c.Resource()); err != nil {
 			return err
 		}
 		changed := false
@@ -317,7 +317,7 @@ func (s *Service) setOperator(ctx context.Context, actor kernel.Actor, channelID
 		if c, err = s.store.Channel(ctx, channelID); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActChannelOperatorSet, c.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActChannelOperatorSet, c.Resource()); err != nil {
 			return err
 		}
 		if !agentID.IsZero() {
@@ -355,9 +355,9 @@ func (s *Service) checkOperator(ctx context.Context, c Channel, agentID kernel.I
 		return errNoSuchAgent
 	}
 	agent := kernel.Actor{ID: p.ID, Kind: kernel.KindAgent}
-	err = s.authz.Authorize(ctx, agent, kernel.ActChannelRead, c.Resource())
+	err = s.authz.Authorize(ctx, agent, ActChannelRead, c.Resource())
 	switch kernel.CodeOf(err) {
-	case "":
+	case kernel.Code{}:
 		return nil
 	case kernel.CodeNotFound, kernel.CodeForbidden, kernel.CodeUnauthenticated:
 		return kernel.Invalid("agent_id", "the agent cannot read this channel: grant it view (or more) on the channel or its space first")
@@ -372,7 +372,7 @@ func (s *Service) ListThreads(ctx context.Context, actor kernel.Actor, channelID
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActThreadRead, c.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActThreadRead, c.Resource()); err != nil {
 		return nil, false, err
 	}
 	if p, err = p.Normalize(); err != nil {

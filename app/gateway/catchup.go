@@ -133,7 +133,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 		var ok bool
 		if held, ok = c.g.hub.recent.read(held[:0], after, upTo, catchup.MaxLimit); ok && len(held) > 0 {
 			// From memory, with sync's rules: what actor may see now.
-			vis, err := c.g.deps.Scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+			vis, err := c.g.deps.Scoper.Visible(ctx, actor, catchup.ActEventsCatchUp)
 			if err != nil {
 				c.closeWith(c.g.failed("catch-up", err), "")
 				return after, false

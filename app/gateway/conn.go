@@ -9,7 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"bothy.dev/bothy/app/catchup"
+	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // conn is one client connection and its state machine:
@@ -313,10 +316,10 @@ type op struct {
 var ops = map[string]op{
 	OpHeartbeat:    {run: (*conn).heartbeat},
 	OpHeartbeatAck: {run: func(*conn, context.Context, Frame) (bool, CloseCode, string) { return false, 0, "" }},
-	OpIdentify:     {action: kernel.ActEventsCatchUp, run: (*conn).identify},
-	OpResume:       {action: kernel.ActEventsCatchUp, run: (*conn).resume},
-	OpTypingStart:  {needsIdentify: true, action: kernel.ActMessageCreate, run: (*conn).typingStart},
-	OpFocus:        {needsIdentify: true, action: kernel.ActThreadRead, run: (*conn).focus},
+	OpIdentify:     {action: catchup.ActEventsCatchUp, run: (*conn).identify},
+	OpResume:       {action: catchup.ActEventsCatchUp, run: (*conn).resume},
+	OpTypingStart:  {needsIdentify: true, action: messaging.ActMessageCreate, run: (*conn).typingStart},
+	OpFocus:        {needsIdentify: true, action: chat.ActThreadRead, run: (*conn).focus},
 	OpAck:          {needsIdentify: true, run: (*conn).ack},
 }
 
@@ -439,7 +442,7 @@ func (c *conn) start(ctx context.Context, sess *session, actor kernel.Actor, cur
 		return false, c.g.failed("wait for the log tail", err), ""
 	}
 	gen := c.g.hub.rightsGeneration()
-	vis, err := c.g.deps.Scoper.Visible(ctx, actor, kernel.ActEventsCatchUp)
+	vis, err := c.g.deps.Scoper.Visible(ctx, actor, catchup.ActEventsCatchUp)
 	if err != nil {
 		return false, c.g.failed("visibility", err), ""
 	}
@@ -480,7 +483,7 @@ func (c *conn) typingStart(ctx context.Context, f Frame) (bool, CloseCode, strin
 	if err != nil {
 		return false, c.ignored("typing.start", err), ""
 	}
-	if err := c.g.deps.Authz.Authorize(ctx, c.actor, kernel.ActMessageCreate, th.Resource()); err != nil {
+	if err := c.g.deps.Authz.Authorize(ctx, c.actor, messaging.ActMessageCreate, th.Resource()); err != nil {
 		return false, c.ignored("typing.start", err), ""
 	}
 	c.g.hub.typing(ctx, th, c.actor.ID)
@@ -510,7 +513,7 @@ func (c *conn) focus(ctx context.Context, f Frame) (bool, CloseCode, string) {
 	if err != nil {
 		return false, c.ignored("focus", err), ""
 	}
-	if err := c.g.deps.Authz.Authorize(ctx, c.actor, kernel.ActThreadRead, th.Resource()); err != nil {
+	if err := c.g.deps.Authz.Authorize(ctx, c.actor, chat.ActThreadRead, th.Resource()); err != nil {
 		return false, c.ignored("focus", err), ""
 	}
 	c.g.hub.setFocus(c, th.ID)

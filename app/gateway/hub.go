@@ -12,6 +12,7 @@ import (
 
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
@@ -120,7 +121,7 @@ func (h *hub) attach(ctx context.Context, c *conn, a kernel.Actor, vis kernel.Vi
 		gen = h.rightsGen
 		h.mu.Unlock()
 		var err error
-		if vis, err = h.scoper.Visible(ctx, a, kernel.ActEventsCatchUp); err != nil {
+		if vis, err = h.scoper.Visible(ctx, a, catchup.ActEventsCatchUp); err != nil {
 			return 0, err
 		}
 	}
@@ -384,10 +385,10 @@ func (h *hub) route(ctx context.Context, e kernel.LoggedEvent) (delivery, kernel
 			}
 			h.kinds[sc.ChannelID] = kind
 		}
-		return toAuthorized, kernel.ActChannelRead, kernel.Resource{Kind: kernel.ResChannel, ID: sc.ChannelID,
+		return toAuthorized, chat.ActChannelRead, kernel.Resource{Kind: kernel.ResChannel, ID: sc.ChannelID,
 			SpaceID: sc.SpaceID, ChannelID: sc.ChannelID, ChannelKind: kind}, nil
 	case !sc.SpaceID.IsZero():
-		return toAuthorized, kernel.ActSpaceRead, kernel.Resource{Kind: kernel.ResSpace, ID: sc.SpaceID, SpaceID: sc.SpaceID}, nil
+		return toAuthorized, chat.ActSpaceRead, kernel.Resource{Kind: kernel.ResSpace, ID: sc.SpaceID, SpaceID: sc.SpaceID}, nil
 	default:
 		return toPeople, "", kernel.Resource{}, nil
 	}
@@ -459,7 +460,7 @@ func (h *hub) refresh(ctx context.Context, id kernel.ID, isOwner *bool) error {
 	if isOwner != nil {
 		a.IsOwner = *isOwner
 	}
-	vis, err := h.scoper.Visible(ctx, a, kernel.ActEventsCatchUp)
+	vis, err := h.scoper.Visible(ctx, a, catchup.ActEventsCatchUp)
 	if err != nil {
 		return fmt.Errorf("gateway: visibility of %s: %w", id, err)
 	}
@@ -531,7 +532,7 @@ func (h *hub) typing(ctx context.Context, th chat.Thread, from kernel.ID) {
 	h.mu.Unlock()
 	res := th.Resource()
 	for _, t := range targets {
-		if t.actor.ID == from || h.authz.Authorize(ctx, t.actor, kernel.ActThreadRead, res) != nil {
+		if t.actor.ID == from || h.authz.Authorize(ctx, t.actor, chat.ActThreadRead, res) != nil {
 			continue
 		}
 		for _, c := range t.conns {

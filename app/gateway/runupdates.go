@@ -149,7 +149,7 @@ func (f *runFanout) send(r runs.Run, frame []byte) {
 		actor := c.actor
 		c.mu.Unlock()
 		// The permission cache answers without I/O; the context is not used for waiting.
-		if f.authz.Authorize(context.Background(), actor, kernel.ActRunRead, res) != nil {
+		if f.authz.Authorize(context.Background(), actor, runs.ActRunRead, res) != nil {
 			continue
 		}
 		c.offerEphemeral(frame)

@@ -170,7 +170,7 @@ func TestEnableUser(t *testing.T) {
 			last.Payload.(User).Status != StatusActive {
 			t.Fatalf("event %+v", last)
 		}
-		if c := e.az.Last(); c.Action != kernel.ActUserEnable || c.Resource.ID != e.alice.ID {
+		if c := e.az.Last(); c.Action != ActUserEnable || c.Resource.ID != e.alice.ID {
 			t.Fatalf("decided %+v", c)
 		}
 	})
@@ -247,7 +247,7 @@ func TestResetPassword(t *testing.T) {
 		if len(revoked) != 2 || !revoked[s1] || !revoked[s2] {
 			t.Fatalf("session.revoked for %v, want the two live sessions", revoked)
 		}
-		if c := e.az.Last(); c.Action != kernel.ActUserPasswordReset {
+		if c := e.az.Last(); c.Action != ActUserPasswordReset {
 			t.Fatalf("decided %+v", c)
 		}
 	})
@@ -276,7 +276,7 @@ func TestResetPassword(t *testing.T) {
 func TestDisableUserKeepsTheLastOwner(t *testing.T) {
 	e := newPeopleEnv(t)
 	_, err := e.svc.DisableUser(context.Background(), e.owner, e.owner.ID)
-	if kernel.CodeOf(err) != kernel.CodeLastOwner || e.store.users[e.owner.ID].Status != StatusActive {
+	if kernel.CodeOf(err) != CodeLastOwner || e.store.users[e.owner.ID].Status != StatusActive {
 		t.Fatalf("%v", err)
 	}
 }
@@ -322,7 +322,7 @@ func TestChangePassword(t *testing.T) {
 		if len(evs) != 1 || evs[0].Type != EvSessionRevoked.Name || evs[0].SubjectID != other {
 			t.Fatalf("events %+v", evs)
 		}
-		if c := e.az.Last(); c.Action != kernel.ActSelfPassword || c.Resource.ID != e.alice.ID {
+		if c := e.az.Last(); c.Action != ActSelfPassword || c.Resource.ID != e.alice.ID {
 			t.Fatalf("decided %+v", c)
 		}
 	})

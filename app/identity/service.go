@@ -104,12 +104,20 @@ func New(d Deps, cfg Config) *Service {
 // Limiter returns the login failure limiter (for tests and metrics).
 func (s *Service) Limiter() *FailureLimiter { return s.limiter }
 
+// Error codes of identity.
+var (
+	// CodeSetupComplete refuses a second setup: the instance has its first owner.
+	CodeSetupComplete = kernel.NewCode("setup_complete", kernel.ClassConflict)
+	// CodeLastOwner refuses to disable or demote the last active owner.
+	CodeLastOwner = kernel.NewCode("last_owner", kernel.ClassConflict)
+)
+
 var (
 	errInvalidLogin   = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "invalid handle or password"}
 	errBadCredentials = &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "invalid or expired credentials"}
-	errSetupComplete  = &kernel.Error{Code: kernel.CodeSetupComplete, Message: "the setup is already complete"}
+	errSetupComplete  = &kernel.Error{Code: CodeSetupComplete, Message: "the setup is already complete"}
 	errBadSetupCode   = &kernel.Error{Code: kernel.CodeForbidden, Message: "invalid setup code"}
-	errLastOwner      = &kernel.Error{Code: kernel.CodeLastOwner, Message: "the last active owner cannot be disabled"}
+	errLastOwner      = &kernel.Error{Code: CodeLastOwner, Message: "the last active owner cannot be disabled"}
 	errHandleTaken    = &kernel.Error{Code: kernel.CodeConflict, Field: "handle", Message: "this handle is taken"}
 
 	instanceResource = kernel.Resource{Kind: kernel.ResInstance}
@@ -148,7 +156,7 @@ func digestEqual(a, b string) bool {
 // IssueSetupCode returns a fresh one-time setup code when no owner exists yet, storing only its
 // digest (an older code stops working); ok is false once the setup is complete.
 func (s *Service) IssueSetupCode(ctx context.Context) (code string, ok bool, err error) {
-	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, ActInstanceBootstrap, instanceResource); err != nil {
 		return "", false, err
 	}
 	err = s.uow.Do(ctx, func(ctx context.Context) error {
@@ -190,7 +198,7 @@ func (s *Service) SetupComplete(ctx context.Context) (bool, error) {
 // Setup creates the first owner with the one-time setup code (POST /setup; instance.bootstrap).
 // Errors: setup_complete, forbidden (wrong or no code), validation_failed, conflict.
 func (s *Service) Setup(ctx context.Context, code, handle, displayName, password string) (User, error) {
-	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, ActInstanceBootstrap, instanceResource); err != nil {
 		return User{}, err
 	}
 	check := func(ctx context.Context) error {
@@ -216,7 +224,7 @@ func (s *Service) Setup(ctx context.Context, code, handle, displayName, password
 // BootstrapOwner creates the first owner from the command line (setup bootstrap-owner;
 // instance.bootstrap). Errors: setup_complete, validation_failed, conflict.
 func (s *Service) BootstrapOwner(ctx context.Context, handle, displayName, password string) (User, error) {
-	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActInstanceBootstrap, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, ActInstanceBootstrap, instanceResource); err != nil {
 		return User{}, err
 	}
 	check := func(ctx context.Context) error {
@@ -303,13 +311,13 @@ type LoginResult struct {
 // Login checks a handle and password and opens a session (auth.login.complete). An unknown
 // handle, a wrong password and a disabled person answer the same unauthenticated error in about
 // the same time. Failures are limited per client address and per handle from that address:
-// rate_limited with RetryAfterSeconds, before the password is checked. Failures against a
+// rate_limited, with the wait (kernel.RetryAfter), before the password is checked. Failures against a
 // handle from every address never refuse an address that has not failed against it, so guesses
 // from elsewhere cannot lock a person out; once there are LoginFailuresPerHandle of them, an
 // address that has failed against the handle waits longer after each failure (LoginBackoff).
 // A hash made with weaker parameters is replaced on success.
 func (s *Service) Login(ctx context.Context, handle, password, clientIP string) (LoginResult, error) {
-	if err := s.authz.Authorize(ctx, kernel.Anonymous, kernel.ActLogin, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, kernel.Anonymous, ActLogin, instanceResource); err != nil {
 		return LoginResult{}, err
 	}
 	key := HandleKey(handle)
@@ -326,8 +334,7 @@ func (s *Service) Login(ctx context.Context, handle, password, clientIP string) 
 		lk.Address = LimitKey{Key: "ip:" + addr, Limit: s.cfg.LoginFailuresPerIP}
 	}
 	if wait, ok := s.limiter.TakeLogin(lk); !ok {
-		return LoginResult{}, &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many failed logins; try again later",
-			RetryAfterSeconds: max(1, int((wait+time.Second-1)/time.Second))}
+		return LoginResult{}, kernel.RetryAfter(kernel.Errorf(kernel.CodeRateLimited, "too many failed logins; try again later"), wait)
 	}
 	keys := []LimitKey{lk.Address, lk.Pair, lk.Handle}
 
@@ -407,7 +414,7 @@ func (s *Service) loginCredential(ctx context.Context, key, password string) (Us
 // Logout ends the session the actor came with (auth.logout) and appends the personal event
 // session.revoked. An actor that came with an API token has no session: nothing happens.
 func (s *Service) Logout(ctx context.Context, actor kernel.Actor) error {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActLogout, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActLogout, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
 		return err
 	}
 	if actor.SessionID.IsZero() {
@@ -473,7 +480,7 @@ func (s *Service) touch(ctx context.Context, c Credential) {
 
 // Me returns the actor's own principal (self.read).
 func (s *Service) Me(ctx context.Context, actor kernel.Actor) (User, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActSelfRead, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActSelfRead, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID, OwnerID: actor.ID}); err != nil {
 		return User{}, err
 	}
 	return s.store.Principal(ctx, actor.ID)
@@ -482,7 +489,7 @@ func (s *Service) Me(ctx context.Context, actor kernel.Actor) (User, error) {
 // CreateUser creates a person (user.create, owners only) and appends user.created.
 // Errors: unauthenticated, forbidden, validation_failed, conflict (handle).
 func (s *Service) CreateUser(ctx context.Context, actor kernel.Actor, handle, displayName, password string) (User, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActUserCreate, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActUserCreate, instanceResource); err != nil {
 		return User{}, err
 	}
 	u, err := s.newPerson(handle, displayName, password)
@@ -502,7 +509,7 @@ func (s *Service) CreateUser(ctx context.Context, actor kernel.Actor, handle, di
 // ListUsers lists people in id order after the id after (user.read, any principal). limit ≤ 0
 // means 100; at most 500.
 func (s *Service) ListUsers(ctx context.Context, actor kernel.Actor, after kernel.ID, limit int) ([]User, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActUserRead, instanceResource); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActUserRead, instanceResource); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -519,7 +526,7 @@ func (s *Service) ListUsers(ctx context.Context, actor kernel.Actor, after kerne
 // a disabled person changes nothing. Errors: not_found, forbidden, last_owner.
 func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (User, error) {
 	if !actor.Authenticated() {
-		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+		return User{}, s.authz.Authorize(ctx, actor, ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
 	}
 	var out User
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
@@ -530,7 +537,7 @@ func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel
 		if u.Kind != kernel.KindPerson {
 			return kernel.ErrNotFound
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActUserDisable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id}); err != nil {
 			return err
 		}
 		if u.Status == StatusDisabled {
@@ -573,11 +580,11 @@ func (s *Service) DisableUser(ctx context.Context, actor kernel.Actor, id kernel
 // Errors: unauthenticated, not_found, forbidden.
 func (s *Service) EnableUser(ctx context.Context, actor kernel.Actor, id kernel.ID) (User, error) {
 	if !actor.Authenticated() {
-		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserEnable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+		return User{}, s.authz.Authorize(ctx, actor, ActUserEnable, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
 	}
 	var out User
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		u, err := s.person(ctx, actor, kernel.ActUserEnable, id)
+		u, err := s.person(ctx, actor, ActUserEnable, id)
 		if err != nil {
 			return err
 		}
@@ -605,9 +612,9 @@ func (s *Service) EnableUser(ctx context.Context, actor kernel.Actor, id kernel.
 // Errors: unauthenticated, not_found, forbidden, validation_failed (password).
 func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kernel.ID, password string) (User, error) {
 	if !actor.Authenticated() {
-		return User{}, s.authz.Authorize(ctx, actor, kernel.ActUserPasswordReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
+		return User{}, s.authz.Authorize(ctx, actor, ActUserPasswordReset, kernel.Resource{Kind: kernel.ResPrincipal, ID: id})
 	}
-	if _, err := s.person(ctx, actor, kernel.ActUserPasswordReset, id); err != nil {
+	if _, err := s.person(ctx, actor, ActUserPasswordReset, id); err != nil {
 		return User{}, err
 	}
 	if err := ValidatePassword(password); err != nil {
@@ -619,7 +626,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kern
 	}
 	var out User
 	err = s.uow.Do(ctx, func(ctx context.Context) error {
-		u, err := s.person(ctx, actor, kernel.ActUserPasswordReset, id)
+		u, err := s.person(ctx, actor, ActUserPasswordReset, id)
 		if err != nil {
 			return err
 		}
@@ -651,7 +658,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor kernel.Actor, id kern
 // person's session, or a wrong current password), rate_limited, validation_failed (the new
 // password).
 func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, current, password string) error {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActSelfPassword, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActSelfPassword, kernel.Resource{Kind: kernel.ResPrincipal, ID: actor.ID}); err != nil {
 		return err
 	}
 	if actor.Kind != kernel.KindPerson {
@@ -664,8 +671,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor kernel.Actor, curren
 	// failed logins of someone else cannot stop them changing their password.
 	key := "password:" + string(actor.ID)
 	if wait, ok := s.limiter.Take(LimitKey{Key: key, Limit: s.cfg.LoginFailuresPerHandle}); !ok {
-		return &kernel.Error{Code: kernel.CodeRateLimited, Message: "too many wrong passwords; try again later",
-			RetryAfterSeconds: max(1, int((wait+time.Second-1)/time.Second))}
+		return kernel.RetryAfter(kernel.Errorf(kernel.CodeRateLimited, "too many wrong passwords; try again later"), wait)
 	}
 	_, hash, err := s.loginCredential(ctx, HandleKey(actor.Handle), current)
 	if err != nil {
@@ -724,7 +730,7 @@ func (s *Service) person(ctx context.Context, actor kernel.Actor, action kernel.
 // 32 random bytes in base64url, is returned once; only its digest is stored.
 // Errors: unauthenticated, validation_failed (name).
 func (s *Service) CreateToken(ctx context.Context, actor kernel.Actor, name string) (Token, string, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActTokenCreate, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActTokenCreate, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
 		return Token{}, "", err
 	}
 	name, err := names.Name("name", name, names.MaxTokenName)
@@ -742,7 +748,7 @@ func (s *Service) CreateToken(ctx context.Context, actor kernel.Actor, name stri
 
 // ListTokens lists the actor's live tokens, without their values (token.list).
 func (s *Service) ListTokens(ctx context.Context, actor kernel.Actor) ([]Token, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActTokenList, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActTokenList, kernel.Resource{Kind: kernel.ResToken, OwnerID: actor.ID}); err != nil {
 		return nil, err
 	}
 	return s.store.Tokens(ctx, actor.ID)
@@ -753,14 +759,14 @@ func (s *Service) ListTokens(ctx context.Context, actor kernel.Actor) ([]Token, 
 // token answers not_found, like a missing or revoked one.
 func (s *Service) RevokeToken(ctx context.Context, actor kernel.Actor, id kernel.ID) error {
 	if !actor.Authenticated() {
-		return s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id})
+		return s.authz.Authorize(ctx, actor, ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id})
 	}
 	return s.uow.Do(ctx, func(ctx context.Context) error {
 		t, err := s.store.Token(ctx, id)
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id, OwnerID: t.PrincipalID}); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActTokenRevoke, kernel.Resource{Kind: kernel.ResToken, ID: id, OwnerID: t.PrincipalID}); err != nil {
 			return err
 		}
 		if err := s.store.RevokeToken(ctx, id, s.clock.Now()); err != nil {

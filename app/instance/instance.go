@@ -59,7 +59,7 @@ var instanceResource = kernel.Resource{Kind: kernel.ResInstance}
 
 // Settings returns the settings (instance.read, any principal). Errors: unauthenticated.
 func (s *Service) Settings(ctx context.Context, actor kernel.Actor) (Settings, error) {
-	if err := s.d.Authz.Authorize(ctx, actor, kernel.ActInstanceRead, instanceResource); err != nil {
+	if err := s.d.Authz.Authorize(ctx, actor, ActInstanceRead, instanceResource); err != nil {
 		return Settings{}, err
 	}
 	return s.d.Store.Settings(ctx)
@@ -69,7 +69,7 @@ func (s *Service) Settings(ctx context.Context, actor kernel.Actor) (Settings, e
 // anyone, signed in or not, like the page a setup link opens: it decides
 // instance.discovery.read, which everyone may.
 func (s *Service) Name(ctx context.Context) (string, error) {
-	if err := s.d.Authz.Authorize(ctx, kernel.Anonymous, kernel.ActDiscoveryRead, instanceResource); err != nil {
+	if err := s.d.Authz.Authorize(ctx, kernel.Anonymous, ActDiscoveryRead, instanceResource); err != nil {
 		return "", err
 	}
 	st, err := s.d.Store.Settings(ctx)
@@ -83,7 +83,7 @@ func (s *Service) Name(ctx context.Context) (string, error) {
 // instance.updated. Surrounding white space is dropped; a name equal to the current one changes
 // nothing. Errors: unauthenticated, forbidden, validation_failed (name).
 func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (Settings, error) {
-	if err := s.d.Authz.Authorize(ctx, actor, kernel.ActInstanceUpdate, instanceResource); err != nil {
+	if err := s.d.Authz.Authorize(ctx, actor, ActInstanceUpdate, instanceResource); err != nil {
 		return Settings{}, err
 	}
 	name, err := ValidateName(name)

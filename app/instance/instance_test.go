@@ -35,11 +35,11 @@ func newEnv(t *testing.T) (*Service, *fakeStore, *kerneltest.Tx, *kerneltest.Aut
 	tx := &kerneltest.Tx{}
 	az := &kerneltest.Authz{Fn: func(actor kernel.Actor, action kernel.Action, _ kernel.Resource) error {
 		switch {
-		case action == kernel.ActDiscoveryRead:
+		case action == ActDiscoveryRead:
 			return nil
 		case !actor.Authenticated():
 			return &kernel.Error{Code: kernel.CodeUnauthenticated, Message: "authentication required"}
-		case action == kernel.ActInstanceUpdate && !actor.IsOwner:
+		case action == ActInstanceUpdate && !actor.IsOwner:
 			return &kernel.Error{Code: kernel.CodeForbidden, Message: "not allowed"}
 		}
 		return nil
@@ -66,7 +66,7 @@ func TestRename(t *testing.T) {
 			evs[0].Scope != (kernel.Scope{}) {
 			t.Fatalf("events %+v", evs)
 		}
-		if az.Last().Action != kernel.ActInstanceUpdate {
+		if az.Last().Action != ActInstanceUpdate {
 			t.Fatalf("decided %+v", az.Last())
 		}
 	})
@@ -109,13 +109,13 @@ func TestRename(t *testing.T) {
 func TestReadSettings(t *testing.T) {
 	ctx := context.Background()
 	svc, _, _, az := newEnv(t)
-	if s, err := svc.Settings(ctx, person); err != nil || s.Name != DefaultName || az.Last().Action != kernel.ActInstanceRead {
+	if s, err := svc.Settings(ctx, person); err != nil || s.Name != DefaultName || az.Last().Action != ActInstanceRead {
 		t.Fatalf("%+v %v", s, err)
 	}
 	if _, err := svc.Settings(ctx, kernel.Anonymous); kernel.CodeOf(err) != kernel.CodeUnauthenticated {
 		t.Fatal(err)
 	}
-	if n, err := svc.Name(ctx); err != nil || n != DefaultName || az.Last().Action != kernel.ActDiscoveryRead {
+	if n, err := svc.Name(ctx); err != nil || n != DefaultName || az.Last().Action != ActDiscoveryRead {
 		t.Fatalf("%q %v", n, err)
 	}
 }

@@ -6,80 +6,9 @@ import (
 )
 
 // Action is a permission-checked operation. The names are stable: they appear in the
-// audit, in route metadata and in tests.
+// audit, in route metadata and in tests. Each module declares its own actions; the authz
+// module's table gives each its rule.
 type Action string
-
-const (
-	ActInstanceBootstrap Action = "instance.bootstrap"
-	ActLogin             Action = "auth.login.complete"
-	ActLogout            Action = "auth.logout"
-	ActSelfRead          Action = "self.read"
-	ActSelfPassword      Action = "self.password.change"
-	ActUserRead          Action = "user.read"
-	ActUserCreate        Action = "user.create"
-	ActUserDisable       Action = "user.disable"
-	ActTokenList         Action = "token.list"
-	ActTokenCreate       Action = "token.create"
-	ActTokenRevoke       Action = "token.revoke"
-	ActSpaceRead         Action = "space.read"
-	ActSpaceCreate       Action = "space.create"
-	ActSpaceUpdate       Action = "space.update"
-	ActChannelRead       Action = "channel.read"
-	ActChannelCreate     Action = "channel.create"
-	ActChannelUpdate     Action = "channel.update"
-	ActGrantRead         Action = "grant.read"
-	ActGrantCreate       Action = "grant.create"
-	ActGrantRevoke       Action = "grant.revoke"
-	ActThreadRead        Action = "thread.read"
-	ActThreadCreate      Action = "thread.create"
-	ActMessageRead       Action = "message.read"
-	ActMessageCreate     Action = "message.create"
-	ActMessageUpdate     Action = "message.update"
-	ActMessageDelete     Action = "message.delete"
-	ActRevisionsRead     Action = "message.revisions.read"
-	ActReactionAdd       Action = "reaction.add"
-	ActReactionRemove    Action = "reaction.remove"
-	ActEventsCatchUp     Action = "events.catch_up"
-	ActDiscoveryRead     Action = "instance.discovery.read"
-)
-
-// Actions on agents, and on the agent that operates a channel.
-const (
-	ActAgentCreate        Action = "agent.create"
-	ActAgentRead          Action = "agent.read"
-	ActAgentDisable       Action = "agent.disable"
-	ActAgentEnable        Action = "agent.enable"
-	ActAgentTokenReset    Action = "agent.token.reset"
-	ActChannelOperatorSet Action = "channel.operator.set"
-)
-
-// ActAgentConsume is an agent reading and acknowledging its own consumer (the REST poll).
-const ActAgentConsume Action = "agent.consume"
-
-// Actions on runs (see docs/runs.md): invoking an agent, and reading and cancelling what it does.
-const (
-	// ActAgentInvoke is a principal invoking an agent by an @mention in a channel: level invoke.
-	ActAgentInvoke Action = "agent.invoke"
-	// ActRunRead is reading a run and its document: whoever may read its thread.
-	ActRunRead Action = "run.read"
-	// ActRunCancel is asking a run to stop: the one who invoked it, or a manager of its channel.
-	ActRunCancel Action = "run.cancel"
-)
-
-// Actions of the owner's console and its API twins: a person enabled again or given a
-// new password by an owner, the instance's settings, and the instance's statistics.
-const (
-	// ActUserEnable is an owner enabling a disabled person again.
-	ActUserEnable Action = "user.enable"
-	// ActUserPasswordReset is an owner setting a new password for a person.
-	ActUserPasswordReset Action = "user.password.reset"
-	// ActInstanceRead is reading the instance's settings (its name): any principal.
-	ActInstanceRead Action = "instance.read"
-	// ActInstanceUpdate is changing the instance's settings: owners only.
-	ActInstanceUpdate Action = "instance.update"
-	// ActStatsRead is reading the instance's counts and activity (the console's overview).
-	ActStatsRead Action = "instance.stats.read"
-)
 
 // ResourceKind names what an action is performed on.
 type ResourceKind string

@@ -76,12 +76,13 @@ func TestTxBus(t *testing.T) {
 }
 
 func TestCheckLog(t *testing.T) {
+	const post, remove Action = "message.create", "message.delete"
 	ctx, log := WithCheckLog(context.Background())
-	if log.Checked(ActMessageCreate) {
+	if log.Checked(post) {
 		t.Fatal("checked before any check")
 	}
-	RecordCheck(ctx, ActMessageCreate)
-	if !log.Checked(ActMessageCreate) || log.Checked(ActMessageDelete) {
+	RecordCheck(ctx, post)
+	if !log.Checked(post) || log.Checked(remove) {
 		t.Fatal("the log does not hold exactly the recorded action")
 	}
 }

@@ -65,7 +65,7 @@ func TestCreateMessage(t *testing.T) {
 			m.AuthorID != alice.ID || m.Version != 1 || m.ClientMsgID != "c-1" || m.Mentions == nil || m.CreatedAt.Nanosecond() != 0 {
 			t.Fatalf("message = %+v", m)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != f.main.ID ||
+		if c := f.authz.Last(); c.Action != messaging.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != f.main.ID ||
 			c.Resource.ChannelID != f.channel.ID || c.Resource.ChannelKind != chat.KindChannel {
 			t.Fatalf("authorized %+v", c)
 		}
@@ -93,7 +93,7 @@ func TestCreateMessage(t *testing.T) {
 			if err != nil || created || !reflect.DeepEqual(again, first) {
 				t.Fatalf("repeat %d: %+v created=%v err=%v", i, again, created, err)
 			}
-			if f.authz.Last().Action != kernel.ActMessageCreate {
+			if f.authz.Last().Action != messaging.ActMessageCreate {
 				t.Fatal("a repeat must still be authorized")
 			}
 		}
@@ -174,7 +174,7 @@ func TestCreateThread(t *testing.T) {
 			!reflect.DeepEqual(m.Mentions, []kernel.ID{alice.ID}) {
 			t.Fatalf("thread %+v message %+v", th, m)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
+		if c := f.authz.Last(); c.Action != chat.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
@@ -248,7 +248,7 @@ func TestEditMessage(t *testing.T) {
 		if err != nil || len(revs) != 1 || revs[0].Version != 1 || revs[0].Content != "one" || !revs[0].CreatedAt.Equal(m.CreatedAt) {
 			t.Fatalf("revisions = %+v, %v", revs, err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActRevisionsRead {
+		if c := f.authz.Last(); c.Action != messaging.ActRevisionsRead {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.tx.Events()
@@ -270,7 +270,7 @@ func TestEditMessage(t *testing.T) {
 		if _, err := f.svc.EditMessage(ctx, bob, m.ID, "two"); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActMessageUpdate || c.Resource.OwnerID != alice.ID || c.Resource.Kind != kernel.ResMessage {
+		if c := f.authz.Last(); c.Action != messaging.ActMessageUpdate || c.Resource.OwnerID != alice.ID || c.Resource.Kind != kernel.ResMessage {
 			t.Fatalf("authorized %+v", c)
 		}
 	})
@@ -335,7 +335,7 @@ func TestEditMessageIf(t *testing.T) {
 		if err := f.svc.DeleteMessage(ctx, alice, m.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", []int{1}); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+		if _, err := f.svc.EditMessageIf(ctx, alice, m.ID, "two", []int{1}); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 			t.Fatalf("deleted: err = %v, want message_deleted", err)
 		}
 	})
@@ -371,11 +371,11 @@ func TestDeleteMessage(t *testing.T) {
 		if f.threads.threads[f.main.ID].MessageCount != 0 || len(f.deleted) != 1 {
 			t.Fatalf("thread %+v, deleted %+v", f.threads.threads[f.main.ID], f.deleted)
 		}
-		if c := f.authz.Calls[len(f.authz.Calls)-2]; c.Action != kernel.ActMessageDelete {
+		if c := f.authz.Calls[len(f.authz.Calls)-2]; c.Action != messaging.ActMessageDelete {
 			t.Fatalf("authorized %+v", c)
 		}
 		n := len(evs)
-		if err := f.svc.DeleteMessage(ctx, alice, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) || len(f.tx.Events()) != n {
+		if err := f.svc.DeleteMessage(ctx, alice, m.ID); !kernel.IsCode(err, messaging.CodeMessageDeleted) || len(f.tx.Events()) != n {
 			t.Fatalf("second delete: %v, events %d → %d", err, n, len(f.tx.Events()))
 		}
 	})
@@ -400,7 +400,7 @@ func TestDeleteMessage(t *testing.T) {
 			if err := f.svc.DeleteMessage(ctx, alice, m.ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := tt.do(f, m.ID); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+			if err := tt.do(f, m.ID); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -417,7 +417,7 @@ func TestReactions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActReactionAdd || c.Resource.ID != m.ID {
+		if c := f.authz.Last(); c.Action != messaging.ActReactionAdd || c.Resource.ID != m.ID {
 			t.Fatalf("authorized %+v", c)
 		}
 		for i := 0; i < 2; i++ {
@@ -460,7 +460,7 @@ func TestListMessages(t *testing.T) {
 		if err != nil || len(got) != 1 || more {
 			t.Fatalf("got %+v more %v err %v", got, more, err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActMessageRead || c.Resource.Kind != kernel.ResThread {
+		if c := f.authz.Last(); c.Action != messaging.ActMessageRead || c.Resource.Kind != kernel.ResThread {
 			t.Fatalf("authorized %+v", c)
 		}
 		if _, _, err := f.svc.ListMessages(ctx, alice, f.main.ID, chat.Page{Limit: -1}); !kernel.IsCode(err, kernel.CodeValidation) {
@@ -494,14 +494,14 @@ func TestReply(t *testing.T) {
 		var asked []kernel.Action
 		for _, c := range f.authz.Calls {
 			asked = append(asked, c.Action)
-			if c.Action == kernel.ActMessageRead && (c.Resource.Kind != kernel.ResMessage || c.Resource.ID != parent.ID) {
+			if c.Action == messaging.ActMessageRead && (c.Resource.Kind != kernel.ResMessage || c.Resource.ID != parent.ID) {
 				t.Fatalf("message.read on %+v", c.Resource)
 			}
-			if c.Action == kernel.ActThreadCreate && (c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID) {
+			if c.Action == chat.ActThreadCreate && (c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID) {
 				t.Fatalf("thread.create on %+v", c.Resource)
 			}
 		}
-		if !slices.Contains(asked, kernel.ActMessageRead) || !slices.Contains(asked, kernel.ActThreadCreate) {
+		if !slices.Contains(asked, messaging.ActMessageRead) || !slices.Contains(asked, chat.ActThreadCreate) {
 			t.Fatalf("asked %v", asked)
 		}
 		evs := f.tx.Events()[before:]
@@ -527,7 +527,7 @@ func TestReply(t *testing.T) {
 		if err != nil || started || th.ID != first.ID || m.ThreadID != first.ID || th.MessageCount != 2 {
 			t.Fatalf("thread %+v message %+v started=%v err=%v", th, m, started, err)
 		}
-		if c := f.authz.Last(); c.Action != kernel.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != th.ID {
+		if c := f.authz.Last(); c.Action != messaging.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != th.ID {
 			t.Fatalf("last check %+v: posting in the thread needs message.create on it", c)
 		}
 		evs := f.tx.Events()[before:]
@@ -596,7 +596,7 @@ func TestReply(t *testing.T) {
 			t.Fatalf("reply under a deleted message with a thread: %+v started=%v err=%v", got, started, err)
 		}
 		before, threads := len(f.tx.Events()), threadCount(f)
-		if _, _, _, err := f.svc.Reply(ctx, alice, without.ID, messaging.NewReply{Content: "two"}); !kernel.IsCode(err, kernel.CodeMessageDeleted) {
+		if _, _, _, err := f.svc.Reply(ctx, alice, without.ID, messaging.NewReply{Content: "two"}); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 			t.Fatalf("reply under a deleted message without a thread: err = %v", err)
 		}
 		if len(f.tx.Events()) != before || threadCount(f) != threads {
@@ -620,7 +620,7 @@ func TestReply(t *testing.T) {
 			}},
 		{name: "answers not found for a message the caller may not read", want: kernel.CodeNotFound,
 			deny: func(a kernel.Action, r kernel.Resource) error {
-				if a == kernel.ActMessageRead {
+				if a == messaging.ActMessageRead {
 					return kernel.ErrNotFound
 				}
 				return nil
@@ -629,7 +629,7 @@ func TestReply(t *testing.T) {
 			parent: func(*testing.T, *msgFixture) kernel.ID { return kernel.NewID() }},
 		{name: "refuses who may not start a thread in the channel", want: kernel.CodeForbidden,
 			deny: func(a kernel.Action, r kernel.Resource) error {
-				if a == kernel.ActThreadCreate {
+				if a == chat.ActThreadCreate {
 					return kernel.Errorf(kernel.CodeForbidden, "no")
 				}
 				return nil

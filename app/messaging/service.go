@@ -75,7 +75,7 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActMessageCreate, th.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActMessageCreate, th.Resource()); err != nil {
 			return err
 		}
 		if err := checkContent(in.Content); err != nil {
@@ -161,7 +161,7 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActThreadCreate, ch.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, chat.ActThreadCreate, ch.Resource()); err != nil {
 			return err
 		}
 		if _, err := chat.CleanOptional("title", in.Title, chat.MaxTitleLen); err != nil {
@@ -236,7 +236,12 @@ func (s *Service) repeated(ctx context.Context, actor kernel.Actor, clientMsgID 
 
 // CodeNotInMainThread refuses a thread under a message that is itself in a thread: only the
 // messages of a channel's main thread have threads under them (threads do not nest).
-const CodeNotInMainThread kernel.Code = "not_in_main_thread"
+// Its class is conflict: the message's place conflicts with the request, which a client fixes by
+// answering in that thread.
+var CodeNotInMainThread = kernel.NewCode("not_in_main_thread", kernel.ClassConflict)
+
+// CodeMessageDeleted refuses a change to a deleted message, or a thread under one.
+var CodeMessageDeleted = kernel.NewCode("message_deleted", kernel.ClassGone)
 
 // NewReply is the input of Reply.
 type NewReply struct {
@@ -267,7 +272,7 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActMessageRead, parent.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActMessageRead, parent.Resource()); err != nil {
 			return err
 		}
 		place, err := s.threads.ThreadRef(ctx, parent.ThreadID)
@@ -281,7 +286,7 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActThreadCreate, ch.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, chat.ActThreadCreate, ch.Resource()); err != nil {
 			return err
 		}
 		if err := checkContent(in.Content); err != nil {
@@ -313,7 +318,7 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 			return err
 		}
 		if !started {
-			if err := s.authz.Authorize(ctx, actor, kernel.ActMessageCreate, th.Resource()); err != nil {
+			if err := s.authz.Authorize(ctx, actor, ActMessageCreate, th.Resource()); err != nil {
 				return err
 			}
 		}
@@ -361,7 +366,7 @@ func (s *Service) ListMessages(ctx context.Context, actor kernel.Actor, threadID
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActMessageRead, th.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActMessageRead, th.Resource()); err != nil {
 		return nil, false, err
 	}
 	if p, err = p.Normalize(); err != nil {
@@ -377,7 +382,7 @@ func (s *Service) GetMessage(ctx context.Context, actor kernel.Actor, id kernel.
 	if err != nil {
 		return Message{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActMessageRead, m.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActMessageRead, m.Resource()); err != nil {
 		return Message{}, err
 	}
 	return m, nil
@@ -403,7 +408,7 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 		if m, err = s.store.Message(ctx, id); err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActMessageUpdate, m.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActMessageUpdate, m.Resource()); err != nil {
 			return err
 		}
 		if m.Deleted {
@@ -440,7 +445,7 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 	return m, err
 }
 
-var errDeleted = &kernel.Error{Code: kernel.CodeMessageDeleted, Message: "the message was deleted"}
+var errDeleted = &kernel.Error{Code: CodeMessageDeleted, Message: "the message was deleted"}
 
 // DeleteMessage turns a message into a tombstone (message.delete; authz decides who besides the
 // author may): content, mentions and revisions go, the version grows by one, message.deleted is
@@ -452,7 +457,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActMessageDelete, m.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActMessageDelete, m.Resource()); err != nil {
 			return err
 		}
 		if m.Deleted {
@@ -484,7 +489,7 @@ func (s *Service) ListRevisions(ctx context.Context, actor kernel.Actor, id kern
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActRevisionsRead, m.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActRevisionsRead, m.Resource()); err != nil {
 		return nil, err
 	}
 	return s.store.Revisions(ctx, m.ID)
@@ -493,13 +498,13 @@ func (s *Service) ListRevisions(ctx context.Context, actor kernel.Actor, id kern
 // AddReaction puts actor's emoji on a message (reaction.add). It is idempotent: only the first
 // call appends reaction.added. Errors: not_found, forbidden, message_deleted, validation_failed.
 func (s *Service) AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error {
-	return s.react(ctx, actor, id, emoji, kernel.ActReactionAdd)
+	return s.react(ctx, actor, id, emoji, ActReactionAdd)
 }
 
 // RemoveReaction takes actor's emoji off a message (reaction.remove). It is idempotent: only a
 // call that removed something appends reaction.removed. Errors: as AddReaction.
 func (s *Service) RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error {
-	return s.react(ctx, actor, id, emoji, kernel.ActReactionRemove)
+	return s.react(ctx, actor, id, emoji, ActReactionRemove)
 }
 
 func (s *Service) react(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string, action kernel.Action) error {
@@ -520,7 +525,7 @@ func (s *Service) react(ctx context.Context, actor kernel.Actor, id kernel.ID, e
 		r := Reaction{MessageID: m.ID, ThreadID: m.ThreadID, PrincipalID: actor.ID, Emoji: emoji, CreatedAt: s.now()}
 		var changed bool
 		typ := EvReactionAdded.Name
-		if action == kernel.ActReactionAdd {
+		if action == ActReactionAdd {
 			changed, err = s.store.AddReaction(ctx, r)
 		} else {
 			typ = EvReactionRemoved.Name

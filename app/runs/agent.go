@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -225,7 +226,7 @@ func (s *Service) ownRunWith(ctx context.Context, actor kernel.Actor, id kernel.
 	if err != nil {
 		return Run{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, r.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActRunRead, r.Resource()); err != nil {
 		return Run{}, err
 	}
 	if r.AgentID != actor.ID {
@@ -285,7 +286,7 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 	if r.AgentID != agent.ID || r.Status.Terminal() {
 		return nil, false, nil
 	}
-	reads, err := s.allowed(ctx, agent, kernel.ActRunRead, r.Resource())
+	reads, err := s.allowed(ctx, agent, ActRunRead, r.Resource())
 	if err != nil {
 		return nil, false, err
 	}
@@ -334,7 +335,7 @@ func (s *Service) mayStillInvoke(ctx context.Context, r Run) (bool, error) {
 	}
 	channel := kernel.Resource{Kind: kernel.ResChannel, ID: r.ChannelID, SpaceID: r.SpaceID, ChannelID: r.ChannelID,
 		ChannelKind: r.ChannelKind}
-	ok, err := s.allowed(ctx, invoker, kernel.ActAgentInvoke, channel)
+	ok, err := s.allowed(ctx, invoker, ActAgentInvoke, channel)
 	if ok || err != nil {
 		return ok, err
 	}
@@ -352,7 +353,7 @@ func (s *Service) mayStillInvoke(ctx context.Context, r Run) (bool, error) {
 	if err != nil || th.CreatedBy != r.InvokedBy {
 		return false, err
 	}
-	return s.allowed(ctx, invoker, kernel.ActThreadCreate, channel)
+	return s.allowed(ctx, invoker, chat.ActThreadCreate, channel)
 }
 
 // revoke fails queued run id with permission_revoked, in its own Unit of Work; a run that moved

@@ -300,13 +300,13 @@ func (f *fixture) decide(actor kernel.Actor, action kernel.Action, r kernel.Reso
 	}
 	allowed := false
 	switch action {
-	case kernel.ActChannelRead, kernel.ActRunRead:
+	case chat.ActChannelRead, runs.ActRunRead:
 		allowed = true
-	case kernel.ActThreadCreate, kernel.ActMessageCreate:
+	case chat.ActThreadCreate, messaging.ActMessageCreate:
 		allowed = level >= post
-	case kernel.ActAgentInvoke:
+	case runs.ActAgentInvoke:
 		allowed = level >= invoke
-	case kernel.ActRunCancel:
+	case runs.ActRunCancel:
 		allowed = r.OwnerID == actor.ID || level >= manage
 	}
 	if !allowed {

@@ -131,10 +131,10 @@ func TestCheck(t *testing.T) {
 		code    kernel.Code
 		cause   error // the jose reason wrapped for the log, if any
 	}{
-		{"accepts the token for its run", valid, issuedAt, claims.RunID, "", nil},
-		{"accepts the token a second before expiry", valid, issuedAt.Add(10*time.Minute - time.Second), claims.RunID, "", nil},
-		{"accepts the token for any run when none is asked for", valid, issuedAt, kernel.NilID, "", nil},
-		{"accepts a token issued within the clock skew ahead", valid, issuedAt.Add(-MaxClockSkew), claims.RunID, "", nil},
+		{"accepts the token for its run", valid, issuedAt, claims.RunID, kernel.Code{}, nil},
+		{"accepts the token a second before expiry", valid, issuedAt.Add(10*time.Minute - time.Second), claims.RunID, kernel.Code{}, nil},
+		{"accepts the token for any run when none is asked for", valid, issuedAt, kernel.NilID, kernel.Code{}, nil},
+		{"accepts a token issued within the clock skew ahead", valid, issuedAt.Add(-MaxClockSkew), claims.RunID, kernel.Code{}, nil},
 
 		{"refuses the token at its expiry", valid, issuedAt.Add(10 * time.Minute), claims.RunID, CodeInvocationTokenExpired, nil},
 		{"refuses the token a day after", valid, issuedAt.Add(24 * time.Hour), claims.RunID, CodeInvocationTokenExpired, nil},
@@ -155,7 +155,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Check(tt.token, instanceKeys, tt.now, tt.wantRun)
-			if tt.code == "" {
+			if tt.code == (kernel.Code{}) {
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -50,26 +50,25 @@ package runs
 
 import "bothy.dev/bothy/app/kernel"
 
-// Error codes of runs. They are declared here rather than in kernel because only runs raises
-// them; the HTTP layer and the gateway map them with the kernel's codes.
-const (
+// Error codes of runs. Their class decides the HTTP status and the close code.
+var (
 	// CodeAlreadyStarted: start of a run that is running or waiting for input (HTTP 409). An
 	// agent that crashed before its ack gets the invocation again and learns this way that the
 	// run is already its own.
-	CodeAlreadyStarted kernel.Code = "already_started"
+	CodeAlreadyStarted = kernel.NewCode("already_started", kernel.ClassConflict)
 	// CodeRunEnded: any change to a run that has succeeded, failed or been cancelled (HTTP 409).
-	CodeRunEnded kernel.Code = "run_ended"
+	CodeRunEnded = kernel.NewCode("run_ended", kernel.ClassConflict)
 	// CodeRunVersionConflict: a patch whose version is not the document's next one (HTTP 409).
 	// It is not the kernel's precondition_failed, which answers 412 for a stale message edit: an
 	// agent's patch carries its version in the body, not in an If-Match header, so it is a
 	// conflict (409) with the document's state.
-	CodeRunVersionConflict kernel.Code = "run_version_conflict"
+	CodeRunVersionConflict = kernel.NewCode("run_version_conflict", kernel.ClassConflict)
 	// CodeInvocationTokenInvalid: an invocation token that is malformed, not signed by a key of
 	// this instance, not yet valid, or for another run (HTTP 401).
-	CodeInvocationTokenInvalid kernel.Code = "invocation_token_invalid"
+	CodeInvocationTokenInvalid = kernel.NewCode("invocation_token_invalid", kernel.ClassUnauthenticated)
 	// CodeInvocationTokenExpired: an invocation token past its expiry; the agent renews it with
 	// POST /api/v1/runs/{id}/token (HTTP 401).
-	CodeInvocationTokenExpired kernel.Code = "invocation_token_expired"
+	CodeInvocationTokenExpired = kernel.NewCode("invocation_token_expired", kernel.ClassUnauthenticated)
 )
 
 // Status is the state of a run.

@@ -111,7 +111,7 @@ func (s *Service) Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (Ru
 	if err != nil {
 		return Run{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, r.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActRunRead, r.Resource()); err != nil {
 		return Run{}, err
 	}
 	return r, nil
@@ -125,7 +125,7 @@ func (s *Service) ListThread(ctx context.Context, actor kernel.Actor, threadID k
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.authz.Authorize(ctx, actor, kernel.ActRunRead, th.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActRunRead, th.Resource()); err != nil {
 		return nil, false, err
 	}
 	if p, err = p.Normalize(); err != nil {
@@ -147,7 +147,7 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 		if err != nil {
 			return err
 		}
-		if err := s.authz.Authorize(ctx, actor, kernel.ActRunCancel, r.Resource()); err != nil {
+		if err := s.authz.Authorize(ctx, actor, ActRunCancel, r.Resource()); err != nil {
 			return err
 		}
 		if r.Status.Terminal() {

@@ -64,7 +64,7 @@ func TestTrigger(t *testing.T) {
 		if obj["previous_status"] != nil || obj["reason"] != nil || obj["status"] != "queued" || obj["document"] != nil {
 			t.Fatalf("run.state_changed encodes as %s", b)
 		}
-		if c := f.authz.Calls; len(c) != 2 || c[0].Action != kernel.ActAgentInvoke || c[1].Action != kernel.ActChannelRead ||
+		if c := f.authz.Calls; len(c) != 2 || c[0].Action != runs.ActAgentInvoke || c[1].Action != chat.ActChannelRead ||
 			c[0].Resource.Kind != kernel.ResChannel || c[0].Resource.ID != f.channel.ID {
 			t.Fatalf("decisions %+v", c)
 		}
@@ -148,7 +148,7 @@ func TestTrigger(t *testing.T) {
 		}
 		n := 0
 		for _, c := range f.authz.Calls {
-			if c.Action == kernel.ActAgentInvoke {
+			if c.Action == runs.ActAgentInvoke {
 				n++
 			}
 		}
@@ -180,7 +180,7 @@ func TestTrigger(t *testing.T) {
 			t.Fatalf("run %+v", r)
 		}
 		for _, c := range f.authz.Calls {
-			if c.Action == kernel.ActAgentInvoke {
+			if c.Action == runs.ActAgentInvoke {
 				t.Fatal("the operator's trigger asked for the invoke right")
 			}
 		}
@@ -246,7 +246,7 @@ func TestGet(t *testing.T) {
 	if _, err := f.svc.Get(bg, stranger, r.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
 		t.Fatalf("a stranger: %v", err)
 	}
-	if c := f.authz.Last(); c.Action != kernel.ActRunRead || c.Resource.Kind != kernel.ResRun || c.Resource.OwnerID != invoker.ID {
+	if c := f.authz.Last(); c.Action != runs.ActRunRead || c.Resource.Kind != kernel.ResRun || c.Resource.OwnerID != invoker.ID {
 		t.Fatalf("decided %+v", c)
 	}
 	if _, err := f.svc.Get(bg, viewer, kernel.NewID()); !kernel.IsCode(err, kernel.CodeNotFound) {

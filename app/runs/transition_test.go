@@ -32,8 +32,8 @@ func TestStatus(t *testing.T) {
 
 // TestNext is the table of every (state, trigger) pair: the lifecycle of docs/runs.md as a function.
 func TestNext(t *testing.T) {
-	const (
-		ok       = kernel.Code("")
+	var (
+		ok       = kernel.Code{}
 		ended    = CodeRunEnded
 		started  = CodeAlreadyStarted
 		conflict = kernel.CodeConflict
@@ -147,7 +147,7 @@ func TestNext(t *testing.T) {
 		if row.want.code == ok {
 			name += fmt.Sprintf(" makes it %s", row.want.to)
 		} else {
-			name += " is refused with " + string(row.want.code)
+			name += " is refused with " + row.want.code.String()
 		}
 		t.Run(name, func(t *testing.T) {
 			to, reason, err := Next(row.from, row.trigger)
@@ -186,8 +186,8 @@ func TestNextReasons(t *testing.T) {
 		want    Reason
 		code    kernel.Code
 	}{
-		{"Fail keeps the agent's own reason", Fail("tool_crashed"), "tool_crashed", ""},
-		{"Fail takes a reason of 64 bytes", Fail(Reason("a" + strings.Repeat("1", 63))), Reason("a" + strings.Repeat("1", 63)), ""},
+		{"Fail keeps the agent's own reason", Fail("tool_crashed"), "tool_crashed", kernel.Code{}},
+		{"Fail takes a reason of 64 bytes", Fail(Reason("a" + strings.Repeat("1", 63))), Reason("a" + strings.Repeat("1", 63)), kernel.Code{}},
 		{"Fail refuses a reason of 65 bytes", Fail(Reason(strings.Repeat("a", 65))), "", kernel.CodeValidation},
 		{"Fail refuses a reason with capitals", Fail("ToolCrashed"), "", kernel.CodeValidation},
 		{"Fail refuses a reason with a space", Fail("tool crashed"), "", kernel.CodeValidation},
@@ -198,8 +198,8 @@ func TestNextReasons(t *testing.T) {
 		{"Fail refuses cancel_timeout", Fail(ReasonCancelTimeout), "", kernel.CodeValidation},
 		{"Fail refuses agent_disabled", Fail(ReasonAgentDisabled), "", kernel.CodeValidation},
 		{"Fail refuses permission_revoked", Fail(ReasonPermissionRevoked), "", kernel.CodeValidation},
-		{"Fail takes agent_error spelt out", Fail(ReasonAgentError), ReasonAgentError, ""},
-		{"Abort keeps permission_revoked", Abort(ReasonPermissionRevoked), ReasonPermissionRevoked, ""},
+		{"Fail takes agent_error spelt out", Fail(ReasonAgentError), ReasonAgentError, kernel.Code{}},
+		{"Abort keeps permission_revoked", Abort(ReasonPermissionRevoked), ReasonPermissionRevoked, kernel.Code{}},
 		{"Abort without a reason is a fault of the server", Abort(""), "", kernel.CodeInternal},
 		{"Abort with a malformed reason is a fault of the server", Abort("Agent Disabled"), "", kernel.CodeInternal},
 		{"the zero trigger is a fault of the server", Trigger{}, "", kernel.CodeInternal},
@@ -207,7 +207,7 @@ func TestNextReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			to, reason, err := Next(StatusRunning, tt.trigger)
-			if tt.code == "" {
+			if tt.code == (kernel.Code{}) {
 				if err != nil || to != StatusFailed || reason != tt.want {
 					t.Fatalf("got %s (%q), %v", to, reason, err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"bothy.dev/bothy/app/agents"
+	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 )
@@ -71,7 +72,7 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 		}
 		if id != operator {
 			if !askedInvoke {
-				if mayInvoke, err = s.allowed(ctx, ev.Author, kernel.ActAgentInvoke, channel); err != nil {
+				if mayInvoke, err = s.allowed(ctx, ev.Author, ActAgentInvoke, channel); err != nil {
 					return err
 				}
 				askedInvoke = true
@@ -85,7 +86,7 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 			refused = worse(refused, TriggerAgentDisabled)
 			continue
 		}
-		reads, err := s.allowed(ctx, kernel.Actor{ID: id, Kind: kernel.KindAgent}, kernel.ActChannelRead, channel)
+		reads, err := s.allowed(ctx, kernel.Actor{ID: id, Kind: kernel.KindAgent}, chat.ActChannelRead, channel)
 		if err != nil {
 			return err
 		}
@@ -120,7 +121,7 @@ func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePoste
 func (s *Service) allowed(ctx context.Context, actor kernel.Actor, action kernel.Action, r kernel.Resource) (bool, error) {
 	err := s.authz.Authorize(ctx, actor, action, r)
 	switch kernel.CodeOf(err) {
-	case "":
+	case kernel.Code{}:
 		return true, nil
 	case kernel.CodeNotFound, kernel.CodeForbidden, kernel.CodeUnauthenticated:
 		return false, nil

@@ -85,7 +85,7 @@ func New(store Store, az kernel.Authorizer, clock kernel.Clock) *Service {
 // ones as zero) and the database size (instance.stats.read, owners only).
 // Errors: unauthenticated, forbidden.
 func (s *Service) Overview(ctx context.Context, actor kernel.Actor) (Overview, error) {
-	if err := s.authz.Authorize(ctx, actor, kernel.ActStatsRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
+	if err := s.authz.Authorize(ctx, actor, ActStatsRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
 		return Overview{}, err
 	}
 	totals, err := s.store.Counts(ctx)

@@ -55,7 +55,7 @@ func TestOverview(t *testing.T) {
 				t.Errorf("hour %d (%v): %+v, want %+v", i, h.Start, h.HourCount, want[i])
 			}
 		}
-		if ov.Counts.People != 2 || ov.Database.WAL != 8192 || az.Last().Action != kernel.ActStatsRead {
+		if ov.Counts.People != 2 || ov.Database.WAL != 8192 || az.Last().Action != ActStatsRead {
 			t.Fatalf("%+v, decided %+v", ov, az.Last())
 		}
 	})

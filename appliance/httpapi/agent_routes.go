@@ -33,13 +33,13 @@ type createdAgentView struct {
 func AgentRoutes(svc AgentUseCases) []Route {
 	rt := agentRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: kernel.ActAgentCreate, Secret: true, Handler: withBody(rt.createAgent)},
-		{Method: http.MethodGet, Pattern: "/api/v1/agents", Action: kernel.ActAgentRead, Handler: rt.listAgents},
-		{Method: http.MethodGet, Pattern: "/api/v1/agents/{id}", Action: kernel.ActAgentRead, Handler: withID(rt.getAgent)},
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/disable", Action: kernel.ActAgentDisable, Handler: withID(rt.disableAgent)},
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/enable", Action: kernel.ActAgentEnable, Handler: withID(rt.enableAgent)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents", Action: agents.ActAgentCreate, Secret: true, Handler: withBody(rt.createAgent)},
+		{Method: http.MethodGet, Pattern: "/api/v1/agents", Action: agents.ActAgentRead, Handler: rt.listAgents},
+		{Method: http.MethodGet, Pattern: "/api/v1/agents/{id}", Action: agents.ActAgentRead, Handler: withID(rt.getAgent)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/disable", Action: agents.ActAgentDisable, Handler: withID(rt.disableAgent)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/enable", Action: agents.ActAgentEnable, Handler: withID(rt.enableAgent)},
 		// A new token for the agent, its others revoked: shown once, like at creation.
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/token", Action: kernel.ActAgentTokenReset, Secret: true, Handler: withID(rt.resetToken)},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/{id}/token", Action: agents.ActAgentTokenReset, Secret: true, Handler: withID(rt.resetToken)},
 	}
 }
 

@@ -78,19 +78,19 @@ func keysetPage(r *Request) (chat.Page, error) {
 func ChatRoutes(c ChatUseCases) []Route {
 	rt := chatRoutes{c: c}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceCreate, Handler: withBody(rt.createSpace)},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces", Action: kernel.ActSpaceRead, Handler: rt.listSpaces},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceRead, Handler: withID(rt.getSpace)},
-		{Method: http.MethodPatch, Pattern: "/api/v1/spaces/{id}", Action: kernel.ActSpaceUpdate, Handler: withIDBody(rt.updateSpace)},
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelCreate, Handler: withIDBody(rt.createChannel)},
-		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}/channels", Action: kernel.ActChannelRead, Handler: withID(rt.listChannels)},
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelRead, Handler: withID(rt.getChannel)},
-		{Method: http.MethodPatch, Pattern: "/api/v1/channels/{id}", Action: kernel.ActChannelUpdate, Handler: withIDBody(rt.updateChannel)},
-		{Method: http.MethodPut, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: withIDBody(rt.setOperator)},
-		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/operator", Action: kernel.ActChannelOperatorSet, Handler: withID(rt.clearOperator)},
-		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: kernel.ActSpaceUpdate, Handler: withID(rt.archiveSpace)},
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: kernel.ActChannelUpdate, Handler: withID(rt.archiveChannel)},
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadRead, Handler: withID(rt.listThreads)},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces", Action: chat.ActSpaceCreate, Handler: withBody(rt.createSpace)},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces", Action: chat.ActSpaceRead, Handler: rt.listSpaces},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}", Action: chat.ActSpaceRead, Handler: withID(rt.getSpace)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/spaces/{id}", Action: chat.ActSpaceUpdate, Handler: withIDBody(rt.updateSpace)},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/channels", Action: chat.ActChannelCreate, Handler: withIDBody(rt.createChannel)},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{id}/channels", Action: chat.ActChannelRead, Handler: withID(rt.listChannels)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}", Action: chat.ActChannelRead, Handler: withID(rt.getChannel)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/channels/{id}", Action: chat.ActChannelUpdate, Handler: withIDBody(rt.updateChannel)},
+		{Method: http.MethodPut, Pattern: "/api/v1/channels/{id}/operator", Action: chat.ActChannelOperatorSet, Handler: withIDBody(rt.setOperator)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/operator", Action: chat.ActChannelOperatorSet, Handler: withID(rt.clearOperator)},
+		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: chat.ActSpaceUpdate, Handler: withID(rt.archiveSpace)},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: chat.ActChannelUpdate, Handler: withID(rt.archiveChannel)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: chat.ActThreadRead, Handler: withID(rt.listThreads)},
 	}
 }
 

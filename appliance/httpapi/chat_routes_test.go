@@ -53,7 +53,7 @@ func (a *chatAuthz) Authorize(ctx context.Context, actor kernel.Actor, action ke
 		return kernel.ErrNotFound
 	}
 	switch action {
-	case kernel.ActSpaceRead, kernel.ActChannelRead, kernel.ActThreadRead, kernel.ActMessageRead, kernel.ActRevisionsRead, kernel.ActEventsCatchUp:
+	case chat.ActSpaceRead, chat.ActChannelRead, chat.ActThreadRead, messaging.ActMessageRead, messaging.ActRevisionsRead, catchup.ActEventsCatchUp:
 	default:
 		if a.readers[actor.ID] {
 			return kernel.Errorf(kernel.CodeForbidden, "read only")

@@ -29,8 +29,8 @@ type consumerPageJSON struct {
 func ConsumerRoutes(s ConsumerUseCases) []Route {
 	rt := consumerRoutes{s: s}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/agents/me/events", Action: kernel.ActAgentConsume, Handler: rt.poll},
-		{Method: http.MethodPost, Pattern: "/api/v1/agents/me/ack", Action: kernel.ActAgentConsume, Handler: withBody(rt.ack)},
+		{Method: http.MethodGet, Pattern: "/api/v1/agents/me/events", Action: catchup.ActAgentConsume, Handler: rt.poll},
+		{Method: http.MethodPost, Pattern: "/api/v1/agents/me/ack", Action: catchup.ActAgentConsume, Handler: withBody(rt.ack)},
 	}
 }
 

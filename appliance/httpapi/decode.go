@@ -141,14 +141,14 @@ func jsonType(kind string) string {
 // checkContentType accepts application/json (with any charset parameter that names UTF-8).
 func checkContentType(ct string) error {
 	if ct == "" {
-		return kernel.Errorf(kernel.CodeUnsupportedMedia, "send the body as application/json")
+		return kernel.Errorf(CodeUnsupportedMedia, "send the body as application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return kernel.Errorf(kernel.CodeUnsupportedMedia, "send the body as application/json")
+		return kernel.Errorf(CodeUnsupportedMedia, "send the body as application/json")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return kernel.Errorf(kernel.CodeUnsupportedMedia, "the body must be UTF-8")
+		return kernel.Errorf(CodeUnsupportedMedia, "the body must be UTF-8")
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ type eventPageJSON struct {
 func EventRoutes(s CatchUpUseCase) []Route {
 	rt := eventRoutes{s: s}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/events", Action: kernel.ActEventsCatchUp, Handler: rt.catchUp},
+		{Method: http.MethodGet, Pattern: "/api/v1/events", Action: catchup.ActEventsCatchUp, Handler: rt.catchUp},
 	}
 }
 

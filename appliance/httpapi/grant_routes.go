@@ -34,9 +34,9 @@ func viewGrant(g authz.Grant) grantView {
 func GrantRoutes(az GrantUseCases) []Route {
 	rt := grantRoutes{az: az}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantCreate, Handler: withIDBody(rt.createGrant)},
-		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/grants", Action: kernel.ActGrantRead, Handler: withID(rt.listGrants)},
-		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/grants/{principal_id}", Action: kernel.ActGrantRevoke, Handler: withID(rt.revokeGrant)},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/grants", Action: authz.ActGrantCreate, Handler: withIDBody(rt.createGrant)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/grants", Action: authz.ActGrantRead, Handler: withID(rt.listGrants)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/channels/{id}/grants/{principal_id}", Action: authz.ActGrantRevoke, Handler: withID(rt.revokeGrant)},
 	}
 }
 

@@ -61,7 +61,7 @@ func (i *Idempotency) serve(req *Request, key string, route *Route, checks *kern
 		}
 		if found {
 			if rec.Fingerprint != fp {
-				return kernel.Errorf(kernel.CodeIdempotencyKeyReuse, "this Idempotency-Key was used with another request")
+				return kernel.Errorf(CodeIdempotencyKeyReuse, "this Idempotency-Key was used with another request")
 			}
 			status, out, replayed = rec.Status, rec.Body, true
 			return nil

@@ -80,24 +80,24 @@ type sessionView struct {
 func IdentityRoutes(svc IdentityUseCases) []Route {
 	rt := identityRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/setup", Action: kernel.ActInstanceBootstrap, Public: true, Handler: withBody(rt.setup)},
-		{Method: http.MethodPost, Pattern: "/api/v1/auth/login", Action: kernel.ActLogin, Public: true, Handler: withBody(rt.login)},
-		{Method: http.MethodPost, Pattern: "/api/v1/auth/logout", Action: kernel.ActLogout, Handler: rt.logout},
-		{Method: http.MethodGet, Pattern: "/api/v1/me", Action: kernel.ActSelfRead, Handler: rt.me},
+		{Method: http.MethodPost, Pattern: "/api/v1/setup", Action: identity.ActInstanceBootstrap, Public: true, Handler: withBody(rt.setup)},
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/login", Action: identity.ActLogin, Public: true, Handler: withBody(rt.login)},
+		{Method: http.MethodPost, Pattern: "/api/v1/auth/logout", Action: identity.ActLogout, Handler: rt.logout},
+		{Method: http.MethodGet, Pattern: "/api/v1/me", Action: identity.ActSelfRead, Handler: rt.me},
 		// A person changes their own password with the current one; their other sessions end.
 		// The body holds passwords: like every handler here, it is never logged.
-		{Method: http.MethodPost, Pattern: "/api/v1/me/password", Action: kernel.ActSelfPassword, Password: true, Handler: withBody(rt.changePassword)},
-		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: kernel.ActUserCreate, Password: true, Handler: withBody(rt.createUser)},
+		{Method: http.MethodPost, Pattern: "/api/v1/me/password", Action: identity.ActSelfPassword, Password: true, Handler: withBody(rt.changePassword)},
+		{Method: http.MethodPost, Pattern: "/api/v1/users", Action: identity.ActUserCreate, Password: true, Handler: withBody(rt.createUser)},
 		// GET /users takes the optional keyset ?after=<id>&limit=<n> (default 500, the maximum).
-		{Method: http.MethodGet, Pattern: "/api/v1/users", Action: kernel.ActUserRead, Handler: rt.listUsers},
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/disable", Action: kernel.ActUserDisable, Handler: withID(rt.disableUser)},
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/enable", Action: kernel.ActUserEnable, Handler: withID(rt.enableUser)},
+		{Method: http.MethodGet, Pattern: "/api/v1/users", Action: identity.ActUserRead, Handler: rt.listUsers},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/disable", Action: identity.ActUserDisable, Handler: withID(rt.disableUser)},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/enable", Action: identity.ActUserEnable, Handler: withID(rt.enableUser)},
 		// An owner sets a person's password; the person's sessions end. The body holds a
 		// password: like every handler here, it is never logged.
-		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: kernel.ActUserPasswordReset, Password: true, Handler: withIDBody(rt.resetPassword)},
-		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: kernel.ActTokenCreate, Secret: true, Handler: withBody(rt.createToken)},
-		{Method: http.MethodGet, Pattern: "/api/v1/tokens", Action: kernel.ActTokenList, Handler: rt.listTokens},
-		{Method: http.MethodDelete, Pattern: "/api/v1/tokens/{id}", Action: kernel.ActTokenRevoke, Handler: withID(rt.revokeToken)},
+		{Method: http.MethodPost, Pattern: "/api/v1/users/{id}/password", Action: identity.ActUserPasswordReset, Password: true, Handler: withIDBody(rt.resetPassword)},
+		{Method: http.MethodPost, Pattern: "/api/v1/tokens", Action: identity.ActTokenCreate, Secret: true, Handler: withBody(rt.createToken)},
+		{Method: http.MethodGet, Pattern: "/api/v1/tokens", Action: identity.ActTokenList, Handler: rt.listTokens},
+		{Method: http.MethodDelete, Pattern: "/api/v1/tokens/{id}", Action: identity.ActTokenRevoke, Handler: withID(rt.revokeToken)},
 	}
 }
 

@@ -20,8 +20,8 @@ var _ InstanceUseCases = (*instance.Service)(nil)
 func InstanceRoutes(svc InstanceUseCases) []Route {
 	rt := instanceRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/instance", Action: kernel.ActInstanceRead, Handler: rt.settings},
-		{Method: http.MethodPut, Pattern: "/api/v1/instance", Action: kernel.ActInstanceUpdate, Handler: withBody(rt.rename)},
+		{Method: http.MethodGet, Pattern: "/api/v1/instance", Action: instance.ActInstanceRead, Handler: rt.settings},
+		{Method: http.MethodPut, Pattern: "/api/v1/instance", Action: instance.ActInstanceUpdate, Handler: withBody(rt.rename)},
 	}
 }
 

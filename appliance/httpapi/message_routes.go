@@ -143,19 +143,19 @@ type threadWithMessage struct {
 func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 	rt := messageRoutes{m: m, tokens: tokens}
 	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: kernel.ActThreadCreate, Handler: withIDBody(rt.createThread)},
+		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/threads", Action: chat.ActThreadCreate, Handler: withIDBody(rt.createThread)},
 		// A reply under a message of a channel: 201 when it started the message's thread, 200
 		// when it went into the thread the message had (or repeated a client_msg_id), with the
 		// thread and the reply, as a new thread answers.
-		{Method: http.MethodPost, Pattern: "/api/v1/messages/{id}/thread", Action: kernel.ActThreadCreate, Handler: withIDBody(rt.reply)},
-		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageCreate, Handler: withIDBody(rt.createMessage)},
-		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/messages", Action: kernel.ActMessageRead, Handler: withID(rt.listMessages)},
-		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageRead, Handler: withID(rt.getMessage)},
-		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageUpdate, Handler: withIDBody(rt.editMessage)},
-		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: kernel.ActMessageDelete, Handler: withID(rt.deleteMessage)},
-		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: kernel.ActRevisionsRead, Handler: withID(rt.listRevisions)},
-		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionAdd, Handler: withID(rt.addReaction)},
-		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: kernel.ActReactionRemove, Handler: withID(rt.removeReaction)},
+		{Method: http.MethodPost, Pattern: "/api/v1/messages/{id}/thread", Action: chat.ActThreadCreate, Handler: withIDBody(rt.reply)},
+		{Method: http.MethodPost, Pattern: "/api/v1/threads/{id}/messages", Action: messaging.ActMessageCreate, Handler: withIDBody(rt.createMessage)},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/messages", Action: messaging.ActMessageRead, Handler: withID(rt.listMessages)},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}", Action: messaging.ActMessageRead, Handler: withID(rt.getMessage)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/messages/{id}", Action: messaging.ActMessageUpdate, Handler: withIDBody(rt.editMessage)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}", Action: messaging.ActMessageDelete, Handler: withID(rt.deleteMessage)},
+		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: messaging.ActRevisionsRead, Handler: withID(rt.listRevisions)},
+		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: messaging.ActReactionAdd, Handler: withID(rt.addReaction)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: messaging.ActReactionRemove, Handler: withID(rt.removeReaction)},
 	}
 }
 

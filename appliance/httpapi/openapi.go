@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -23,7 +24,7 @@ func OpenAPIDocument() []byte { return append([]byte(nil), openAPIDocument...) }
 func OpenAPIRoutes(az kernel.Authorizer) []Route {
 	rt := openAPIRoutes{az: az}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/openapi.json", Action: kernel.ActDiscoveryRead, Public: true, Handler: rt.document},
+		{Method: http.MethodGet, Pattern: "/api/v1/openapi.json", Action: instance.ActDiscoveryRead, Public: true, Handler: rt.document},
 	}
 }
 
@@ -31,7 +32,7 @@ func OpenAPIRoutes(az kernel.Authorizer) []Route {
 type openAPIRoutes struct{ az kernel.Authorizer }
 
 func (rt openAPIRoutes) document(r *Request) (int, any, error) {
-	if err := rt.az.Authorize(r.Context(), r.Actor, kernel.ActDiscoveryRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
+	if err := rt.az.Authorize(r.Context(), r.Actor, instance.ActDiscoveryRead, kernel.Resource{Kind: kernel.ResInstance}); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, json.RawMessage(openAPIDocument), nil

@@ -5,57 +5,58 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"bothy.dev/bothy/app/kernel"
-	"bothy.dev/bothy/app/messaging"
-	"bothy.dev/bothy/app/runs"
 )
 
-// codeRequestTimeout answers a body that did not arrive within http.body_read_timeout; only
-// the HTTP adapter meets it.
-const codeRequestTimeout kernel.Code = "request_timeout"
+// The codes only the HTTP adapter returns.
+var (
+	// codeRequestTimeout answers a body that did not arrive within http.body_read_timeout.
+	codeRequestTimeout = kernel.NewCode("request_timeout", kernel.ClassTimeout)
+	// CodeUnsupportedMedia answers a body that is not JSON.
+	CodeUnsupportedMedia = kernel.NewCode("unsupported_media_type", kernel.ClassUnsupportedMedia)
+	// CodeRequestInProgress answers a repeated Idempotency-Key whose first request has not
+	// finished.
+	CodeRequestInProgress = kernel.NewCode("request_in_progress", kernel.ClassConflict)
+	// CodeIdempotencyKeyReuse answers an Idempotency-Key used before for another request.
+	CodeIdempotencyKeyReuse = kernel.NewCode("idempotency_key_reuse", kernel.ClassUnprocessable)
+	// CodeSetupRequired answers a request to an instance that has no owner yet.
+	CodeSetupRequired = kernel.NewCode("setup_required", kernel.ClassUnavailable)
+)
 
-// statusOf maps a public error code to its HTTP status: the one place that does, so a code means the same status on every route.
+// statusOf maps an error code to its HTTP status by the code's class: the one place that does,
+// so a code means the same status on every route, whichever module declares it.
 func statusOf(code kernel.Code) int {
-	switch code {
-	case kernel.CodeValidation, kernel.CodeMalformedRequest, kernel.CodeCursorInvalid:
+	switch code.Class() {
+	case kernel.ClassInvalid:
 		return http.StatusBadRequest
-	case kernel.CodeUnauthenticated:
+	case kernel.ClassUnauthenticated:
 		return http.StatusUnauthorized
-	case kernel.CodeForbidden:
+	case kernel.ClassForbidden:
 		return http.StatusForbidden
-	case kernel.CodeNotFound:
+	case kernel.ClassNotFound:
 		return http.StatusNotFound
-	case kernel.CodeMethodNotAllowed:
+	case kernel.ClassMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case kernel.CodeConflict, kernel.CodeRequestInProgress, kernel.CodeLastOwner, kernel.CodeSetupComplete:
-		return http.StatusConflict
-	// A thread under a message that is itself in a thread: the message's place conflicts with
-	// the request, which a client fixes by answering in that thread.
-	case messaging.CodeNotInMainThread:
-		return http.StatusConflict
-	case kernel.CodeMessageDeleted:
-		return http.StatusGone
-	case kernel.CodePreconditionFailed:
-		return http.StatusPreconditionFailed
-	case kernel.CodePayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case kernel.CodeUnsupportedMedia:
-		return http.StatusUnsupportedMediaType
-	case codeRequestTimeout:
+	case kernel.ClassTimeout:
 		return http.StatusRequestTimeout
-	case kernel.CodeIdempotencyKeyReuse:
-		return http.StatusUnprocessableEntity
-	case kernel.CodeRateLimited:
-		return http.StatusTooManyRequests
-	case kernel.CodeUnavailable, kernel.CodeSetupRequired:
-		return http.StatusServiceUnavailable
-	// The codes of runs: a run that has started or ended, or a patch out of turn, conflicts with
-	// the run's state; an invocation token that fails is a failed authentication.
-	case runs.CodeAlreadyStarted, runs.CodeRunEnded, runs.CodeRunVersionConflict:
+	case kernel.ClassConflict:
 		return http.StatusConflict
-	case runs.CodeInvocationTokenInvalid, runs.CodeInvocationTokenExpired:
-		return http.StatusUnauthorized
+	case kernel.ClassGone:
+		return http.StatusGone
+	case kernel.ClassPrecondition:
+		return http.StatusPreconditionFailed
+	case kernel.ClassTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case kernel.ClassUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case kernel.ClassUnprocessable:
+		return http.StatusUnprocessableEntity
+	case kernel.ClassRateLimited:
+		return http.StatusTooManyRequests
+	case kernel.ClassUnavailable:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
@@ -79,17 +80,16 @@ func problemFor(err error) (Problem, *kernel.Error) {
 		switch {
 		case errors.Is(err, errDeadline):
 			ke = kernel.Errorf(kernel.CodeUnavailable, "the request took too long")
-			ke.RetryAfterSeconds = 1
 		default:
 			ke = &kernel.Error{Code: kernel.CodeInternal, Message: "internal error"}
 		}
 	}
 	st := statusOf(ke.Code)
 	return Problem{
-		Type:   "https://bothy.dev/problems/" + string(ke.Code),
+		Type:   "https://bothy.dev/problems/" + ke.Code.String(),
 		Title:  http.StatusText(st),
 		Status: st,
-		Code:   string(ke.Code),
+		Code:   ke.Code.String(),
 		Detail: ke.Message,
 		Field:  ke.Field,
 	}, ke
@@ -100,12 +100,10 @@ func writeProblem(w http.ResponseWriter, err error, correlationID string) int {
 	p.CorrelationID = correlationID
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
-	if ke.RetryAfterSeconds > 0 || ke.Code == kernel.CodeUnavailable || ke.Code == kernel.CodeRateLimited {
-		ra := ke.RetryAfterSeconds
-		if ra <= 0 {
-			ra = 1
-		}
-		h.Set("Retry-After", strconv.Itoa(ra))
+	// A wait the error advises, rounded up to whole seconds; a client told to try later
+	// without one waits a second.
+	if after := kernel.RetryAfterOf(err); after > 0 || ke.Code.Class() == kernel.ClassUnavailable || ke.Code.Class() == kernel.ClassRateLimited {
+		h.Set("Retry-After", strconv.Itoa(max(1, int((after+time.Second-1)/time.Second))))
 	}
 	w.WriteHeader(p.Status)
 	b, _ := json.Marshal(p)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/kernel/kerneltest"
 )
@@ -58,7 +59,7 @@ func testRouter(t *testing.T) (*Router, *int) {
 	calls := 0
 	rt := NewRouter(fakeAuth{}, NewIdempotency(&memUOW{}, &memIdem{recs: map[string]kernel.IdempotencyRecord{}}), Options{MaxBodyBytes: 1024, MaxJSONDepth: 4})
 	rt.Handle(
-		Route{Method: "POST", Pattern: "/api/v1/things", Action: kernel.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
+		Route{Method: "POST", Pattern: "/api/v1/things", Action: chat.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
 			var in struct {
 				Name  string `json:"name"`
 				Count int    `json:"count"`
@@ -66,17 +67,17 @@ func testRouter(t *testing.T) (*Router, *int) {
 			if err := r.Decode(&in); err != nil {
 				return 0, nil, err
 			}
-			kernel.RecordCheck(r.Context(), kernel.ActSpaceCreate)
+			kernel.RecordCheck(r.Context(), chat.ActSpaceCreate)
 			calls++
 			return 201, map[string]any{"name": in.Name, "n": calls}, nil
 		}},
-		Route{Method: "GET", Pattern: "/api/v1/things", Action: kernel.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
+		Route{Method: "GET", Pattern: "/api/v1/things", Action: chat.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
 			return 200, map[string]any{"items": []string{}}, nil // forgets to authorize
 		}},
-		Route{Method: "GET", Pattern: "/api/v1/boom", Action: kernel.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
+		Route{Method: "GET", Pattern: "/api/v1/boom", Action: chat.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
 			panic("secret internals")
 		}},
-		Route{Method: "GET", Pattern: "/api/v1/denied", Action: kernel.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
+		Route{Method: "GET", Pattern: "/api/v1/denied", Action: chat.ActSpaceRead, Handler: func(r *Request) (int, any, error) {
 			return 0, nil, kernel.ErrNotFound // errors pass without a check
 		}},
 	)
@@ -302,13 +303,13 @@ func TestRequestBodies(t *testing.T) {
 		if err := r.Decode(&in); err != nil {
 			return 0, nil, err
 		}
-		kernel.RecordCheck(r.Context(), kernel.ActSpaceCreate)
+		kernel.RecordCheck(r.Context(), chat.ActSpaceCreate)
 		return 201, map[string]any{"name": in.Name}, nil
 	}
 	rt.Handle(
-		Route{Method: "POST", Pattern: "/api/v1/things", Action: kernel.ActSpaceCreate, Handler: decodeName},
-		Route{Method: "POST", Pattern: "/api/v1/login", Action: kernel.ActSpaceCreate, Public: true, Handler: decodeName},
-		Route{Method: "POST", Pattern: "/api/v1/slow", Action: kernel.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
+		Route{Method: "POST", Pattern: "/api/v1/things", Action: chat.ActSpaceCreate, Handler: decodeName},
+		Route{Method: "POST", Pattern: "/api/v1/login", Action: chat.ActSpaceCreate, Public: true, Handler: decodeName},
+		Route{Method: "POST", Pattern: "/api/v1/slow", Action: chat.ActSpaceCreate, Handler: func(r *Request) (int, any, error) {
 			time.Sleep(3 * timeout) // works long after its body came
 			if err := r.Context().Err(); err != nil {
 				return 0, nil, err

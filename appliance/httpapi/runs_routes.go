@@ -33,15 +33,15 @@ var _ RunUseCases = (*runs.Service)(nil)
 func RunRoutes(svc RunUseCases) []Route {
 	rt := runRoutes{svc: svc}
 	return []Route{
-		{Method: http.MethodGet, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: withID(rt.getRun)},
-		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/runs", Action: kernel.ActRunRead, Handler: withID(rt.listThreadRuns)},
+		{Method: http.MethodGet, Pattern: "/api/v1/runs/{id}", Action: runs.ActRunRead, Handler: withID(rt.getRun)},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}/runs", Action: runs.ActRunRead, Handler: withID(rt.listThreadRuns)},
 		// The answer is the run: cancelled at once when it was queued, still running with
 		// cancel_requested_at set when its agent holds it (the agent confirms).
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/cancel", Action: kernel.ActRunCancel, Handler: withID(rt.cancelRun)},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/start", Action: kernel.ActRunRead, Handler: withID(rt.startRun)},
-		{Method: http.MethodPatch, Pattern: "/api/v1/runs/{id}", Action: kernel.ActRunRead, Handler: withIDBody(rt.patchRun)},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/finish", Action: kernel.ActRunRead, Handler: withIDBody(rt.finishRun)},
-		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/token", Action: kernel.ActRunRead, Handler: withID(rt.renewToken)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/cancel", Action: runs.ActRunCancel, Handler: withID(rt.cancelRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/start", Action: runs.ActRunRead, Handler: withID(rt.startRun)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/runs/{id}", Action: runs.ActRunRead, Handler: withIDBody(rt.patchRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/finish", Action: runs.ActRunRead, Handler: withIDBody(rt.finishRun)},
+		{Method: http.MethodPost, Pattern: "/api/v1/runs/{id}/token", Action: runs.ActRunRead, Handler: withID(rt.renewToken)},
 	}
 }
 

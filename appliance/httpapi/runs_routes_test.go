@@ -261,16 +261,28 @@ func TestAgentRunRoutes(t *testing.T) {
 	})
 }
 
-// The codes of runs map to their statuses in the one place that maps codes.
-func TestRunProblemStatuses(t *testing.T) {
+// Every code answers the status of its class, whichever module declares it: the one place
+// that maps codes is the class.
+func TestProblemStatuses(t *testing.T) {
 	for code, want := range map[kernel.Code]int{
+		kernel.CodeValidation: http.StatusBadRequest, kernel.CodeMalformedRequest: http.StatusBadRequest,
+		kernel.CodeCursorInvalid: http.StatusBadRequest, kernel.CodeUnauthenticated: http.StatusUnauthorized,
+		kernel.CodeForbidden: http.StatusForbidden, kernel.CodeNotFound: http.StatusNotFound,
+		kernel.CodeMethodNotAllowed: http.StatusMethodNotAllowed, kernel.CodeConflict: http.StatusConflict,
+		kernel.CodePreconditionFailed: http.StatusPreconditionFailed, kernel.CodePayloadTooLarge: http.StatusRequestEntityTooLarge,
+		kernel.CodeRateLimited: http.StatusTooManyRequests, kernel.CodeInternal: http.StatusInternalServerError,
+		kernel.CodeUnavailable:       http.StatusServiceUnavailable,
+		httpapi.CodeUnsupportedMedia: http.StatusUnsupportedMediaType, httpapi.CodeRequestInProgress: http.StatusConflict,
+		httpapi.CodeIdempotencyKeyReuse: http.StatusUnprocessableEntity, httpapi.CodeSetupRequired: http.StatusServiceUnavailable,
+		identity.CodeLastOwner: http.StatusConflict, identity.CodeSetupComplete: http.StatusConflict,
+		messaging.CodeMessageDeleted: http.StatusGone, messaging.CodeNotInMainThread: http.StatusConflict,
 		runs.CodeAlreadyStarted: http.StatusConflict, runs.CodeRunEnded: http.StatusConflict,
 		runs.CodeRunVersionConflict: http.StatusConflict, runs.CodeInvocationTokenInvalid: http.StatusUnauthorized,
-		runs.CodeInvocationTokenExpired: http.StatusUnauthorized, kernel.CodePreconditionFailed: http.StatusPreconditionFailed,
+		runs.CodeInvocationTokenExpired: http.StatusUnauthorized,
 	} {
-		t.Run(string(code), func(t *testing.T) {
+		t.Run(code.String(), func(t *testing.T) {
 			rt := httpapi.NewRouter(chatAuthn{"a": {ID: kernel.NewID(), Kind: kernel.KindPerson}}, nil, httpapi.Options{})
-			rt.Handle(httpapi.Route{Method: "GET", Pattern: "/x", Action: kernel.ActSelfRead, Handler: func(r *httpapi.Request) (int, any, error) {
+			rt.Handle(httpapi.Route{Method: "GET", Pattern: "/x", Action: identity.ActSelfRead, Handler: func(r *httpapi.Request) (int, any, error) {
 				return 0, nil, kernel.Errorf(code, "no")
 			}})
 			req, _ := http.NewRequest("GET", "/x", nil)

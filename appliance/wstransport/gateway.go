@@ -157,10 +157,10 @@ func headerHas(h http.Header, name, token string) bool {
 // application/problem+json like every other error of the API.
 func writeProblem(w http.ResponseWriter, status int, code kernel.Code, detail string) {
 	b, _ := json.Marshal(map[string]any{
-		"type":           "https://bothy.dev/problems/" + string(code),
+		"type":           "https://bothy.dev/problems/" + code.String(),
 		"title":          http.StatusText(status),
 		"status":         status,
-		"code":           code,
+		"code":           code.String(),
 		"detail":         detail,
 		"correlation_id": w.Header().Get("Correlation-Id"),
 	})

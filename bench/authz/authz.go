@@ -20,6 +20,7 @@ import (
 
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/bench/internal/measure"
 )
 
@@ -154,7 +155,7 @@ func (in *Instance) Sample(ctx context.Context, n int) ([]time.Duration, error) 
 	for i := range out {
 		r := &in.Reads[i%len(in.Reads)]
 		t0 := time.Now()
-		err := d.Authorize(ctx, r.Actor, kernel.ActMessageRead, r.Resource)
+		err := d.Authorize(ctx, r.Actor, messaging.ActMessageRead, r.Resource)
 		out[i] = time.Since(t0)
 		if err != nil {
 			return nil, fmt.Errorf("authzbench: read %d refused: %w", i, err)

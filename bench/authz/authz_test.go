@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/bench/internal/measure"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkAuthorizeWarm(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			r := &in.Reads[i%len(in.Reads)]
-			if err := d.Authorize(ctx, r.Actor, kernel.ActMessageRead, r.Resource); err != nil {
+			if err := d.Authorize(ctx, r.Actor, messaging.ActMessageRead, r.Resource); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -81,7 +81,7 @@ func BenchmarkAuthorizeWarmParallel(b *testing.B) {
 		i := int(time.Now().UnixNano()) & 0xffff
 		for pb.Next() {
 			r := &in.Reads[i%len(in.Reads)]
-			if err := d.Authorize(ctx, r.Actor, kernel.ActMessageRead, r.Resource); err != nil {
+			if err := d.Authorize(ctx, r.Actor, messaging.ActMessageRead, r.Resource); err != nil {
 				b.Error(err)
 				return
 			}
