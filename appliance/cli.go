@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -109,6 +110,9 @@ type flags struct {
 	*flag.FlagSet
 	c    *cli
 	help string // what the command does, its arguments and its own exit codes
+	// subs are the subcommands of a command called without one of them (newSubFlags): parse
+	// refuses the call.
+	subs []string
 }
 
 func (c *cli) newFlags(name, help string) *flags {
@@ -119,8 +123,20 @@ func (c *cli) newFlags(name, help string) *flags {
 	return f
 }
 
-// parse parses args. done reports that the command should return code at once (help or a
-// usage error).
+// newSubFlags is newFlags for a command whose first argument names one of subs: it takes
+// that subcommand off args, and names the flag set after both. Without one of subs, parse
+// refuses the call once it has the flags (so that --help still answers).
+func (c *cli) newSubFlags(name, help string, args []string, subs ...string) (f *flags, sub string, rest []string) {
+	if len(args) > 0 && slices.Contains(subs, args[0]) {
+		return c.newFlags(name+" "+args[0], help), args[0], args[1:]
+	}
+	f = c.newFlags(name, help)
+	f.subs = subs
+	return f, "", args
+}
+
+// parse parses args, which must hold only flags. done reports that the command should return
+// code at once (help or a usage error).
 func (f *flags) parse(args []string) (code int, done bool) {
 	err := f.Parse(args)
 	switch {
@@ -130,8 +146,22 @@ func (f *flags) parse(args []string) (code int, done bool) {
 	case err != nil:
 		fmt.Fprintf(f.c.stderr, "Run '%s --help' for usage.\n", f.Name())
 		return ExitUsage, true
+	case f.subs != nil && f.NArg() > 0:
+		return f.usageError("unknown subcommand %q: want %s", f.Arg(0), orList(f.subs)), true
+	case f.subs != nil:
+		return f.usageError("missing subcommand: %s", orList(f.subs)), true
+	case f.NArg() > 0:
+		return f.usageError("unexpected argument %q", f.Arg(0)), true
 	}
 	return 0, false
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func (f *flags) printHelp(w io.Writer) {
@@ -222,9 +252,6 @@ func (c *cli) version(ctx context.Context, args []string) int {
 	f := c.newFlags("version", "bothy version\n\nPrints the version of the binary and of Go it was built with.")
 	if code, done := f.parse(args); done {
 		return code
-	}
-	if f.NArg() > 0 {
-		return f.usageError("takes no arguments")
 	}
 	fmt.Fprintf(c.stdout, "bothy %s %s\n", Version, runtime.Version())
 	return ExitOK

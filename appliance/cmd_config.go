@@ -27,12 +27,7 @@ Exit codes: 0 ok, 1 a secret could not be resolved (check --secrets), 2 usage or
 configuration error.`
 
 func (c *cli) config(ctx context.Context, args []string) int {
-	f := c.newFlags("config", configHelp)
-	var sub string
-	if len(args) > 0 && (args[0] == "check" || args[0] == "print") {
-		sub, args = args[0], args[1:]
-		f = c.newFlags("config "+sub, configHelp)
-	}
+	f, sub, args := c.newSubFlags("config", configHelp, args, "check", "print")
 	var cf configFlags
 	cf.register(f)
 	cf.dataDir(f)
@@ -42,15 +37,6 @@ func (c *cli) config(ctx context.Context, args []string) int {
 	}
 	if code, done := f.parse(args); done {
 		return code
-	}
-	if sub == "" {
-		if f.NArg() > 0 {
-			return f.usageError("unknown subcommand %q: want check or print", f.Arg(0))
-		}
-		return f.usageError("missing subcommand: check or print")
-	}
-	if f.NArg() > 0 {
-		return f.usageError("unexpected argument %q", f.Arg(0))
 	}
 	cfg, code, ok := cf.load(c)
 	if !ok {

@@ -31,9 +31,6 @@ func (c *cli) healthcheck(ctx context.Context, args []string) int {
 	if code, done := f.parse(args); done {
 		return code
 	}
-	if f.NArg() > 0 {
-		return f.usageError("unexpected argument %q", f.Arg(0))
-	}
 	if *rawURL == "" {
 		return f.usageError("--url is required")
 	}

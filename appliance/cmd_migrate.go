@@ -46,12 +46,7 @@ Exit codes: 0 ok, 1 failure (copy: also a refused or unverified copy), 2 usage o
 configuration error.`
 
 func (c *cli) migrate(ctx context.Context, args []string) int {
-	f := c.newFlags("migrate", migrateHelp)
-	var sub string
-	if len(args) > 0 && (args[0] == "up" || args[0] == "status" || args[0] == "copy") {
-		sub, args = args[0], args[1:]
-		f = c.newFlags("migrate "+sub, migrateHelp)
-	}
+	f, sub, args := c.newSubFlags("migrate", migrateHelp, args, "up", "status", "copy")
 	var cf configFlags
 	cf.register(f)
 	cf.dataDir(f)
@@ -61,15 +56,6 @@ func (c *cli) migrate(ctx context.Context, args []string) int {
 	}
 	if code, done := f.parse(args); done {
 		return code
-	}
-	if sub == "" {
-		if f.NArg() > 0 {
-			return f.usageError("unknown subcommand %q: want up, status or copy", f.Arg(0))
-		}
-		return f.usageError("missing subcommand: up, status or copy")
-	}
-	if f.NArg() > 0 {
-		return f.usageError("unexpected argument %q", f.Arg(0))
 	}
 	cfg, code, ok := cf.load(c)
 	if !ok {

@@ -44,9 +44,6 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	if code, done := f.parse(args); done {
 		return code
 	}
-	if f.NArg() > 0 {
-		return f.usageError("unexpected argument %q", f.Arg(0))
-	}
 	cfg, code, ok := cf.load(c)
 	if !ok {
 		return code

@@ -26,12 +26,7 @@ password the instance does not accept), 3 the setup is already complete.`
 const maxPasswordInput = 4096
 
 func (c *cli) setup(ctx context.Context, args []string) int {
-	f := c.newFlags("setup", setupHelp)
-	var sub string
-	if len(args) > 0 && args[0] == "bootstrap-owner" {
-		sub, args = args[0], args[1:]
-		f = c.newFlags("setup "+sub, setupHelp)
-	}
+	f, _, args := c.newSubFlags("setup", setupHelp, args, "bootstrap-owner")
 	var cf configFlags
 	cf.register(f)
 	cf.dataDir(f)
@@ -40,15 +35,6 @@ func (c *cli) setup(ctx context.Context, args []string) int {
 	passwordFile := f.String("password-file", "", "`file` holding the password, or - for standard input (required)")
 	if code, done := f.parse(args); done {
 		return code
-	}
-	if sub == "" {
-		if f.NArg() > 0 {
-			return f.usageError("unknown subcommand %q: want bootstrap-owner", f.Arg(0))
-		}
-		return f.usageError("missing subcommand: bootstrap-owner")
-	}
-	if f.NArg() > 0 {
-		return f.usageError("unexpected argument %q", f.Arg(0))
 	}
 	if *handle == "" {
 		return f.usageError("--handle is required")
