@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 
@@ -212,6 +213,36 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 	return out, more, nil
 }
 
+// threadCounts are the messages the units of a batch add to (or remove from) threads, written
+// once per thread at the batch's commit. A busy thread's row is the hottest row there is: one
+// UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its row
+// lock in whatever order the units came; one per thread per batch, in id order, does not.
+var threadCounts = newAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
+	if err := exec(bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id)); err != nil {
+		return fmt.Errorf("bump thread: %w", err)
+	}
+	return nil
+})
+
+// bumpThreadSQL adds a batch's net count (never below zero) and moves last_message_at forward
+// only (an empty last: the batch removed messages only).
+const bumpThreadSQL = `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END,
+	last_message_at = CASE WHEN ? <> '' AND (last_message_at IS NULL OR last_message_at < ?) THEN ? ELSE last_message_at END WHERE id = ?`
+
+// threadBump is what a batch adds to one thread: n messages, the latest posted at last
+// (fixed-width text; empty when the units only removed messages).
+type threadBump struct {
+	n    int64
+	last string
+}
+
+func mergeBump(a, b threadBump) threadBump {
+	if b.last < a.last {
+		b.last = a.last
+	}
+	return threadBump{n: a.n + b.n, last: b.last}
+}
+
 func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
 	var res sql.Result
 	var err error
@@ -219,7 +250,7 @@ func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at 
 	if delta > 0 {
 		last = fmtTime(at)
 	}
-	if bumpThread(ctx, id, int64(delta), last) {
+	if threadCounts.record(ctx, id, threadBump{int64(delta), last}) {
 		// Applied at the commit of the batch, with the batch's other messages. The caller has
 		// loaded the thread in this unit, so it exists.
 		return nil

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"testing"
@@ -29,4 +30,14 @@ func ExecIn(ctx context.Context, db *DB, q string, args ...any) (sql.Result, err
 // ScanIn reads one row of one column on the querier of ctx into dest.
 func ScanIn(ctx context.Context, db *DB, q string, dest any, args ...any) error {
 	return db.q(ctx).QueryRowContext(ctx, q, args...).Scan(dest)
+}
+
+// QueuedUnits is how many Units of Work wait for the writer. A test that needs several units in
+// one batch holds the writer with a unit until the others have queued.
+func QueuedUnits(db *DB) int { return len(db.w.jobs) }
+
+// NewAtCommitInTest declares a write at commit (newAtCommit) and returns its record, for the
+// tests of the writer's side of it.
+func NewAtCommitInTest[K cmp.Ordered, V any](merge func(a, b V) V, write func(exec func(q string, args ...any) error, key K, v V) error) func(ctx context.Context, key K, v V) bool {
+	return newAtCommit(merge, write).record
 }
