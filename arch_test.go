@@ -2,8 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -119,4 +126,96 @@ func TestPackageNamesAreOwnAndDistinct(t *testing.T) {
 		}
 		seen[p.Name] = p.ImportPath
 	}
+}
+
+// writePath is the group-commit writer and its Unit of Work: one algorithm for both engines, which
+// knows the event log and no domain table.
+var writePath = []string{"storage/writer.go", "storage/unit.go"}
+
+// The writer runs one algorithm on both engines: what differs is behind the connection the
+// engine drives (storage/writeconn*.go), chosen once at open, so no branch on the engine is left
+// in it. And it writes the event log and its counter alone: a write at commit that a repository
+// needs (a thread's message count) is the repository's, declared with its SQL next to the
+// repository's other statements.
+func TestTheWritePathKnowsNoEngineAndNoDomainTable(t *testing.T) {
+	tables := domainTables(t)
+	if len(tables) == 0 {
+		t.Fatal("found no table in migrate/sqlite")
+	}
+	domainSQL := regexp.MustCompile(`(?i)\b(` + strings.Join(tables, "|") + `)\b`)
+	for _, file := range append(writePath, "storage/writeconn.go", "storage/writeconn_sqlite.go", "storage/writeconn_postgres.go") {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			if v, err := strconv.Unquote(lit.Value); err == nil {
+				if m := domainSQL.FindString(v); m != "" {
+					t.Errorf("%s holds SQL on the domain table %s: %q", file, m, v)
+				}
+			}
+			return true
+		})
+	}
+	for _, file := range writePath {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == module+"/storage/engine" {
+				t.Errorf("%s imports %s: the engine's part belongs to its write connection", file, path)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if n.Sel.Name == "Name" && strings.HasSuffix(strings.ToLower(exprString(n.X)), "dialect") {
+					t.Errorf("%s asks the dialect its engine's name (%s.Name): the engine's part belongs to its write connection", file, exprString(n.X))
+				}
+			case *ast.BasicLit:
+				if v, _ := strconv.Unquote(n.Value); n.Kind == token.STRING && (v == "sqlite" || v == "postgres") {
+					t.Errorf("%s names the engine %s", file, v)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// domainTables are the tables the migrations create, but the event log's own two.
+func domainTables(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("migrate/sqlite/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := regexp.MustCompile(`(?i)CREATE TABLE (?:IF NOT EXISTS )?([a-z_]+)`)
+	var out []string
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range create.FindAllStringSubmatch(string(b), -1) {
+			if name := strings.ToLower(m[1]); name != "event_log" && name != "sequence_counters" && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	}
+	return ""
 }
