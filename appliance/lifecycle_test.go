@@ -16,6 +16,7 @@ import (
 
 	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/appliance/internal/runtest"
 )
 
 // testConfig is the default configuration on a fresh data directory with both listeners on
@@ -46,35 +47,7 @@ func mustNew(tb testing.TB, cfg config.Config) *App {
 // its result.
 func mustRun(tb testing.TB, a *App) (stop func() error) {
 	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		cancel()
-		tb.Fatalf("Run ended before it was ready: %v", err)
-	case <-time.After(10 * time.Second):
-		cancel()
-		tb.Fatal("Run was not ready within 10s")
-	}
-	var result error
-	stopped := false
-	stop = func() error {
-		if stopped {
-			return result
-		}
-		stopped = true
-		cancel()
-		select {
-		case result = <-done:
-		case <-time.After(15 * time.Second):
-			tb.Fatal("Run did not return within 15s of the end of its context")
-		}
-		return result
-	}
-	tb.Cleanup(func() { stop() })
-	return stop
+	return runtest.Run(tb, a, 10*time.Second, 15*time.Second)
 }
 
 func mustGet(tb testing.TB, url string) (int, map[string]any, http.Header) {

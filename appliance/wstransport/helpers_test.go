@@ -17,6 +17,7 @@ import (
 	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/appliance"
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/appliance/internal/runtest"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
@@ -66,35 +67,8 @@ func mustStart(t *testing.T, eng engine.Name, tweak func(*config.Config)) *serve
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		cancel()
-		t.Fatalf("Run ended before it was ready: %v", err)
-	case <-time.After(15 * time.Second):
-		cancel()
-		t.Fatal("not ready within 15s")
-	}
-	s := &server{app: a, base: "http://" + a.PublicAddr(), ws: "ws://" + a.PublicAddr() + "/api/v1/gateway"}
-	var result error
-	stopped := false
-	s.stop = func() error {
-		if stopped {
-			return result
-		}
-		stopped = true
-		cancel()
-		select {
-		case result = <-done:
-		case <-time.After(25 * time.Second):
-			t.Fatal("Run did not return within 25s of the end of its context")
-		}
-		return result
-	}
-	t.Cleanup(func() { s.stop() })
+	stop := runtest.Run(t, a, 15*time.Second, 25*time.Second)
+	s := &server{app: a, base: "http://" + a.PublicAddr(), ws: "ws://" + a.PublicAddr() + "/api/v1/gateway", stop: stop}
 	return s
 }
 
