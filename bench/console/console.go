@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -333,7 +332,7 @@ func Prepare(ctx context.Context, c *http.Client, t httpbench.Target, messages, 
 			ID string `json:"id"`
 		} `json:"items"`
 	}
-	if err := getJSON(ctx, c, base, owner, "/api/v1/spaces", &spaces); err != nil {
+	if err := httpbench.Get(ctx, c, base, owner, "/api/v1/spaces", &spaces); err != nil {
 		return in, err
 	}
 	if len(spaces.Items) != 1 {
@@ -346,7 +345,7 @@ func Prepare(ctx context.Context, c *http.Client, t httpbench.Target, messages, 
 			MainThreadID string `json:"main_thread_id"`
 		} `json:"items"`
 	}
-	if err := getJSON(ctx, c, base, owner, "/api/v1/spaces/"+in.Space+"/channels", &chans); err != nil {
+	if err := httpbench.Get(ctx, c, base, owner, "/api/v1/spaces/"+in.Space+"/channels", &chans); err != nil {
 		return in, err
 	}
 	byThread := map[string]string{}
@@ -387,31 +386,6 @@ func Prepare(ctx context.Context, c *http.Client, t httpbench.Target, messages, 
 		}
 	}
 	return in, nil
-}
-
-// getJSON GETs path as token's bearer and decodes a 200 answer into out.
-func getJSON(ctx context.Context, c *http.Client, base, token, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, httpbench.Snippet(body))
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	return nil
 }
 
 // Pages are the console pages the render benchmark measures on in: the owner's pages and the

@@ -119,11 +119,26 @@ func Call(ctx context.Context, c *http.Client, base, token, path string, in, out
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	return call(ctx, c, http.MethodPost, base, token, path, b, out)
+}
+
+// Get GETs base+path as token's bearer and decodes a 2xx answer into out, as Call does.
+func Get(ctx context.Context, c *http.Client, base, token, path string, out any) error {
+	return call(ctx, c, http.MethodGet, base, token, path, nil, out)
+}
+
+func call(ctx context.Context, c *http.Client, method, base, token, path string, in []byte, out any) error {
+	var body io.Reader
+	if in != nil {
+		body = bytes.NewReader(in)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -132,16 +147,16 @@ func Call(ctx context.Context, c *http.Client, base, token, path string, in, out
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, Snippet(body))
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, Snippet(b))
 	}
 	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("POST %s: %w", path, err)
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
 	return nil
