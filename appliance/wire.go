@@ -40,7 +40,7 @@ func wire(ctx context.Context, a *App) error {
 	jobQueue := jobs.NewQueue(db, jobs.QueueOptions{NotifyOthers: !runsJobs(a.Config.Server.Role)})
 
 	authzStore := storage.NewAuthzStore(db)
-	az := authz.New(authzStore, authzStore, db, db, clock)
+	az := authz.New(authz.Deps{Store: authzStore, Structure: authzStore, UoW: db, Events: db, Clock: clock})
 
 	// argon2id takes 19 MiB per hash: bound the hashes running at once so a burst of logins
 	// cannot take the memory of a small machine.
@@ -77,7 +77,7 @@ func wire(ctx context.Context, a *App) error {
 		Bus:       bus,
 		Clock:     clock,
 	})
-	catchUp := catchup.New(db, az)
+	catchUp := catchup.New(catchup.Deps{Log: db, Scoper: az})
 	// The invocation tokens are signed with the instance's key, made by the first node that
 	// needs it, shared through the database and rotated by runs.signing_key_rotation (migrate
 	// 0007_signing_keys, 0010_signing_key_rotation).
@@ -116,7 +116,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
-	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchUp, az, storage.NewConsumerStore(db), db, clock, runSvc))...)
+	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
 
 	// The realtime gateway (see docs/architecture.md, The write path): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone
@@ -196,7 +196,7 @@ func wire(ctx context.Context, a *App) error {
 	router.HandleRaw(ui.Prefix, ui.New(ui.Deps{Identity: ident, Chat: chats, Messages: msgs, Agents: agentSvc, Runs: runSvc,
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
-		Instance: inst, Stats: stats.New(storage.NewStatsStore(db), az, clock), Reactions: msgStore,
+		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore,
 		LogHead: db, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())

@@ -28,7 +28,7 @@ func newAgentEnv(t *testing.T, eng storetest.Engine) *agentEnv {
 	e := &agentEnv{idEnv: newIDEnv(t, eng, identity.Config{})}
 	az := storage.NewAuthzStore(e.db)
 	e.agents = storage.NewAgentStore(e.db)
-	e.svc = agents.New(agents.Deps{Store: e.agents, Principals: e.id, UoW: e.db, Events: e.db, Authz: authz.New(az, az, e.db, e.db, e.clock)})
+	e.svc = agents.New(agents.Deps{Store: e.agents, Principals: e.id, UoW: e.db, Events: e.db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: e.db, Events: e.db, Clock: e.clock})})
 	e.olga = e.owner(t)
 	return e
 }

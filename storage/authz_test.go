@@ -64,7 +64,7 @@ func newAuthzEnv(t *testing.T, eng storetest.Engine) *authzEnv {
 	t.Helper()
 	db := eng.Open(t, storage.Options{})
 	e := &authzEnv{db: db, store: storage.NewAuthzStore(db), clock: kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
-	e.az = authz.New(e.store, e.store, db, db, e.clock)
+	e.az = authz.New(authz.Deps{Store: e.store, Structure: e.store, UoW: db, Events: db, Clock: e.clock})
 	e.owner = mustPrincipal(t, db, "olga", true, "active")
 	e.alice = mustPrincipal(t, db, "alice", false, "active")
 	e.bob = mustPrincipal(t, db, "bob", false, "active")
@@ -406,7 +406,7 @@ func newCacheEnv(t *testing.T, eng storetest.Engine) *cacheEnv {
 	e.chats = chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: e.db, Events: e.db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	e.ident = identity.New(identity.Deps{Store: storage.NewIdentityStore(e.db), UoW: e.db, Events: e.db, Authz: e.az,
 		Hasher: &fakeHasher{}, Clock: e.clock}, identity.Config{})
-	e.cached = authz.New(e.store, e.store, e.db, e.db, e.clock)
+	e.cached = authz.New(authz.Deps{Store: e.store, Structure: e.store, UoW: e.db, Events: e.db, Clock: e.clock})
 	e.cached.OnPrincipalDisabled(func(id kernel.ID) { e.disabled = append(e.disabled, id) })
 	e.cached.OnObserveError(func(seq int64, err error) { e.reloads = append(e.reloads, seq) })
 	e.active = []kernel.Actor{e.owner, e.alice, e.bob, e.dave}
@@ -644,7 +644,7 @@ func TestPermissionCache(t *testing.T) {
 				t.Fatal("Disabled(erin) is false")
 			}
 			// A cache warmed now holds what the one that followed the log holds.
-			again := authz.New(e.store, e.store, e.db, e.db, e.clock)
+			again := authz.New(authz.Deps{Store: e.store, Structure: e.store, UoW: e.db, Events: e.db, Clock: e.clock})
 			if seq, err := again.Warm(ctx); err != nil || seq != e.seq {
 				t.Fatalf("Warm: %d %v, the tail is at %d", seq, err, e.seq)
 			}
@@ -769,7 +769,7 @@ func BenchmarkAuthorizeMessageCreate(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B, eng storetest.Engine) {
 		db := eng.Open(b, storage.Options{})
 		store := storage.NewAuthzStore(db)
-		az := authz.New(store, store, db, db, nil)
+		az := authz.New(authz.Deps{Store: store, Structure: store, UoW: db, Events: db})
 		owner := mustPrincipal(b, db, "olga", true, "active")
 		alice := mustPrincipal(b, db, "alice", false, "active")
 		space := mustSpace(b, db, owner.ID)
@@ -839,7 +839,7 @@ func BenchmarkWarm(b *testing.B) {
 			b.Fatal(err)
 		}
 		store := storage.NewAuthzStore(db)
-		az := authz.New(store, store, db, db, nil)
+		az := authz.New(authz.Deps{Store: store, Structure: store, UoW: db, Events: db})
 		b.ResetTimer()
 		for b.Loop() {
 			if _, err := az.Warm(ctx); err != nil {

@@ -25,7 +25,7 @@ func TestCatchUpOnTheLog(t *testing.T) {
 			e.post(t, e.alice, hidden.MainThreadID, "unseen", "")
 		}
 		e.az.deny[hidden.ID] = true
-		svc := catchup.New(e.db, e.az)
+		svc := catchup.New(catchup.Deps{Log: e.db, Scoper: e.az})
 		head := e.db.Head()
 
 		t.Run("skips the events of an invisible channel", func(t *testing.T) {

@@ -75,7 +75,7 @@ func newIDEnv(t *testing.T, eng storetest.Engine, cfg identity.Config) *idEnv {
 		return nil
 	})
 	bus.Seal()
-	e.id = identity.New(identity.Deps{Store: e.store, UoW: db, Events: db, Authz: authz.New(az, az, db, db, e.clock),
+	e.id = identity.New(identity.Deps{Store: e.store, UoW: db, Events: db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db, Clock: e.clock}),
 		Hasher: e.hasher, Bus: bus, Clock: e.clock}, cfg)
 	return e
 }
@@ -679,7 +679,7 @@ func TestDisableUser(t *testing.T) {
 				return kernel.Errorf(kernel.CodeConflict, "vetoed")
 			})
 			bus.Seal()
-			svc := identity.New(identity.Deps{Store: store, UoW: db, Events: db, Authz: authz.New(az, az, db, db, nil), Hasher: &fakeHasher{}, Bus: bus}, identity.Config{})
+			svc := identity.New(identity.Deps{Store: store, UoW: db, Events: db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}, Bus: bus}, identity.Config{})
 			o, _ := svc.BootstrapOwner(bg, "olga", "Olga", "owner-password")
 			owner := kernel.Actor{ID: o.ID, Kind: kernel.KindPerson, IsOwner: true}
 			u, _ := svc.CreateUser(bg, owner, "alice", "Alice", "alice-password")
@@ -699,7 +699,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		db := eng.Open(b, storage.Options{})
 		az := storage.NewAuthzStore(db)
 		svc := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db,
-			Authz: authz.New(az, az, db, db, nil), Hasher: &fakeHasher{}}, identity.Config{})
+			Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}}, identity.Config{})
 		if _, err := svc.BootstrapOwner(bg, "olga", "Olga", "owner-password"); err != nil {
 			b.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func newRunEnv(t *testing.T, eng storetest.Engine) *runEnv {
 	e := &runEnv{idEnv: newIDEnv(t, eng, identity.Config{})}
 	db := e.db
 	azStore := storage.NewAuthzStore(db)
-	e.az = authz.New(azStore, azStore, db, db, e.clock)
+	e.az = authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db, Clock: e.clock})
 	chatStore := storage.NewChatStore(db)
 	e.chats = chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	bus := kernel.NewTxBus()

@@ -525,12 +525,12 @@ func TestPostgresHeadOnSeveralNodes(t *testing.T) {
 		write(t, a, 5)
 		az := &chatAllow{deny: map[kernel.ID]bool{}}
 		actor := kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
-		p, err := catchup.New(b, az).CatchUp(ctx, actor, a.Head(), 0)
+		p, err := catchup.New(catchup.Deps{Log: b, Scoper: az}).CatchUp(ctx, actor, a.Head(), 0)
 		if err != nil || p.HeadSeq != 5 || len(p.Events) != 0 || p.NextAfter != 5 {
 			t.Fatalf("page %+v, %v", p, err)
 		}
 		write(t, a, 1)
-		p, err = catchup.New(b, az).CatchUp(ctx, actor, 3, 0)
+		p, err = catchup.New(catchup.Deps{Log: b, Scoper: az}).CatchUp(ctx, actor, 3, 0)
 		if err != nil || p.HeadSeq != 6 || len(p.Events) != 3 {
 			t.Fatalf("page %+v, %v", p, err)
 		}

@@ -180,7 +180,7 @@ func fixture() *memStore {
 }
 
 func newService(m *memStore) *authz.Service {
-	return authz.New(m, noStructure{}, noUoW{}, noEvents{}, nil)
+	return authz.New(authz.Deps{Store: m, Structure: noStructure{}, UoW: noUoW{}, Events: noEvents{}})
 }
 
 func onChannel(ch kernel.ID) kernel.Resource {

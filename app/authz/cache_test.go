@@ -638,7 +638,7 @@ func TestObserveOrder(t *testing.T) {
 // two the log allows.
 func TestCacheUnderConcurrentObserve(t *testing.T) {
 	m := &sharedStore{memStore: fixture()}
-	svc := authz.New(m, noStructure{}, noUoW{}, noEvents{}, nil)
+	svc := authz.New(authz.Deps{Store: m, Structure: noStructure{}, UoW: noUoW{}, Events: noEvents{}})
 	if _, err := svc.Warm(bg); err != nil {
 		t.Fatal(err)
 	}

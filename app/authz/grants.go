@@ -23,16 +23,25 @@ var (
 	_ kernel.Scoper     = (*Service)(nil)
 )
 
-// New returns the authz service. clock may be nil (system clock).
-func New(store Store, structure StructureSource, uow kernel.UnitOfWork, events kernel.EventLog, clock kernel.Clock) *Service {
-	if store == nil || structure == nil || uow == nil || events == nil {
-		panic("authz: New needs a store, a structure source, a unit of work and an event log")
+// Deps is what the authz service needs; Clock may be nil (the system clock).
+type Deps struct {
+	Store     Store
+	Structure StructureSource
+	UoW       kernel.UnitOfWork
+	Events    kernel.EventLog
+	Clock     kernel.Clock
+}
+
+// New returns the authz service.
+func New(d Deps) *Service {
+	if d.Store == nil || d.Structure == nil || d.UoW == nil || d.Events == nil {
+		panic("authz: New needs Store, Structure, UoW and Events")
 	}
-	if clock == nil {
-		clock = kernel.SystemClock{}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
 	}
 	c := &cache{}
-	return &Service{store: store, structure: structure, uow: uow, events: events, clock: clock, cache: c, delivery: &Delivery{c: c}}
+	return &Service{store: d.Store, structure: d.Structure, uow: d.UoW, events: d.Events, clock: d.Clock, cache: c, delivery: &Delivery{c: c}}
 }
 
 // EvGrantChanged is the durable event of a grant given, changed or revoked on a space or a channel.

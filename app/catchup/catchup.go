@@ -38,12 +38,18 @@ type Service struct {
 	scoper kernel.Scoper
 }
 
-// New returns the sync service.
-func New(log Log, scoper kernel.Scoper) *Service {
-	if log == nil || scoper == nil {
-		panic("sync: missing dependency")
+// Deps is what the catch-up service needs.
+type Deps struct {
+	Log    Log
+	Scoper kernel.Scoper
+}
+
+// New returns the catch-up service.
+func New(d Deps) *Service {
+	if d.Log == nil || d.Scoper == nil {
+		panic("catchup: New needs Log and Scoper")
 	}
-	return &Service{log: log, scoper: scoper}
+	return &Service{log: d.Log, scoper: d.Scoper}
 }
 
 // Page is one answer of CatchUp.

@@ -126,7 +126,7 @@ func TestCatchUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := mixed()
 			sc := &fakeScoper{spaces: map[kernel.ID]bool{space: true}, channels: map[kernel.ID]bool{open: true}}
-			p, err := catchup.New(l, sc).CatchUp(ctx, tt.actor, tt.after, tt.limit)
+			p, err := catchup.New(catchup.Deps{Log: l, Scoper: sc}).CatchUp(ctx, tt.actor, tt.after, tt.limit)
 			if tt.wantCode != (kernel.Code{}) {
 				if kernel.CodeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v, want %s", err, tt.wantCode)
@@ -157,7 +157,7 @@ func TestCatchUp(t *testing.T) {
 			l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: other, ChannelID: shut, ThreadID: shut})
 		}
 		sc := &fakeScoper{}
-		svc := catchup.New(l, sc)
+		svc := catchup.New(catchup.Deps{Log: l, Scoper: sc})
 		p, err := svc.CatchUp(ctx, alice, 0, 20)
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +176,7 @@ func TestCatchUp(t *testing.T) {
 			l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: other, ChannelID: shut})
 		}
 		l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})
-		p, err := catchup.New(l, &fakeScoper{channels: map[kernel.ID]bool{open: true}}).CatchUp(ctx, alice, 0, 50)
+		p, err := catchup.New(catchup.Deps{Log: l, Scoper: &fakeScoper{channels: map[kernel.ID]bool{open: true}}}).CatchUp(ctx, alice, 0, 50)
 		if err != nil || !equal(seqs(p.Events), []int64{151}) || p.NextAfter != 151 {
 			t.Fatalf("page %+v, %v", p, err)
 		}

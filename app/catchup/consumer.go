@@ -53,13 +53,23 @@ type Consumer struct {
 	prepare Preparer
 }
 
-// NewConsumer returns the REST consumer on s; prepare (nil: none) sees each event before the
-// agent does.
-func NewConsumer(s *Service, az kernel.Authorizer, cursors Cursors, wake Waker, clock kernel.Clock, prepare Preparer) *Consumer {
-	if s == nil || az == nil || cursors == nil || wake == nil || clock == nil {
-		panic("sync: missing dependency")
+// ConsumerDeps is what the REST consumer needs. Prepare (nil: none) sees each event before
+// the agent does.
+type ConsumerDeps struct {
+	Service *Service
+	Authz   kernel.Authorizer
+	Cursors Cursors
+	Wake    Waker
+	Clock   kernel.Clock
+	Prepare Preparer
+}
+
+// NewConsumer returns the REST consumer on the catch-up service.
+func NewConsumer(d ConsumerDeps) *Consumer {
+	if d.Service == nil || d.Authz == nil || d.Cursors == nil || d.Wake == nil || d.Clock == nil {
+		panic("catchup: NewConsumer needs Service, Authz, Cursors, Wake and Clock")
 	}
-	return &Consumer{sync: s, authz: az, cursors: cursors, wake: wake, clock: clock, prepare: prepare}
+	return &Consumer{sync: d.Service, authz: d.Authz, cursors: d.Cursors, wake: d.Wake, clock: d.Clock, prepare: d.Prepare}
 }
 
 // prepared is p with each event passed through the Preparer: rewritten, or left out.

@@ -69,8 +69,7 @@ func TestConsumer(t *testing.T) {
 		}
 		return nil
 	}}
-	c := catchup.NewConsumer(catchup.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
-		wake, kernel.NewManualClock(time.Now()), nil)
+	c := catchup.NewConsumer(catchup.ConsumerDeps{Service: catchup.New(catchup.Deps{Log: log, Scoper: &fakeScoper{channels: map[kernel.ID]bool{open: true}}}), Authz: az, Cursors: cursors, Wake: wake, Clock: kernel.NewManualClock(time.Now())})
 
 	t.Run("a first poll without a cursor starts at the agent's creation, not at the head, and stores that cursor", func(t *testing.T) {
 		p, err := c.Poll(ctx, agent, nil, 0, 0)
@@ -143,8 +142,7 @@ func TestConsumer(t *testing.T) {
 			}
 			return []byte(`{"prepared":true}`), e.Seq != 1, nil
 		}}
-		pc := catchup.NewConsumer(catchup.New(log, &fakeScoper{channels: map[kernel.ID]bool{open: true}}), az, cursors,
-			wake, kernel.NewManualClock(time.Now()), prep)
+		pc := catchup.NewConsumer(catchup.ConsumerDeps{Service: catchup.New(catchup.Deps{Log: log, Scoper: &fakeScoper{channels: map[kernel.ID]bool{open: true}}}), Authz: az, Cursors: cursors, Wake: wake, Clock: kernel.NewManualClock(time.Now()), Prepare: prep})
 		zero := int64(0)
 		p, err := pc.Poll(ctx, agent, &zero, 0, 0)
 		if err != nil || len(p.Events) != 1 || p.Events[0].Seq != 4 || string(p.Events[0].Payload) != `{"prepared":true}` || p.NextAfter != 4 {

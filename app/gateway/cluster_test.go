@@ -195,7 +195,7 @@ func newNode(t *testing.T, cfg Config) *node {
 		cfg.HeartbeatInterval = time.Second
 	}
 	cfg.Node = kernel.NewID()
-	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(w.log, w.az), Log: w.log,
+	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
 		Structure: w.st, Observer: w.obs, Clock: w.clock, Signals: n.sig, Presence: n.store,
 		Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg)
 	w.obs.hub = w.g.hub
@@ -455,7 +455,7 @@ func TestClusterFlush(t *testing.T) {
 func TestClusterLeavesItsRowsAtTheEnd(t *testing.T) {
 	w := newWorld(t, Config{})
 	sig, store := &fakeSignals{in: make(chan []byte)}, newFakePresenceStore()
-	g := New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(w.log, w.az), Log: w.log,
+	g := New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
 		Structure: w.st, Clock: w.clock, Signals: sig, Presence: store}, Config{Node: kernel.NewID(), PresenceFlushInterval: time.Hour})
 	other := kernel.NewID()
 	store.put(PresenceRow{g.cfg.Node, w.ada.ID, 1, w.clock.Now()})
@@ -488,7 +488,7 @@ func TestNewRefusesHalfACluster(t *testing.T) {
 					t.Fatal("no panic")
 				}
 			}()
-			d.Auth, d.Authz, d.Scoper, d.CatchUp, d.Log, d.Structure = w.auth, w.az, w.az, catchup.New(w.log, w.az), w.log, w.st
+			d.Auth, d.Authz, d.Scoper, d.CatchUp, d.Log, d.Structure = w.auth, w.az, w.az, catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), w.log, w.st
 			New(d, Config{})
 		})
 	}

@@ -414,7 +414,7 @@ func newWorld(t *testing.T, cfg Config) *world {
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = time.Second
 	}
-	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(w.log, w.az), Log: w.log,
+	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
 		Structure: w.st, Observer: w.obs, Clock: w.clock}, cfg)
 	w.obs.hub = w.g.hub
 	t.Cleanup(func() {

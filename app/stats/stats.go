@@ -70,15 +70,22 @@ type Service struct {
 	clock kernel.Clock
 }
 
-// New returns the stats service; clock may be nil.
-func New(store Store, az kernel.Authorizer, clock kernel.Clock) *Service {
-	if store == nil || az == nil {
+// Deps is what the stats service needs; Clock may be nil (the system clock).
+type Deps struct {
+	Store Store
+	Authz kernel.Authorizer
+	Clock kernel.Clock
+}
+
+// New returns the stats service.
+func New(d Deps) *Service {
+	if d.Store == nil || d.Authz == nil {
 		panic("stats: New needs Store and Authz")
 	}
-	if clock == nil {
-		clock = kernel.SystemClock{}
+	if d.Clock == nil {
+		d.Clock = kernel.SystemClock{}
 	}
-	return &Service{store: store, authz: az, clock: clock}
+	return &Service{store: d.Store, authz: d.Authz, clock: d.Clock}
 }
 
 // Overview returns the counts, the activity of the last Hours hours (every hour present, empty

@@ -39,7 +39,7 @@ func TestOverview(t *testing.T) {
 		hours[0], hours[5], hours[Hours-1] = HourCount{Messages: 3}, HourCount{Runs: 4}, HourCount{Messages: 1, Runs: 2}
 		st := &fakeStore{hours: hours}
 		az := &kerneltest.Authz{}
-		ov, err := New(st, az, kernel.NewManualClock(now)).Overview(ctx, owner)
+		ov, err := New(Deps{Store: st, Authz: az, Clock: kernel.NewManualClock(now)}).Overview(ctx, owner)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestOverview(t *testing.T) {
 		az := &kerneltest.Authz{Fn: func(kernel.Actor, kernel.Action, kernel.Resource) error {
 			return &kernel.Error{Code: kernel.CodeForbidden, Message: "not allowed"}
 		}}
-		if _, err := New(st, az, kernel.NewManualClock(now)).Overview(ctx, owner); kernel.CodeOf(err) != kernel.CodeForbidden || !st.since.IsZero() {
+		if _, err := New(Deps{Store: st, Authz: az, Clock: kernel.NewManualClock(now)}).Overview(ctx, owner); kernel.CodeOf(err) != kernel.CodeForbidden || !st.since.IsZero() {
 			t.Fatalf("%v, store asked since %v", err, st.since)
 		}
 	})

@@ -43,7 +43,7 @@ func newAgentAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	db := storetest.Open(t, storage.Options{})
 	clock := kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	azStore := storage.NewAuthzStore(db)
-	az := authz.New(azStore, azStore, db, db, clock)
+	az := authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db, Clock: clock})
 	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
 	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap, Clock: clock},
 		identity.Config{})

@@ -113,7 +113,7 @@ func newChatAPI(tb testing.TB) *chatAPI {
 	rt := httpapi.NewRouter(chatAuthn(api.actors), nil, httpapi.Options{})
 	rt.Handle(httpapi.ChatRoutes(chats)...)
 	rt.Handle(httpapi.MessageRoutes(msgs, nil)...)
-	rt.Handle(httpapi.EventRoutes(catchup.New(db, api.az))...)
+	rt.Handle(httpapi.EventRoutes(catchup.New(catchup.Deps{Log: db, Scoper: api.az}))...)
 	api.router = rt
 	return api
 }

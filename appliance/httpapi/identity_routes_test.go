@@ -30,7 +30,7 @@ func newIDAPI(t *testing.T, cfg identity.Config) *idAPI {
 	t.Helper()
 	db := storetest.Open(t, storage.Options{})
 	azStore := storage.NewAuthzStore(db)
-	az := authz.New(azStore, azStore, db, db, nil)
+	az := authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db})
 	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
 	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap}, cfg)
 	rt := NewRouter(id, nil, Options{})

@@ -111,7 +111,7 @@ func New(cfg Config) (*Instance, error) {
 	rng.Shuffle(len(in.Reads), func(i, j int) { in.Reads[i], in.Reads[j] = in.Reads[j], in.Reads[i] })
 	in.Grants = len(snap.Grants)
 	in.seq = snap.Seq
-	in.Service = authz.New(&store{snap: snap}, structure{}, uow{}, events{}, nil)
+	in.Service = authz.New(authz.Deps{Store: &store{snap: snap}, Structure: structure{}, UoW: uow{}, Events: events{}})
 	in.Service.OnObserveError(func(seq int64, err error) {
 		in.mu.Lock()
 		in.observeErr = errors.Join(in.observeErr, fmt.Errorf("seq %d: %w", seq, err))
