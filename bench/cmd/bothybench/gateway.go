@@ -78,62 +78,47 @@ func deliveryResults(out io.Writer, name string, r gatewaybench.Delivered) {
 	measure.Result(out, name+"/reconnects", 0, "reconnects")
 }
 
-// gatewayCommit: every client may read every channel, so each message reaches all of them.
-func gatewayCommit(fs *flag.FlagSet) runFunc {
-	d := addDeliverFlags(fs, 200, 500)
-	return func(ctx context.Context, r *runner, out io.Writer) error {
-		ns, err := r.startGateway(ctx, 1, r.layout())
-		if err != nil {
-			return err
+// deliver is a delivery scenario with these defaults: the poster posts through node A, the
+// clients follow the last of nodes (more than one: PostgreSQL only), and report writes the
+// results.
+func deliver(clients int, rate float64, nodes int, report func(out io.Writer, r *runner, d deliverFlags, res gatewaybench.Delivered)) func(*flag.FlagSet) runFunc {
+	return func(fs *flag.FlagSet) runFunc {
+		d := addDeliverFlags(fs, clients, rate)
+		return func(ctx context.Context, r *runner, out io.Writer) error {
+			if nodes > 1 && *r.engine != engine.Postgres {
+				return errors.New("two nodes share one PostgreSQL database: -engine postgres")
+			}
+			ns, err := r.startGateway(ctx, nodes, r.layout())
+			if err != nil {
+				return err
+			}
+			res, err := d.run(ctx, r, ns, 0, nodes-1)
+			if err != nil {
+				return err
+			}
+			report(out, r, d, res)
+			return nil
 		}
-		res, err := d.run(ctx, r, ns, 0, 0)
-		if err != nil {
-			return err
-		}
-		deliveryResults(out, fmt.Sprintf("gateway/%scommit-to-client/%d-clients@%g/s", r.prefix(), *d.clients, *d.rate), res)
-		return nil
 	}
 }
 
+// gatewayCommit: every client may read every channel, so each message reaches all of them.
+var gatewayCommit = deliver(200, 500, 1, func(out io.Writer, r *runner, d deliverFlags, res gatewaybench.Delivered) {
+	deliveryResults(out, fmt.Sprintf("gateway/%scommit-to-client/%d-clients@%g/s", r.prefix(), *d.clients, *d.rate), res)
+})
+
 // gatewayFanout: every client in one channel; the figure is the slowest client's rate.
-func gatewayFanout(fs *flag.FlagSet) runFunc {
-	d := addDeliverFlags(fs, 1000, 250)
-	return func(ctx context.Context, r *runner, out io.Writer) error {
-		ns, err := r.startGateway(ctx, 1, r.layout())
-		if err != nil {
-			return err
-		}
-		res, err := d.run(ctx, r, ns, 0, 0)
-		if err != nil {
-			return err
-		}
-		name := fmt.Sprintf("gateway/%sfan-out/%d-clients", r.prefix(), *d.clients)
-		measure.Result(out, name+"/delivered-per-client", res.MinRate, "messages/s")
-		deliveryResults(out, name, res)
-		return nil
-	}
-}
+var gatewayFanout = deliver(1000, 250, 1, func(out io.Writer, r *runner, d deliverFlags, res gatewaybench.Delivered) {
+	name := fmt.Sprintf("gateway/%sfan-out/%d-clients", r.prefix(), *d.clients)
+	measure.Result(out, name+"/delivered-per-client", res.MinRate, "messages/s")
+	deliveryResults(out, name, res)
+})
 
 // gatewayNodes: PostgreSQL, two api nodes on one database; the poster posts through node A,
 // the clients follow node B.
-func gatewayNodes(fs *flag.FlagSet) runFunc {
-	d := addDeliverFlags(fs, 50, 200)
-	return func(ctx context.Context, r *runner, out io.Writer) error {
-		if *r.engine != engine.Postgres {
-			return errors.New("two nodes share one PostgreSQL database: -engine postgres")
-		}
-		ns, err := r.startGateway(ctx, 2, r.layout())
-		if err != nil {
-			return err
-		}
-		res, err := d.run(ctx, r, ns, 0, 1)
-		if err != nil {
-			return err
-		}
-		deliveryResults(out, "gateway/postgres/node-a-to-node-b", res)
-		return nil
-	}
-}
+var gatewayNodes = deliver(50, 200, 2, func(out io.Writer, _ *runner, _ deliverFlags, res gatewaybench.Delivered) {
+	deliveryResults(out, "gateway/postgres/node-a-to-node-b", res)
+})
 
 // gatewayIdle prepares the instance, restarts the server (so that the argon2id garbage of the
 // logins is not in its heap), reads its RSS, opens the connections and reads it again.
