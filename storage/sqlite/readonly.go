@@ -25,7 +25,7 @@ func OpenReadOnly(ctx context.Context, path string, busyTimeout time.Duration) (
 	q.Set("mode", "ro")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", fileURI(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func Open(ctx context.Context, o Options) (writer, reader *sql.DB, err error) {
 		for _, p := range append(append([]string{}, common...), extra...) {
 			q.Add("_pragma", p)
 		}
-		return "file:" + o.Path + "?" + q.Encode()
+		return fileURI(o.Path) + "?" + q.Encode()
 	}
 	writer, err = sql.Open("sqlite", dsn("journal_mode(WAL)", "wal_autocheckpoint(0)", "journal_size_limit(67108864)"))
 	if err != nil {
@@ -105,4 +105,11 @@ func (Dialect) IsRetryable(err error) bool {
 		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 	}
 	return false
+}
+
+// fileURI is the file: URI of path. SQLite reads ? as the start of the query and # as that of a
+// fragment, and decodes %HH, so a path holding one of them (a directory named "run#2") must have
+// them escaped, or the driver opens another file.
+func fileURI(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -83,4 +84,36 @@ func TestOpen(t *testing.T) {
 			t.Fatal("want an error")
 		}
 	})
+}
+
+// A path is a path: one whose names hold ?, # or % opens that file, not one cut short at the ?
+// or the # (which the driver's file: URI would take for a query or a fragment).
+func TestOpenPathWithURICharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "run#2?x=1%41")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "t.db")
+	w, r, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Exec("CREATE TABLE x (a INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	w.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at its path: %v", err)
+	}
+	ro, err := OpenReadOnly(ctx, path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var n int
+	if err := ro.QueryRow("SELECT count(*) FROM x").Scan(&n); err != nil {
+		t.Fatalf("the read-only open reads another file: %v", err)
+	}
 }
