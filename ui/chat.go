@@ -84,6 +84,33 @@ func pathID(rq *request) (kernel.ID, error) {
 
 func (c *chatView) chatReady() bool { return c.d.Chat != nil && c.d.Messages != nil }
 
+// chatID is the id of a chat page's path, once the chat is wired (errNoChat before).
+func (c *chatView) chatID(rq *request) (kernel.ID, error) {
+	if !c.chatReady() {
+		return "", errNoChat
+	}
+	return pathID(rq)
+}
+
+// runID is chatID for a run's page, which needs the runs too.
+func (c *chatView) runID(rq *request) (kernel.ID, error) {
+	if c.d.Runs == nil {
+		return "", errNoChat
+	}
+	return c.chatID(rq)
+}
+
+// backToThread answers a form by going to the page of the thread threadID at anchor (#m-… or
+// #r-…), with the flash.
+func (c *chatView) backToThread(rq *request, threadID kernel.ID, anchor string, f layouts.Flash) error {
+	th, err := c.d.Chat.ThreadRef(rq.ctx(), threadID)
+	if err != nil {
+		return err
+	}
+	c.redirect(rq, threadHref(th)+anchor, f)
+	return nil
+}
+
 // chatHome leads to the first channel the person may see, or says there is none.
 func (c *chatView) chatHome(rq *request) error {
 	if !c.chatReady() {
@@ -104,10 +131,7 @@ func (c *chatView) chatHome(rq *request) error {
 }
 
 func (c *chatView) channelPage(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -119,10 +143,7 @@ func (c *chatView) channelPage(rq *request) error {
 }
 
 func (c *chatView) threadPage(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -642,10 +663,7 @@ func refuseFragment(rq *request, status int, text string) {
 // same use case as POST /api/v1/channels/{id}/threads) and goes to it; a mention in the first
 // message invokes an agent as in any message, and a channel's operator is invoked by the thread.
 func (c *chatView) startThread(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -664,10 +682,7 @@ func (c *chatView) startThread(rq *request) error {
 }
 
 func (c *chatView) postMessage(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -687,20 +702,12 @@ func (c *chatView) postMessage(rq *request) error {
 	if wantsFragment(rq) {
 		return c.renderMessage(rq, m, http.StatusCreated)
 	}
-	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
-	if err != nil {
-		return err
-	}
-	c.redirect(rq, threadHref(th)+"#m-"+string(m.ID), layouts.Flash{})
-	return nil
+	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), layouts.Flash{})
 }
 
 // toggleReaction puts the emoji on the message, or takes it off when the person had put it.
 func (c *chatView) toggleReaction(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -744,20 +751,12 @@ func (c *chatView) toggleReaction(rq *request) error {
 		}
 		return c.renderMessage(rq, m, http.StatusOK)
 	}
-	th, err := c.d.Chat.ThreadRef(rq.ctx(), m.ThreadID)
-	if err != nil {
-		return err
-	}
-	c.redirect(rq, threadHref(th)+"#m-"+string(m.ID), flash)
-	return nil
+	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), flash)
 }
 
 // cancelRun asks a run to stop, for its invoker or a manager of the channel.
 func (c *chatView) cancelRun(rq *request) error {
-	if !c.chatReady() || c.d.Runs == nil {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.runID(rq)
 	if err != nil {
 		return err
 	}
@@ -782,20 +781,12 @@ func (c *chatView) cancelRun(rq *request) error {
 		}
 		return c.renderRun(rq, r)
 	}
-	th, err := c.d.Chat.ThreadRef(rq.ctx(), r.ThreadID)
-	if err != nil {
-		return err
-	}
-	c.redirect(rq, threadHref(th)+"#r-"+string(r.ID), flash)
-	return nil
+	return c.backToThread(rq, r.ThreadID, "#r-"+string(r.ID), flash)
 }
 
 // messageFragment is one message as the thread shows it, for the script to put in place.
 func (c *chatView) messageFragment(rq *request) error {
-	if !c.chatReady() {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return err
 	}
@@ -841,10 +832,7 @@ func (c *chatView) messageViewOf(rq *request, m messaging.Message, dir *principa
 
 // runFragment is one run card, for the script: a new run, or one whose patches it missed.
 func (c *chatView) runFragment(rq *request) error {
-	if !c.chatReady() || c.d.Runs == nil {
-		return errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.runID(rq)
 	if err != nil {
 		return err
 	}

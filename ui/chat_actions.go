@@ -38,10 +38,7 @@ func messageHref(th chat.Thread, id kernel.ID) string {
 
 // messageAndThread loads the message of the path (message.read) and its thread.
 func (c *chatView) messageAndThread(rq *request) (messaging.Message, chat.Thread, error) {
-	if !c.chatReady() {
-		return messaging.Message{}, chat.Thread{}, errNoChat
-	}
-	id, err := pathID(rq)
+	id, err := c.chatID(rq)
 	if err != nil {
 		return messaging.Message{}, chat.Thread{}, err
 	}
