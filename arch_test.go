@@ -128,22 +128,48 @@ func TestPackageNamesAreOwnAndDistinct(t *testing.T) {
 	}
 }
 
-// writePath is the group-commit writer and its Unit of Work: one algorithm for both engines, which
-// knows the event log and no domain table.
-var writePath = []string{"storage/writer.go", "storage/unit.go"}
+// The write path, storage/commit, is the group-commit writer and its Unit of Work: one algorithm
+// for both engines, which writes the event log and its counter and knows no table of the domain.
+// A write at commit that a repository needs (a thread's message count) is the repository's,
+// declared with its SQL next to the repository's other statements (commit.AtCommit).
+func TestTheWritePathImportsOnlyTheKernel(t *testing.T) {
+	allowed := []string{module + "/app/kernel", module + "/storage/engine"}
+	found := false
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/storage/commit" {
+			continue
+		}
+		found = true
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module+"/") && !slices.Contains(allowed, imp) {
+				t.Errorf("storage/commit imports %s: the write path knows the kernel and no module or repository", imp)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no package storage/commit")
+	}
+}
 
-// The writer runs one algorithm on both engines: what differs is behind the connection the
-// engine drives (storage/writeconn*.go), chosen once at open, so no branch on the engine is left
-// in it. And it writes the event log and its counter alone: a write at commit that a repository
-// needs (a thread's message count) is the repository's, declared with its SQL next to the
-// repository's other statements.
+// writeAlgorithm is the writer's algorithm, the same on both engines: what differs is behind the
+// write connection an engine drives (storage/commit/conn*.go), chosen once at start, so no branch
+// on the engine is left in it.
+var writeAlgorithm = []string{"storage/commit/commit.go", "storage/commit/unit.go", "storage/commit/atcommit.go"}
+
 func TestTheWritePathKnowsNoEngineAndNoDomainTable(t *testing.T) {
 	tables := domainTables(t)
 	if len(tables) == 0 {
 		t.Fatal("found no table in migrate/sqlite")
 	}
 	domainSQL := regexp.MustCompile(`(?i)\b(` + strings.Join(tables, "|") + `)\b`)
-	for _, file := range append(writePath, "storage/writeconn.go", "storage/writeconn_sqlite.go", "storage/writeconn_postgres.go") {
+	files, err := filepath.Glob("storage/commit/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +187,7 @@ func TestTheWritePathKnowsNoEngineAndNoDomainTable(t *testing.T) {
 			return true
 		})
 	}
-	for _, file := range writePath {
+	for _, file := range writeAlgorithm {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 		if err != nil {
 			t.Fatal(err)

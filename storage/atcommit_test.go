@@ -14,6 +14,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/commit"
 	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/postgres"
 	"bothy.dev/bothy/storage/sqlite"
@@ -102,7 +103,7 @@ func TestWritesAtCommit(t *testing.T) {
 		var mu sync.Mutex
 		var writes []string // "key=value", one per write the writer made
 		// The write keeps a running total per key in a row, so the rows show what committed.
-		record := storage.NewAtCommitInTest(func(a, b int64) int64 { return a + b },
+		record := commit.NewAtCommit(func(a, b int64) int64 { return a + b },
 			func(exec func(q string, args ...any) error, key string, v int64) error {
 				mu.Lock()
 				writes = append(writes, fmt.Sprintf("%s=%d", key, v))
@@ -110,7 +111,7 @@ func TestWritesAtCommit(t *testing.T) {
 				return exec(`INSERT INTO idempotency_keys (principal_id, idem_key, fingerprint, status_code, response_body, created_at)
 					VALUES (?, 'total', '', ?, '', '') ON CONFLICT (principal_id, idem_key) DO UPDATE SET status_code = idempotency_keys.status_code + excluded.status_code`,
 					key, v)
-			})
+			}).Record
 		takeWrites := func() []string {
 			mu.Lock()
 			defer mu.Unlock()

@@ -9,6 +9,7 @@ import (
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/commit"
 )
 
 // ChatStore is the repository of chat: spaces, channels, threads (implements chat.Store).
@@ -217,7 +218,7 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 // once per thread at the batch's commit. A busy thread's row is the hottest row there is: one
 // UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its row
 // lock in whatever order the units came; one per thread per batch, in id order, does not.
-var threadCounts = newAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
+var threadCounts = commit.NewAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
 	if err := exec(bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id)); err != nil {
 		return fmt.Errorf("bump thread: %w", err)
 	}
@@ -250,7 +251,7 @@ func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at 
 	if delta > 0 {
 		last = fmtTime(at)
 	}
-	if threadCounts.record(ctx, id, threadBump{int64(delta), last}) {
+	if threadCounts.Record(ctx, id, threadBump{int64(delta), last}) {
 		// Applied at the commit of the batch, with the batch's other messages. The caller has
 		// loaded the thread in this unit, so it exists.
 		return nil

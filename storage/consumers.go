@@ -9,6 +9,7 @@ import (
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/commit"
 )
 
 // ConsumerStore implements gateway.Consumers on agent_consumers: the durable cursor of each
@@ -54,12 +55,12 @@ func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, b
 // sign of life yet, so the console does not call the agent online and the stall check does not
 // count it as connected.
 func (s *AgentStore) StartConsumer(ctx context.Context, agent kernel.ID) error {
-	st := txFrom(ctx)
-	if st == nil {
+	head, ok := commit.HeadBefore(ctx)
+	if !ok {
 		panic("storage: StartConsumer outside a unit of work")
 	}
 	_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO agent_consumers (agent_id, acked_seq, updated_at, seen_at) VALUES (?, ?, ?, '')`,
-		string(agent), st.head, fmtTime(s.db.clock.Now()))
+		string(agent), head, fmtTime(s.db.clock.Now()))
 	return s.db.mapErr(err, "agent consumer")
 }
 

@@ -12,13 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/commit"
 	"bothy.dev/bothy/storage/engine"
 )
 
@@ -69,14 +69,12 @@ type DB struct {
 	rebindMu sync.RWMutex
 	rebinds  map[string]string
 
-	w *writer
+	w *commit.Writer
 
 	// readStmts holds statements prepared on the read pool, by query text: preparing costs as
 	// much as running a small query, and the same few queries run on every request.
 	readStmts sync.Map // string → *sql.Stmt
 	readStmtN atomic.Int32
-
-	onCommit atomic.Pointer[func([]kernel.LoggedEvent)] // see OnCommit
 
 	head     atomic.Int64 // highest committed seq
 	notifyMu sync.Mutex
@@ -111,7 +109,8 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 		return nil, err
 	}
 	db.head.Store(head)
-	w, err := startWriter(ctx, db)
+	w, err := commit.Start(ctx, d, writeDB, commit.Options{MaxBatch: o.MaxBatch, CheckpointPages: o.CheckpointPages,
+		TxRetryMax: o.TxRetryMax, BenchCommitDelay: o.BenchCommitDelay, Logger: o.Logger, Clock: o.Clock, Committed: db.advanceHead})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +120,7 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 
 // Close stops the write path after the batch in flight and closes both pools.
 func (db *DB) Close() error {
-	db.w.stop()
+	db.w.Stop()
 	db.readStmts.Range(func(k, v any) bool { v.(*sql.Stmt).Close(); return true })
 	return errors.Join(db.writeDB.Close(), db.readDB.Close())
 }
@@ -197,14 +196,6 @@ func (db *DB) advanceHead(head int64) {
 	db.wake()
 }
 
-// notifyStatement is PostgreSQL's wake-up, sent in the commit phase after the events are
-// numbered (writer.commit): pg_notify('event_log', head), which PostgreSQL delivers at COMMIT to
-// the tails of every node, this one's included; the payload is the number alone. SQLite has one
-// process per file and wakes in process (advanceHead).
-func notifyStatement(head int64) string {
-	return `SELECT pg_notify('event_log', '` + strconv.FormatInt(head, 10) + `')`
-}
-
 func (db *DB) wake() {
 	db.notifyMu.Lock()
 	close(db.notifyCh)
@@ -228,13 +219,16 @@ type querier interface {
 // q returns the querier for ctx: the ambient Unit of Work if there is one, else the read pool.
 // Queries are written with ? placeholders and rebound here.
 func (db *DB) q(ctx context.Context) querier {
-	if st := txFrom(ctx); st != nil {
-		return rebinding{db, st.conn}
+	if c := commit.Conn(ctx); c != nil {
+		return rebinding{db, c}
 	}
 	return rebinding{db, readPool{db}}
 }
 
 var errCacheFull = errors.New("statement cache full")
+
+// maxReadStmts bounds the statements prepared on the read pool.
+const maxReadStmts = 512
 
 // readPool runs queries on the read pool with statements prepared once.
 type readPool struct{ db *DB }
@@ -243,7 +237,7 @@ func (p readPool) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if s, ok := p.db.readStmts.Load(q); ok {
 		return s.(*sql.Stmt), nil
 	}
-	if p.db.readStmtN.Load() >= maxCachedStmts {
+	if p.db.readStmtN.Load() >= maxReadStmts {
 		return nil, errCacheFull // a dynamic query (an IN list of varying length): run it unprepared
 	}
 	s, err := p.db.readDB.PrepareContext(ctx, q)
@@ -279,7 +273,7 @@ func (p readPool) QueryRowContext(ctx context.Context, q string, args ...any) *s
 }
 
 // inTx reports whether ctx carries a Unit of Work.
-func inTx(ctx context.Context) bool { return txFrom(ctx) != nil }
+func inTx(ctx context.Context) bool { return commit.InUnit(ctx) }
 
 func (db *DB) rebind(q string) string {
 	if db.dialect.Name() == engine.SQLite {
@@ -334,7 +328,7 @@ func (db *DB) mapErr(err error, what string) error {
 
 // Time is stored as fixed-width UTC text so that it sorts as text on both engines, in
 // the same order as the times.
-const timeLayout = "2006-01-02T15:04:05.000000Z"
+const timeLayout = commit.TimeLayout
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
@@ -381,4 +375,4 @@ func placeholders(n int) string {
 // goroutine, before the next batch begins: the permission cache observes this process's own
 // commits without waiting for the log tail, so the next batch finds it current. fn must be quick
 // and never block or write.
-func (db *DB) OnCommit(fn func(events []kernel.LoggedEvent)) { db.onCommit.Store(&fn) }
+func (db *DB) OnCommit(fn func(events []kernel.LoggedEvent)) { db.w.OnCommit(fn) }

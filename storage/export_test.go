@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"testing"
@@ -34,10 +33,4 @@ func ScanIn(ctx context.Context, db *DB, q string, dest any, args ...any) error 
 
 // QueuedUnits is how many Units of Work wait for the writer. A test that needs several units in
 // one batch holds the writer with a unit until the others have queued.
-func QueuedUnits(db *DB) int { return len(db.w.jobs) }
-
-// NewAtCommitInTest declares a write at commit (newAtCommit) and returns its record, for the
-// tests of the writer's side of it.
-func NewAtCommitInTest[K cmp.Ordered, V any](merge func(a, b V) V, write func(exec func(q string, args ...any) error, key K, v V) error) func(ctx context.Context, key K, v V) bool {
-	return newAtCommit(merge, write).record
-}
+func QueuedUnits(db *DB) int { return db.w.Queued() }

@@ -1,12 +1,25 @@
 package storage
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"slices"
-	"sync/atomic"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/commit"
 )
+
+// Do runs fn in a Unit of Work; see kernel.UnitOfWork. The store's one writer runs it
+// (storage/commit): with the units that queue meanwhile, in one transaction and one COMMIT.
+func (db *DB) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return db.w.Do(ctx, fn)
+}
+
+// Append buffers a durable event in the Unit of Work of ctx (kernel.EventLog).
+func (db *DB) Append(ctx context.Context, e kernel.Event) {
+	if !commit.Append(ctx, e) {
+		panic("storage: event " + e.Type + " appended outside a unit of work")
+	}
+}
 
 // Exec runs one statement, written with ? placeholders, in the Unit of Work of ctx: its rows
 // commit or roll back with the unit's. It is for the adapter that keeps the SQL of a library's
@@ -29,130 +42,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // it, so that a job due now starts at once and not at the next poll. It panics outside a Unit
 // of Work.
 func (db *DB) AfterCommit(ctx context.Context, fn func()) {
-	st := txFrom(ctx)
-	if st == nil {
+	if !commit.AfterCommit(ctx, fn) {
 		panic("storage: AfterCommit outside a unit of work")
 	}
-	st.afterCommit = append(st.afterCommit, fn)
-}
-
-// atCommit is a write that Units of Work record under a key and that their batch makes once per
-// key, at its commit, with what the batch's units recorded there merged: a repository declares
-// one for a row many units change (a thread's message count), so that a busy row costs one
-// statement per batch instead of one per unit, and the batch takes those rows in key order
-// (two writers on one database then cannot deadlock on them). A unit that fails takes what it
-// recorded with it; a batch that runs again starts from nothing, as its units record again.
-// Batches make the writes of several atCommits in the order the atCommits were declared.
-type atCommit[K cmp.Ordered, V any] struct {
-	order int64
-	merge func(a, b V) V
-	write func(exec func(q string, args ...any) error, key K, v V) error
-}
-
-var atCommitOrder atomic.Int64
-
-// newAtCommit declares a write at commit: merge combines two values recorded under one key (the
-// earlier first); write makes the write of one key with exec, which runs a statement written with
-// ? placeholders in the batch's transaction, before its COMMIT. An error of write fails the
-// batch. exec may answer nil and report a failure of the statement at the COMMIT instead.
-func newAtCommit[K cmp.Ordered, V any](merge func(a, b V) V, write func(exec func(q string, args ...any) error, key K, v V) error) *atCommit[K, V] {
-	return &atCommit[K, V]{order: atCommitOrder.Add(1), merge: merge, write: write}
-}
-
-// record merges v into what the Unit of Work of ctx recorded under key. It reports false outside
-// a Unit of Work (the caller then writes at once).
-func (a *atCommit[K, V]) record(ctx context.Context, key K, v V) bool {
-	st := txFrom(ctx)
-	if st == nil {
-		return false
-	}
-	var set *atCommitSet[K, V]
-	for _, s := range st.atCommit {
-		if s, ok := s.(*atCommitSet[K, V]); ok && s.a == a {
-			set = s
-			break
-		}
-	}
-	if set == nil {
-		set = &atCommitSet[K, V]{a: a, vals: map[K]V{}}
-		st.atCommit = append(st.atCommit, set)
-	}
-	set.add(key, v)
-	return true
-}
-
-// atCommitSet is what a unit, or a batch, recorded for one atCommit: the merged value of each
-// key.
-type atCommitSet[K cmp.Ordered, V any] struct {
-	a    *atCommit[K, V]
-	vals map[K]V
-}
-
-func (s *atCommitSet[K, V]) add(key K, v V) {
-	if old, ok := s.vals[key]; ok {
-		v = s.a.merge(old, v)
-	}
-	s.vals[key] = v
-}
-
-func (s *atCommitSet[K, V]) declared() int64 { return s.a.order }
-
-func (s *atCommitSet[K, V]) absorb(o pendingAtCommit) bool {
-	other, ok := o.(*atCommitSet[K, V])
-	if !ok || other.a != s.a {
-		return false
-	}
-	for k, v := range other.vals {
-		s.add(k, v)
-	}
-	return true
-}
-
-func (s *atCommitSet[K, V]) write(exec func(q string, args ...any) error) error {
-	keys := make([]K, 0, len(s.vals))
-	for k := range s.vals {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := s.a.write(exec, k, s.vals[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pendingAtCommit is an atCommitSet of any key and value types, as the writer holds them.
-type pendingAtCommit interface {
-	declared() int64
-	// absorb merges o into the set if o belongs to the same atCommit, and reports whether it did.
-	absorb(o pendingAtCommit) bool
-	write(exec func(q string, args ...any) error) error
-}
-
-// mergeAtCommit merges a unit that succeeded into its batch's sets, and returns them. The unit
-// is done with its own: the batch may keep them.
-func mergeAtCommit(batch, unit []pendingAtCommit) []pendingAtCommit {
-next:
-	for _, u := range unit {
-		for _, b := range batch {
-			if b.absorb(u) {
-				continue next
-			}
-		}
-		batch = append(batch, u)
-	}
-	return batch
-}
-
-// writeAtCommit makes the batch's writes at commit, atCommit by atCommit in the order they were
-// declared, key by key in key order.
-func writeAtCommit(batch []pendingAtCommit, exec func(q string, args ...any) error) error {
-	slices.SortFunc(batch, func(a, b pendingAtCommit) int { return cmp.Compare(a.declared(), b.declared()) })
-	for _, s := range batch {
-		if err := s.write(exec); err != nil {
-			return err
-		}
-	}
-	return nil
 }

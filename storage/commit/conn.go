@@ -1,4 +1,4 @@
-package storage
+package commit
 
 import (
 	"context"
@@ -8,8 +8,20 @@ import (
 	"bothy.dev/bothy/storage/engine"
 )
 
+// Dialect is what the writer needs of the engine's dialect (storage.Dialect has it).
+type Dialect interface {
+	Name() engine.Name
+	// BeginWrite is the statement that opens a write transaction; it may hold several
+	// statements separated by semicolons.
+	BeginWrite() string
+	// ForUpdate is the clause that locks a selected row until commit.
+	ForUpdate() string
+	// IsRetryable reports a transient conflict after which the whole batch may run again.
+	IsRetryable(err error) bool
+}
+
 // writeConn is the writer's one connection as an engine drives a batch's transaction on it. The
-// writer runs the same algorithm on both engines (writer.tryBatch); what differs is how the
+// writer runs the same algorithm on both engines (Writer.tryBatch); what differs is how the
 // statements around the units reach the database: SQLite runs each prepared, one by one, on its
 // connection (no round trips to save, sqliteWriteConn); PostgreSQL queues them and sends them
 // together with the next transaction-control statement, one round trip for several
@@ -18,7 +30,7 @@ import (
 // Every statement is written with ? placeholders.
 type writeConn interface {
 	// units is what the batch's Units of Work run their own statements on, prepared once.
-	units() querier
+	units() Querier
 	// savepointAlone reports whether a batch of one unit still sets a savepoint. Where it costs
 	// nothing (it travels with BEGIN) it does, so that the batch can take in what queues while
 	// its unit runs; elsewhere a lone unit runs without one and rolls back whole.
@@ -50,25 +62,25 @@ type writeConn interface {
 // lockCounter reads event_seq at the start of a batch; the engine's ForUpdate locks it.
 const lockCounter = `SELECT value FROM sequence_counters WHERE name = 'event_seq'`
 
-// openWriteConn takes the write connection from db.writeDB, driven as db's engine drives it.
-func openWriteConn(ctx context.Context, db *DB) (writeConn, error) {
-	conn, err := db.writeDB.Conn(ctx)
+// openWriteConn takes the write connection from w.writeDB, driven as w's engine drives it.
+func openWriteConn(ctx context.Context, w *Writer) (writeConn, error) {
+	conn, err := w.writeDB.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("storage: writer connection: %w", err)
 	}
-	switch db.dialect.Name() {
+	switch w.dialect.Name() {
 	case engine.SQLite:
-		return &sqliteWriteConn{db: db, conn: conn, stmts: newStmtCache(conn)}, nil
+		return &sqliteWriteConn{w: w, conn: conn, stmts: newStmtCache(conn)}, nil
 	case engine.Postgres:
-		m, ok := db.dialect.(multiExecer)
+		m, ok := w.dialect.(multiExecer)
 		if !ok {
 			conn.Close()
-			return nil, fmt.Errorf("storage: the postgres dialect %T has no ExecMulti", db.dialect)
+			return nil, fmt.Errorf("storage: the postgres dialect %T has no ExecMulti", w.dialect)
 		}
-		return &postgresWriteConn{db: db, conn: conn, stmts: newStmtCache(conn), multi: m}, nil
+		return &postgresWriteConn{w: w, conn: conn, stmts: newStmtCache(conn), multi: m}, nil
 	default:
 		conn.Close()
-		panic("storage: unknown dialect " + string(db.dialect.Name()))
+		panic("storage: unknown dialect " + string(w.dialect.Name()))
 	}
 }
 

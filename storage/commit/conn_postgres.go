@@ -1,4 +1,4 @@
-package storage
+package commit
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // fails the batch rather than that unit. Transaction control runs unprepared, which lets
 // BeginWrite carry several statements; the units' statements are prepared once.
 type postgresWriteConn struct {
-	db    *DB
+	w     *Writer
 	conn  *sql.Conn // nil while a lost connection cannot be replaced
 	stmts *stmtCache
 	multi multiExecer
@@ -29,7 +29,7 @@ type postgresWriteConn struct {
 
 var errNoWriteConn = errors.New("no write connection")
 
-func (c *postgresWriteConn) units() querier { return c.stmts }
+func (c *postgresWriteConn) units() Querier { return c.stmts }
 
 // savepointAlone: the first savepoint travels with BEGIN, in the same round trip.
 func (c *postgresWriteConn) savepointAlone() bool { return true }
@@ -47,7 +47,7 @@ func (c *postgresWriteConn) begin(savepoint bool) (int64, error) {
 	if c.conn == nil {
 		return 0, errNoWriteConn
 	}
-	q := c.db.dialect.BeginWrite() + "; " + lockCounter + c.db.dialect.ForUpdate()
+	q := c.w.dialect.BeginWrite() + "; " + lockCounter + c.w.dialect.ForUpdate()
 	if savepoint {
 		q += "; SAVEPOINT uow"
 	}
@@ -117,13 +117,13 @@ func (c *postgresWriteConn) reconnectIfLost() bool {
 		c.conn.Close()
 		c.conn = nil
 	}
-	conn, err := c.db.writeDB.Conn(ctx)
+	conn, err := c.w.writeDB.Conn(ctx)
 	if err != nil {
-		c.db.log.Warn("the write connection is lost and cannot be replaced yet", "err", err)
+		c.w.log.Warn("the write connection is lost and cannot be replaced yet", "err", err)
 		c.stmts = newStmtCache(nil)
 		return true
 	}
-	c.db.log.Warn("replaced the lost write connection")
+	c.w.log.Warn("replaced the lost write connection")
 	c.conn, c.stmts = conn, newStmtCache(conn)
 	return true
 }
@@ -174,4 +174,11 @@ func (q *pgQueue) addParams(stmt string, args ...any) {
 		q.sql.WriteByte(stmt[i])
 	}
 	q.args = append(q.args, args...)
+}
+
+// notifyStatement is PostgreSQL's wake-up, sent in the commit phase after the events are
+// numbered: pg_notify('event_log', head), which PostgreSQL delivers at COMMIT to the tails of
+// every node, this one's included; the payload is the number alone.
+func notifyStatement(head int64) string {
+	return `SELECT pg_notify('event_log', '` + strconv.FormatInt(head, 10) + `')`
 }

@@ -1,4 +1,4 @@
-package storage
+package commit
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 // and run at once, one by one (an in-process database has no round trips to save). BEGIN
 // IMMEDIATE takes the write lock, so reading event_seq needs no lock of its own.
 type sqliteWriteConn struct {
-	db    *DB
+	w     *Writer
 	conn  *sql.Conn
 	stmts *stmtCache
 
 	pagesSinceCheckpoint int
 }
 
-func (c *sqliteWriteConn) units() querier { return c.stmts }
+func (c *sqliteWriteConn) units() Querier { return c.stmts }
 
 func (c *sqliteWriteConn) savepointAlone() bool { return false }
 
@@ -28,7 +28,7 @@ func (c *sqliteWriteConn) exec(q string) error {
 
 func (c *sqliteWriteConn) begin(savepoint bool) (int64, error) {
 	var committed int64
-	if err := c.exec(c.db.dialect.BeginWrite()); err != nil {
+	if err := c.exec(c.w.dialect.BeginWrite()); err != nil {
 		return 0, err
 	}
 	if err := c.stmts.QueryRowContext(context.Background(), lockCounter).Scan(&committed); err != nil {
@@ -52,7 +52,7 @@ func (c *sqliteWriteConn) nextSavepoint() error {
 	return c.exec("SAVEPOINT uow")
 }
 
-// commit: SQLite has one process per file, which wakes its tails in process (DB.advanceHead);
+// commit: SQLite has one process per file, which wakes its tails in process (Options.Committed);
 // a COMMIT that fails has not committed.
 func (c *sqliteWriteConn) commit(committed, head int64) error {
 	if head != committed {
@@ -70,12 +70,12 @@ func (c *sqliteWriteConn) reconnectIfLost() bool { return false }
 // never runs inside a commit and the WAL never outgrows journal_size_limit under steady load.
 func (c *sqliteWriteConn) afterCommit(n int) {
 	c.pagesSinceCheckpoint += 4 * n // a message-shaped write touches about four pages
-	if c.pagesSinceCheckpoint < c.db.opts.CheckpointPages {
+	if c.pagesSinceCheckpoint < c.w.opts.CheckpointPages {
 		return
 	}
 	c.pagesSinceCheckpoint = 0
 	if err := c.exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-		c.db.log.Warn("wal checkpoint", "err", err)
+		c.w.log.Warn("wal checkpoint", "err", err)
 	}
 }
 
