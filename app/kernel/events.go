@@ -113,6 +113,22 @@ func LookupEvent(name string) (EventInfo, bool) {
 	return i, ok
 }
 
+// CheckEvent says why e cannot be appended: its type is not a registered durable one, or its
+// payload is not of the type's payload type. Such an event is a programming error (append it
+// through EventType.Event); the test event logs panic on it.
+func CheckEvent(e Event) error {
+	i, ok := LookupEvent(e.Type)
+	switch {
+	case !ok:
+		return fmt.Errorf("kernel: event type %q is not defined (DefineEvent)", e.Type)
+	case !i.Durable:
+		return fmt.Errorf("kernel: event type %q is ephemeral, not one of the log", e.Type)
+	case reflect.TypeOf(e.Payload) != i.Payload:
+		return fmt.Errorf("kernel: event %s carries %T, not %v", e.Type, e.Payload, i.Payload)
+	}
+	return nil
+}
+
 // Event returns e as an event of this type carrying p: the only way a module should fill an
 // Event's Type and Payload, so that the payload is always of the registered type.
 func (t EventType[P]) Event(e Event, p P) Event {

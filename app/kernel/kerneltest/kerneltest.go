@@ -53,11 +53,15 @@ func (f *Tx) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return nil
 }
 
-// Append implements kernel.EventLog; it panics outside a unit, as the store does.
+// Append implements kernel.EventLog; it panics outside a unit, as the store does, and on an event
+// that is not of a defined type with its payload type (kernel.CheckEvent).
 func (f *Tx) Append(ctx context.Context, e kernel.Event) {
 	b, _ := ctx.Value(txKey{}).(*txBuf)
 	if b == nil {
 		panic("event " + e.Type + " appended outside a unit of work")
+	}
+	if err := kernel.CheckEvent(e); err != nil {
+		panic(err)
 	}
 	b.events = append(b.events, e)
 }
