@@ -73,7 +73,8 @@ func (con *Console) chatRoutes() {
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
 
-// pathID is the {id} of the path; a malformed one does not exist.
+// pathID is the {id} of the path, for every page of the console; a malformed one does not
+// exist, as in the API.
 func pathID(rq *request) (kernel.ID, error) {
 	id, err := kernel.ParseID(rq.r.PathValue("id"))
 	if err != nil {

@@ -202,7 +202,7 @@ func (c *Console) agentResetToken(rq *request) error {
 	if c.d.Agents == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (c *Console) agentPage(rq *request) error {
 	if c.d.Agents == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (c *Console) agentStatus(rq *request, disable bool) error {
 	if c.d.Agents == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}

@@ -89,9 +89,9 @@ func (c *Console) personPassword(rq *request) error {
 // owner can understand (the last owner, a short password) as an error flash, what does not
 // exist as the 404 page.
 func (c *Console) personAction(rq *request, do func(kernel.ID) (identity.User, error), done string) error {
-	id, err := kernel.ParseID(rq.r.PathValue("id"))
+	id, err := pathID(rq)
 	if err != nil {
-		return kernel.ErrNotFound
+		return err
 	}
 	u, err := do(id)
 	if err != nil {

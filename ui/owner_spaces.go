@@ -43,15 +43,6 @@ func (c *Console) spaceRoutes() {
 	c.handle("POST /console/channels/{id}/access/revoke", signedIn, c.accessRevoke)
 }
 
-// idFromPath is the path's {id}; a malformed one is simply not found, as in the API.
-func idFromPath(rq *request) (kernel.ID, error) {
-	id, err := kernel.ParseID(rq.r.PathValue("id"))
-	if err != nil {
-		return kernel.NilID, kernel.ErrNotFound
-	}
-	return id, nil
-}
-
 // formOutcome ends a form that changed something: back to target with ok in the flash, or with
 // the use case's refusal when the person can fix it. Not found and forbidden stay errors (the
 // 404 page), like anything else.
@@ -111,7 +102,7 @@ func (c *Console) spacePage(rq *request) error {
 	if c.d.Chat == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -155,7 +146,7 @@ func (c *Console) spaceRename(rq *request) error {
 	if c.d.Chat == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -169,7 +160,7 @@ func (c *Console) spaceArchive(rq *request) error {
 	if c.d.Chat == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -181,7 +172,7 @@ func (c *Console) channelCreate(rq *request) error {
 	if c.d.Chat == nil {
 		return kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return err
 	}
@@ -196,7 +187,7 @@ func (c *Console) channelOf(rq *request) (chat.Channel, error) {
 	if c.d.Chat == nil {
 		return chat.Channel{}, kernel.ErrNotFound
 	}
-	id, err := idFromPath(rq)
+	id, err := pathID(rq)
 	if err != nil {
 		return chat.Channel{}, err
 	}

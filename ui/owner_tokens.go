@@ -71,9 +71,9 @@ func (c *Console) takeNewToken(rq *request) *pages.CreatedToken {
 }
 
 func (c *Console) tokenRevoke(rq *request) error {
-	id, err := kernel.ParseID(rq.r.PathValue("id"))
+	id, err := pathID(rq)
 	if err != nil {
-		return kernel.ErrNotFound
+		return err
 	}
 	if err := c.d.Identity.RevokeToken(rq.ctx(), rq.actor, id); err != nil {
 		return err
