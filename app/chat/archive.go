@@ -15,10 +15,7 @@ func (s *Service) ArchiveChannel(ctx context.Context, actor kernel.Actor, id ker
 	var c Channel
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if c, err = s.store.Channel(ctx, id); err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActChannelUpdate, c.Resource()); err != nil {
+		if c, err = s.channel(ctx, actor, ActChannelUpdate, id); err != nil {
 			return err
 		}
 		now := s.now()
@@ -63,10 +60,7 @@ func (s *Service) ArchiveSpace(ctx context.Context, actor kernel.Actor, id kerne
 	var sp Space
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if sp, err = s.store.Space(ctx, id); err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActSpaceUpdate, sp.Resource()); err != nil {
+		if sp, err = s.space(ctx, actor, ActSpaceUpdate, id); err != nil {
 			return err
 		}
 		now := s.now()

@@ -101,14 +101,32 @@ func (s *Service) ListSpaces(ctx context.Context, actor kernel.Actor) ([]Space, 
 
 // GetSpace returns one space (space.read). Errors: not_found, unauthenticated.
 func (s *Service) GetSpace(ctx context.Context, actor kernel.Actor, id kernel.ID) (Space, error) {
+	return s.space(ctx, actor, ActSpaceRead, id)
+}
+
+// space loads a space and checks action on it: the preamble of the use cases on one space.
+func (s *Service) space(ctx context.Context, actor kernel.Actor, action kernel.Action, id kernel.ID) (Space, error) {
 	sp, err := s.store.Space(ctx, id)
 	if err != nil {
 		return Space{}, err
 	}
-	if err := s.authz.Authorize(ctx, actor, ActSpaceRead, sp.Resource()); err != nil {
+	if err := s.authz.Authorize(ctx, actor, action, sp.Resource()); err != nil {
 		return Space{}, err
 	}
 	return sp, nil
+}
+
+// channel loads a channel and checks action on it: the preamble of the use cases on one
+// channel.
+func (s *Service) channel(ctx context.Context, actor kernel.Actor, action kernel.Action, id kernel.ID) (Channel, error) {
+	c, err := s.store.Channel(ctx, id)
+	if err != nil {
+		return Channel{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, action, c.Resource()); err != nil {
+		return Channel{}, err
+	}
+	return c, nil
 }
 
 // SpacePatch changes the fields that are set.
@@ -122,10 +140,7 @@ func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel
 	var sp Space
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if sp, err = s.store.Space(ctx, id); err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActSpaceUpdate, sp.Resource()); err != nil {
+		if sp, err = s.space(ctx, actor, ActSpaceUpdate, id); err != nil {
 			return err
 		}
 		changed := false
@@ -163,11 +178,8 @@ type NewChannel struct {
 func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID kernel.ID, in NewChannel) (Channel, error) {
 	var ch Channel
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
-		sp, err := s.store.Space(ctx, spaceID)
+		sp, err := s.space(ctx, actor, ActChannelCreate, spaceID)
 		if err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActChannelCreate, sp.Resource()); err != nil {
 			return err
 		}
 		name, err := CleanName("name", in.Name, MaxNameLen)
@@ -202,11 +214,8 @@ func (s *Service) CreateChannel(ctx context.Context, actor kernel.Actor, spaceID
 // ListChannels returns the channels of a space that actor may read: the space needs
 // space.read, each channel channel.read. Errors: not_found, unauthenticated.
 func (s *Service) ListChannels(ctx context.Context, actor kernel.Actor, spaceID kernel.ID) ([]Channel, error) {
-	sp, err := s.store.Space(ctx, spaceID)
+	sp, err := s.space(ctx, actor, ActSpaceRead, spaceID)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authz.Authorize(ctx, actor, ActSpaceRead, sp.Resource()); err != nil {
 		return nil, err
 	}
 	vis, err := s.scoper.Visible(ctx, actor, ActChannelRead)
@@ -228,14 +237,7 @@ func (s *Service) ListChannels(ctx context.Context, actor kernel.Actor, spaceID 
 
 // GetChannel returns one channel (channel.read). Errors: not_found, unauthenticated.
 func (s *Service) GetChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (Channel, error) {
-	c, err := s.store.Channel(ctx, id)
-	if err != nil {
-		return Channel{}, err
-	}
-	if err := s.authz.Authorize(ctx, actor, ActChannelRead, c.Resource()); err != nil {
-		return Channel{}, err
-	}
-	return c, nil
+	return s.channel(ctx, actor, ActChannelRead, id)
 }
 
 // ChannelPatch changes the fields that are set; an empty topic clears it.
@@ -250,10 +252,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 	var c Channel
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if c, err = s.store.Channel(ctx, id); err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActChannelUpdate, c.Resource()); err != nil {
+		if c, err = s.channel(ctx, actor, ActChannelUpdate, id); err != nil {
 			return err
 		}
 		changed := false
@@ -314,10 +313,7 @@ func (s *Service) setOperator(ctx context.Context, actor kernel.Actor, channelID
 	var c Channel
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
-		if c, err = s.store.Channel(ctx, channelID); err != nil {
-			return err
-		}
-		if err := s.authz.Authorize(ctx, actor, ActChannelOperatorSet, c.Resource()); err != nil {
+		if c, err = s.channel(ctx, actor, ActChannelOperatorSet, channelID); err != nil {
 			return err
 		}
 		if !agentID.IsZero() {
@@ -368,11 +364,8 @@ func (s *Service) checkOperator(ctx context.Context, c Channel, agentID kernel.I
 // ListThreads returns one page of a channel's threads (thread.read on the channel) and whether
 // more lie beyond it. Errors: not_found, validation_failed (page), unauthenticated.
 func (s *Service) ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p Page) ([]Thread, bool, error) {
-	c, err := s.store.Channel(ctx, channelID)
+	c, err := s.channel(ctx, actor, ActThreadRead, channelID)
 	if err != nil {
-		return nil, false, err
-	}
-	if err := s.authz.Authorize(ctx, actor, ActThreadRead, c.Resource()); err != nil {
 		return nil, false, err
 	}
 	if p, err = p.Normalize(); err != nil {
