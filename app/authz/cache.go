@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"bothy.dev/bothy/app/kernel"
 )
@@ -24,6 +25,9 @@ type cache struct {
 	stale          bool
 	onDisabled     func(kernel.ID)
 	onObserveError func(int64, error)
+	// payloadErrors counts the events whose payload could not be read as their type's
+	// (PayloadErrors).
+	payloadErrors atomic.Int64
 }
 
 // model is the content of the cache as of seq.
@@ -320,6 +324,10 @@ func (s *Service) ObserveCommitted(events []kernel.LoggedEvent) {
 	}
 }
 
+// PayloadErrors counts the events the cache could not apply because their payload did not read
+// as their type's (each is also an observe error, with its seq and type).
+func (s *Service) PayloadErrors() int64 { return s.cache.payloadErrors.Load() }
+
 // OnObserveError registers fn, told when Observe could not apply the event at seq and loaded
 // the cache again (err says why, and whether loading failed too), for the log. It runs on
 // Observe's goroutine.
@@ -357,6 +365,9 @@ func (c *cache) observe(e kernel.LoggedEvent) error {
 	case err != nil:
 		c.stale = true
 		c.mu.Unlock()
+		if errors.As(err, new(*kernel.PayloadError)) {
+			c.payloadErrors.Add(1)
+		}
 		return fmt.Errorf("authz: the permission cache cannot apply seq %d (%s): %w", e.Seq, e.Type, err)
 	}
 	disabled := ch.apply(m)
