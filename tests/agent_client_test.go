@@ -32,6 +32,60 @@ func runAgent(t *testing.T, a *botclient.Agent, handle func(context.Context, *bo
 	})
 }
 
+// mustPostingAgent creates the agent handle with post on the shared channel and moves its
+// consumer's cursor to the head of the log, which it returns: what comes after waits for the
+// agent, whenever it connects.
+func (w *world) mustPostingAgent(tb testing.TB, handle string) (agent, *client, int64) {
+	tb.Helper()
+	a, ac := w.in.mustCreateAgent(tb, handle)
+	w.in.owner.mustGrant(tb, w.shared.ID, a.ID, "post")
+	start := w.in.owner.mustHead(tb)
+	ac.do(tb, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(tb, http.StatusNoContent)
+	return a, ac, start
+}
+
+// pong is an agent's handler that starts the run, does during (when not nil), appends "pong"
+// to the run's output, replies "pong" in its thread (an answer that must carry the run's id)
+// and finishes the run as succeeded.
+func pong(t *testing.T, during func(context.Context, *botclient.Invocation) error) func(context.Context, *botclient.Invocation) error {
+	return func(ctx context.Context, inv *botclient.Invocation) error {
+		if _, err := inv.Start(ctx); err != nil {
+			return err
+		}
+		if during != nil {
+			if err := during(ctx, inv); err != nil {
+				return err
+			}
+		}
+		if err := inv.AppendOutput(ctx, "pong"); err != nil {
+			return err
+		}
+		m, err := inv.Reply(ctx, "pong")
+		if err != nil {
+			return err
+		}
+		if m.RunID != inv.RunID {
+			t.Errorf("the answer's run_id %q, want %q", m.RunID, inv.RunID)
+		}
+		return inv.Finish(ctx, botclient.Succeeded, nil)
+	}
+}
+
+// mustPong waits for the answer to the message mid in thread th, posted after start, and checks
+// that it is pong's and that its run succeeded with the output "pong"; it returns the run.
+func (w *world) mustPong(t *testing.T, th string, start int64, mid string) runView {
+	t.Helper()
+	answer := answerOf(t, w.alice, th, start)
+	if answer["content"] != "pong" {
+		t.Fatalf("answer %v", answer)
+	}
+	r := runOf(t, w.alice, answer["run_id"].(string))
+	if r.Status != "succeeded" || r.TriggerMessageID == nil || *r.TriggerMessageID != mid || r.Document.Output != "pong" {
+		t.Fatalf("run %+v", r)
+	}
+	return r
+}
+
 // ackedSeq connects to the gateway as the agent of token and answers the acked_seq of its
 // ready: the seq the agent's consumer acknowledged last.
 func ackedSeq(t *testing.T, baseURL, token string) int64 {
@@ -62,45 +116,17 @@ func TestAgentClientLongPoll(t *testing.T) {
 		w.in.owner.mustGrant(t, w.shared.ID, w.aliceU.ID, "invoke")
 
 		t.Run("an agent on the long poll answers a mention", func(t *testing.T) {
-			a, ac := w.in.mustCreateAgent(t, "poller")
-			w.in.owner.mustGrant(t, w.shared.ID, a.ID, "post")
-			start := w.in.owner.mustHead(t)
-			ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(t, http.StatusNoContent)
+			a, _, start := w.mustPostingAgent(t, "poller")
 			th := w.in.owner.mustCreateThread(t, w.shared.ID, "Poll", "for the poller").Thread.ID
 
-			runAgent(t, botclient.NewAgent(w.in.srv.public, a.Token), func(ctx context.Context, inv *botclient.Invocation) error {
-				if _, err := inv.Start(ctx); err != nil {
-					return err
-				}
-				if err := inv.AppendOutput(ctx, "pong"); err != nil {
-					return err
-				}
-				m, err := inv.Reply(ctx, "pong")
-				if err != nil {
-					return err
-				}
-				if m.RunID != inv.RunID {
-					t.Errorf("the answer's run_id %q, want %q", m.RunID, inv.RunID)
-				}
-				return inv.Finish(ctx, botclient.Succeeded, nil)
-			})
+			runAgent(t, botclient.NewAgent(w.in.srv.public, a.Token), pong(t, nil))
 
 			mid, _ := postedMessage(t, w.alice, th, "@poller ping")
-			answer := answerOf(t, w.alice, th, start)
-			if answer["content"] != "pong" {
-				t.Fatalf("answer %v", answer)
-			}
-			r := runOf(t, w.alice, answer["run_id"].(string))
-			if r.Status != "succeeded" || r.TriggerMessageID == nil || *r.TriggerMessageID != mid || r.Document.Output != "pong" {
-				t.Fatalf("run %+v", r)
-			}
+			w.mustPong(t, th, start, mid)
 		})
 
 		t.Run("runs two invocations at once, the first held until the second is done", func(t *testing.T) {
-			a, ac := w.in.mustCreateAgent(t, "twin")
-			w.in.owner.mustGrant(t, w.shared.ID, a.ID, "post")
-			start := w.in.owner.mustHead(t)
-			ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(t, http.StatusNoContent)
+			a, _, start := w.mustPostingAgent(t, "twin")
 			thFirst := w.in.owner.mustCreateThread(t, w.shared.ID, "First", "for the twin").Thread.ID
 			thSecond := w.in.owner.mustCreateThread(t, w.shared.ID, "Second", "for the twin").Thread.ID
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,11 +72,7 @@ func TestAgentAnswers(t *testing.T) {
 		w.in.owner.mustGrant(t, w.shared.ID, w.aliceU.ID, "invoke")
 
 		t.Run("an agent written with client.Agent answers a mention", func(t *testing.T) {
-			a, ac := w.in.mustCreateAgent(t, "pinger")
-			w.in.owner.mustGrant(t, w.shared.ID, a.ID, "post")
-			start := w.in.owner.mustHead(t)
-			// The agent's consumer starts here, whenever it connects.
-			ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(t, http.StatusNoContent)
+			a, _, start := w.mustPostingAgent(t, "pinger")
 			th := w.in.owner.mustCreateThread(t, w.shared.ID, "Ping", "for the pinger").Thread.ID
 
 			ctx, cancel := context.WithCancel(context.Background())
@@ -88,28 +83,12 @@ func TestAgentAnswers(t *testing.T) {
 			)
 			go func() {
 				agent := botclient.NewAgent(w.in.srv.public, a.Token)
-				done <- agent.Run(ctx, func(ctx context.Context, inv *botclient.Invocation) error {
+				done <- agent.Run(ctx, pong(t, func(ctx context.Context, inv *botclient.Invocation) error {
 					mu.Lock()
 					handled = append(handled, inv.Message.Content)
 					mu.Unlock()
-					if _, err := inv.Start(ctx); err != nil {
-						return err
-					}
-					if err := inv.SetStatus(ctx, "thinking"); err != nil {
-						return err
-					}
-					if err := inv.AppendOutput(ctx, "pong"); err != nil {
-						return err
-					}
-					m, err := inv.Reply(ctx, "pong")
-					if err != nil {
-						return err
-					}
-					if m.RunID != inv.RunID {
-						t.Errorf("the answer's run_id %q, want %q", m.RunID, inv.RunID)
-					}
-					return inv.Finish(ctx, botclient.Succeeded, nil)
-				})
+					return inv.SetStatus(ctx, "thinking")
+				}))
 			}()
 			t.Cleanup(func() {
 				cancel()
@@ -119,13 +98,8 @@ func TestAgentAnswers(t *testing.T) {
 			})
 
 			mid, _ := postedMessage(t, w.alice, th, "@pinger ping")
-			answer := answerOf(t, w.alice, th, start)
-			if answer["content"] != "pong" {
-				t.Fatalf("answer %v", answer)
-			}
-			r := runOf(t, w.alice, answer["run_id"].(string))
-			if r.Status != "succeeded" || r.TriggerMessageID == nil || *r.TriggerMessageID != mid || r.Document.Output != "pong" || r.Document.Version != 2 {
-				t.Fatalf("run %+v", r)
+			if r := w.mustPong(t, th, start, mid); r.Document.Version != 2 {
+				t.Fatalf("run %+v, want version 2", r)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -135,10 +109,7 @@ func TestAgentAnswers(t *testing.T) {
 		})
 
 		t.Run("bothy agent echo answers a mention with its text and stops on SIGINT", func(t *testing.T) {
-			a, ac := w.in.mustCreateAgent(t, "echo")
-			w.in.owner.mustGrant(t, w.shared.ID, a.ID, "post")
-			start := w.in.owner.mustHead(t)
-			ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(t, http.StatusNoContent)
+			a, _, start := w.mustPostingAgent(t, "echo")
 			th := w.in.owner.mustCreateThread(t, w.shared.ID, "Echo", "for the echo agent").Thread.ID
 			tokenFile := filepath.Join(t.TempDir(), "token")
 			if err := os.WriteFile(tokenFile, []byte(a.Token+"\n"), 0o600); err != nil {

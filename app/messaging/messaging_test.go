@@ -2,7 +2,6 @@ package messaging_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 func TestCreateMessage(t *testing.T) {
@@ -49,7 +49,7 @@ func TestCreateMessage(t *testing.T) {
 			if e, ok := err.(*kernel.Error); tt.wantErr != "" && (!ok || e.Field != tt.wantErr) {
 				t.Fatalf("err = %#v, want field %s", err, tt.wantErr)
 			}
-			if len(f.store.messages) != 0 || len(f.tx.Events()) != 0 || len(f.posted) != 0 {
+			if f.messageCount(t) != 0 || len(f.events(t)) != 0 || len(f.posted) != 0 {
 				t.Fatal("a refused message changed something")
 			}
 		})
@@ -69,16 +69,16 @@ func TestCreateMessage(t *testing.T) {
 			c.Resource.ChannelID != f.channel.ID || c.Resource.ChannelKind != chat.KindChannel {
 			t.Fatalf("authorized %+v", c)
 		}
-		if th := f.threads.threads[f.main.ID]; th.MessageCount != 1 || !th.LastMessageAt.Equal(m.CreatedAt) {
+		if th := f.thread(t, f.main.ID); th.MessageCount != 1 || !th.LastMessageAt.Equal(m.CreatedAt) {
 			t.Fatalf("thread = %+v", th)
 		}
 		if len(f.posted) != 1 || f.posted[0].Message.ID != m.ID || f.posted[0].NewThread {
 			t.Fatalf("posted = %+v", f.posted)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
 			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
-			!reflect.DeepEqual(evs[0].Payload, m) {
+			!isJSON(t, evs[0].Payload, m) {
 			t.Fatalf("events = %+v", evs)
 		}
 	})
@@ -97,8 +97,8 @@ func TestCreateMessage(t *testing.T) {
 				t.Fatal("a repeat must still be authorized")
 			}
 		}
-		if len(f.tx.Events()) != 1 || len(f.posted) != 1 || f.threads.threads[f.main.ID].MessageCount != 1 {
-			t.Fatalf("events %d, posted %d", len(f.tx.Events()), len(f.posted))
+		if len(f.events(t)) != 1 || len(f.posted) != 1 || f.thread(t, f.main.ID).MessageCount != 1 {
+			t.Fatalf("events %d, posted %d", len(f.events(t)), len(f.posted))
 		}
 		// Another author may use the same client_msg_id.
 		if _, created, err := f.svc.CreateMessage(ctx, bob, f.main.ID, messaging.NewMessage{Content: "hi", ClientMsgID: "c-1"}); err != nil || !created {
@@ -107,8 +107,15 @@ func TestCreateMessage(t *testing.T) {
 	})
 	t.Run("refuses a client_msg_id already used in another thread", func(t *testing.T) {
 		f := mustMessaging(t)
-		other := chat.Thread{ID: kernel.NewID(), ChannelID: f.channel.ID, SpaceID: f.channel.SpaceID}
-		f.threads.threads[other.ID] = other
+		var other chat.Thread
+		err := f.db.Do(ctx, func(ctx context.Context) error {
+			var err error
+			other, err = f.threads.CreateThread(ctx, alice.ID, f.channel, "")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "a", ClientMsgID: "c-1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +140,7 @@ func TestCreateMessage(t *testing.T) {
 		if _, _, err := f.svc.CreateMessage(ctx, alice, f.main.ID, messaging.NewMessage{Content: "a"}); !kernel.IsCode(err, kernel.CodeForbidden) {
 			t.Fatalf("err = %v", err)
 		}
-		if len(f.tx.Events()) != 0 {
+		if len(f.events(t)) != 0 {
 			t.Fatal("a vetoed message appended an event")
 		}
 	})
@@ -144,14 +151,14 @@ func TestCreateMessage(t *testing.T) {
 		if m.TriggerState == nil || *m.TriggerState != "no_invoke_right" || m.RunID != nil {
 			t.Fatalf("answer %+v", m)
 		}
-		if got := f.store.messages[m.ID]; got.TriggerState == nil || *got.TriggerState != "no_invoke_right" {
+		if got := f.message(t, m.ID); got.TriggerState == nil || *got.TriggerState != "no_invoke_right" {
 			t.Fatalf("stored %+v", got)
 		}
 		if p := f.posted[0]; p.Author.ID != alice.ID || p.Message.ID != m.ID {
 			t.Fatalf("posted %+v", p)
 		}
-		evs := f.tx.Events()
-		b, _ := json.Marshal(evs[0].Payload)
+		evs := f.events(t)
+		b := evs[0].Payload
 		if !strings.Contains(string(b), `"trigger_state":"no_invoke_right"`) {
 			t.Fatalf("message.created encodes as %s", b)
 		}
@@ -177,7 +184,7 @@ func TestCreateThread(t *testing.T) {
 		if c := f.authz.Last(); c.Action != chat.ActThreadCreate || c.Resource.Kind != kernel.ResChannel || c.Resource.ID != f.channel.ID {
 			t.Fatalf("authorized %+v", c)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -185,7 +192,7 @@ func TestCreateThread(t *testing.T) {
 			t.Fatalf("posted = %+v", f.posted)
 		}
 		th2, m2, created, err := f.svc.CreateThread(ctx, alice, f.channel.ID, messaging.NewThread{Title: "Plan", Content: "first @alice", ClientMsgID: "t-1"})
-		if err != nil || created || th2.ID != th.ID || m2.ID != m.ID || len(f.tx.Events()) != 2 {
+		if err != nil || created || th2.ID != th.ID || m2.ID != m.ID || len(f.events(t)) != 2 {
 			t.Fatalf("repeat: %+v %+v created=%v err=%v", th2, m2, created, err)
 		}
 	})
@@ -225,7 +232,7 @@ func TestCreateThread(t *testing.T) {
 			if e, ok := err.(*kernel.Error); !ok || e.Code != kernel.CodeValidation || e.Field != tt.field {
 				t.Fatalf("err = %v", err)
 			}
-			if len(f.threads.threads) != 1 || len(f.tx.Events()) != 0 {
+			if len(f.allThreads(t)) != 1 || len(f.events(t)) != 0 {
 				t.Fatal("a refused thread changed something")
 			}
 		})
@@ -251,8 +258,8 @@ func TestEditMessage(t *testing.T) {
 		if c := f.authz.Last(); c.Action != messaging.ActRevisionsRead {
 			t.Fatalf("authorized %+v", c)
 		}
-		evs := f.tx.Events()
-		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageUpdated.Name || !reflect.DeepEqual(last.Payload, got) {
+		evs := f.events(t)
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageUpdated.Name || !isJSON(t, last.Payload, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -260,8 +267,8 @@ func TestEditMessage(t *testing.T) {
 		f := mustMessaging(t)
 		m := mustPost(t, f, alice, "one")
 		got, err := f.svc.EditMessage(ctx, alice, m.ID, "one")
-		if err != nil || got.Version != 1 || len(f.tx.Events()) != 1 {
-			t.Fatalf("got %+v err %v events %d", got, err, len(f.tx.Events()))
+		if err != nil || got.Version != 1 || len(f.events(t)) != 1 {
+			t.Fatalf("got %+v err %v events %d", got, err, len(f.events(t)))
 		}
 	})
 	t.Run("lets only the author edit", func(t *testing.T) {
@@ -301,15 +308,15 @@ func TestEditMessageIf(t *testing.T) {
 		if _, err := f.svc.EditMessage(ctx, alice, m.ID, "two"); err != nil {
 			t.Fatal(err)
 		}
-		events := len(f.tx.Events())
+		events := len(f.events(t))
 		_, err := f.svc.EditMessageIf(ctx, alice, m.ID, "three", []int{1})
 		if !kernel.IsCode(err, kernel.CodePreconditionFailed) {
 			t.Fatalf("err = %v, want precondition_failed", err)
 		}
 		got, _ := f.svc.GetMessage(ctx, alice, m.ID)
 		revs, _ := f.store.Revisions(ctx, m.ID)
-		if got.Content != "two" || got.Version != 2 || len(revs) != 1 || len(f.tx.Events()) != events {
-			t.Fatalf("the refused edit changed something: %+v, %d revisions, %d events", got, len(revs), len(f.tx.Events()))
+		if got.Content != "two" || got.Version != 2 || len(revs) != 1 || len(f.events(t)) != events {
+			t.Fatalf("the refused edit changed something: %+v, %d revisions, %d events", got, len(revs), len(f.events(t)))
 		}
 	})
 	t.Run("an empty list matches no version", func(t *testing.T) {
@@ -361,22 +368,28 @@ func TestDeleteMessage(t *testing.T) {
 			!reflect.DeepEqual(f.redactor.calls[0].Payload, got) {
 			t.Fatalf("redactions = %+v", f.redactor.calls)
 		}
+		for _, e := range storetest.Log(t, f.db) {
+			if e.SubjectID == m.ID && (e.Type == messaging.EvMessageCreated.Name || e.Type == messaging.EvMessageUpdated.Name) &&
+				!isJSON(t, e.Payload, got) {
+				t.Fatalf("the log keeps %s as %s", e.Type, e.Payload)
+			}
+		}
 		if revs, _ := f.store.Revisions(ctx, m.ID); len(revs) != 0 {
 			t.Fatalf("revisions kept: %+v", revs)
 		}
-		evs := f.tx.Events()
-		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || !reflect.DeepEqual(last.Payload, got) {
+		evs := f.events(t)
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || !isJSON(t, last.Payload, got) {
 			t.Fatalf("last event = %+v", last)
 		}
-		if f.threads.threads[f.main.ID].MessageCount != 0 || len(f.deleted) != 1 {
-			t.Fatalf("thread %+v, deleted %+v", f.threads.threads[f.main.ID], f.deleted)
+		if f.thread(t, f.main.ID).MessageCount != 0 || len(f.deleted) != 1 {
+			t.Fatalf("thread %+v, deleted %+v", f.thread(t, f.main.ID), f.deleted)
 		}
 		if c := f.authz.Calls[len(f.authz.Calls)-2]; c.Action != messaging.ActMessageDelete {
 			t.Fatalf("authorized %+v", c)
 		}
 		n := len(evs)
-		if err := f.svc.DeleteMessage(ctx, alice, m.ID); !kernel.IsCode(err, messaging.CodeMessageDeleted) || len(f.tx.Events()) != n {
-			t.Fatalf("second delete: %v, events %d → %d", err, n, len(f.tx.Events()))
+		if err := f.svc.DeleteMessage(ctx, alice, m.ID); !kernel.IsCode(err, messaging.CodeMessageDeleted) || len(f.events(t)) != n {
+			t.Fatalf("second delete: %v, events %d → %d", err, n, len(f.events(t)))
 		}
 	})
 	for _, tt := range []struct {
@@ -425,11 +438,11 @@ func TestReactions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		evs := f.tx.Events()[1:]
+		evs := f.events(t)[1:]
 		if len(evs) != 2 || evs[0].Type != messaging.EvReactionAdded.Name || evs[1].Type != messaging.EvReactionRemoved.Name {
 			t.Fatalf("events = %+v", evs)
 		}
-		r := evs[0].Payload.(messaging.Reaction)
+		r := payload[messaging.Reaction](t, evs[0])
 		if r.MessageID != m.ID || r.PrincipalID != bob.ID || r.Emoji != "👍" || r.ThreadID != m.ThreadID || evs[0].Scope != m.Scope() {
 			t.Fatalf("reaction = %+v", r)
 		}
@@ -475,11 +488,11 @@ func TestListMessages(t *testing.T) {
 
 func TestReply(t *testing.T) {
 	ctx := context.Background()
-	threadCount := func(f *msgFixture) int { return len(f.threads.threads) }
+	threadCount := func(t *testing.T, f *msgFixture) int { return len(f.allThreads(t)) }
 	t.Run("starts the thread under a message with the reply as its first message", func(t *testing.T) {
 		f := mustMessaging(t)
 		parent := mustPost(t, f, bob, "a question")
-		before := len(f.tx.Events())
+		before := len(f.events(t))
 		th, m, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "an answer @bob", ClientMsgID: "r-1"})
 		if err != nil || !started {
 			t.Fatalf("err = %v started = %v", err, started)
@@ -504,11 +517,11 @@ func TestReply(t *testing.T) {
 		if !slices.Contains(asked, messaging.ActMessageRead) || !slices.Contains(asked, chat.ActThreadCreate) {
 			t.Fatalf("asked %v", asked)
 		}
-		evs := f.tx.Events()[before:]
+		evs := f.events(t)[before:]
 		if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 			t.Fatalf("events %+v", evs)
 		}
-		if p := evs[0].Payload.(chat.Thread); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
+		if p := payload[chat.Thread](t, evs[0]); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
 			t.Fatalf("thread.created names no parent: %+v", p)
 		}
 		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || !last.NewThread {
@@ -522,7 +535,7 @@ func TestReply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, threads := len(f.tx.Events()), threadCount(f)
+		before, threads := len(f.events(t)), threadCount(t, f)
 		th, m, started, err := f.svc.Reply(ctx, bob, parent.ID, messaging.NewReply{Content: "two @carol"})
 		if err != nil || started || th.ID != first.ID || m.ThreadID != first.ID || th.MessageCount != 2 {
 			t.Fatalf("thread %+v message %+v started=%v err=%v", th, m, started, err)
@@ -530,9 +543,9 @@ func TestReply(t *testing.T) {
 		if c := f.authz.Last(); c.Action != messaging.ActMessageCreate || c.Resource.Kind != kernel.ResThread || c.Resource.ID != th.ID {
 			t.Fatalf("last check %+v: posting in the thread needs message.create on it", c)
 		}
-		evs := f.tx.Events()[before:]
-		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || threadCount(f) != threads {
-			t.Fatalf("events %+v, %d threads", evs, threadCount(f))
+		evs := f.events(t)[before:]
+		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || threadCount(t, f) != threads {
+			t.Fatalf("events %+v, %d threads", evs, threadCount(t, f))
 		}
 		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || last.NewThread || !slices.Contains(last.Message.Mentions, carol.ID) {
 			t.Fatalf("posted %+v: a reply in an existing thread invokes by its mentions only", last)
@@ -545,9 +558,9 @@ func TestReply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before, posted := len(f.tx.Events()), len(f.posted)
+		before, posted := len(f.events(t)), len(f.posted)
 		th2, m2, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "one", ClientMsgID: "r-1"})
-		if err != nil || started || th2.ID != th.ID || !reflect.DeepEqual(m2, m) || len(f.tx.Events()) != before || len(f.posted) != posted {
+		if err != nil || started || th2.ID != th.ID || !reflect.DeepEqual(m2, m) || len(f.events(t)) != before || len(f.posted) != posted {
 			t.Fatalf("repeat: %+v %+v started=%v err=%v", th2, m2, started, err)
 		}
 		other := mustPost(t, f, bob, "another question")
@@ -565,18 +578,21 @@ func TestReply(t *testing.T) {
 		f := mustMessaging(t)
 		parent := mustPost(t, f, bob, "a question")
 		var raced kernel.ID
-		f.threads.race = func(p kernel.ID) {
+		f.threads.race = func(ctx context.Context, p kernel.ID) {
 			f.threads.race = nil
 			th := chat.Thread{ID: kernel.NewID(), ChannelID: f.channel.ID, SpaceID: f.channel.SpaceID, ParentMessageID: &p,
-				ChannelKind: chat.KindChannel}
-			f.threads.threads[th.ID], raced = th, th.ID
+				CreatedBy: bob.ID, CreatedAt: f.main.CreatedAt, UpdatedAt: f.main.CreatedAt}
+			if err := f.chats.CreateThread(ctx, th); err != nil { // the other request's row, without its event
+				t.Error(err)
+			}
+			raced = th.ID
 		}
-		before, threads := len(f.tx.Events()), threadCount(f)
+		before, threads := len(f.events(t)), threadCount(t, f)
 		th, m, started, err := f.svc.Reply(ctx, alice, parent.ID, messaging.NewReply{Content: "mine"})
-		if err != nil || started || th.ID != raced || m.ThreadID != raced || threadCount(f) != threads+1 {
-			t.Fatalf("thread %+v started=%v err=%v, %d threads", th, started, err, threadCount(f))
+		if err != nil || started || th.ID != raced || m.ThreadID != raced || threadCount(t, f) != threads+1 {
+			t.Fatalf("thread %+v started=%v err=%v, %d threads", th, started, err, threadCount(t, f))
 		}
-		if evs := f.tx.Events()[before:]; len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name {
+		if evs := f.events(t)[before:]; len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name {
 			t.Fatalf("events %+v: the thread.created is the other request's", evs)
 		}
 	})
@@ -595,11 +611,11 @@ func TestReply(t *testing.T) {
 		if got, _, started, err := f.svc.Reply(ctx, alice, with.ID, messaging.NewReply{Content: "two"}); err != nil || started || got.ID != th.ID {
 			t.Fatalf("reply under a deleted message with a thread: %+v started=%v err=%v", got, started, err)
 		}
-		before, threads := len(f.tx.Events()), threadCount(f)
+		before, threads := len(f.events(t)), threadCount(t, f)
 		if _, _, _, err := f.svc.Reply(ctx, alice, without.ID, messaging.NewReply{Content: "two"}); !kernel.IsCode(err, messaging.CodeMessageDeleted) {
 			t.Fatalf("reply under a deleted message without a thread: err = %v", err)
 		}
-		if len(f.tx.Events()) != before || threadCount(f) != threads {
+		if len(f.events(t)) != before || threadCount(t, f) != threads {
 			t.Fatal("a refused reply changed something")
 		}
 	})
@@ -649,12 +665,12 @@ func TestReply(t *testing.T) {
 			if tt.in.Content == "" && tt.in.ClientMsgID == "" && tt.want != kernel.CodeValidation {
 				tt.in.Content = "an answer"
 			}
-			before, threads, msgs := len(f.tx.Events()), threadCount(f), len(f.store.messages)
+			before, threads, msgs := len(f.events(t)), threadCount(t, f), f.messageCount(t)
 			_, _, _, err := f.svc.Reply(ctx, alice, parent, tt.in)
 			if !kernel.IsCode(err, tt.want) {
 				t.Fatalf("err = %v, want %s", err, tt.want)
 			}
-			if len(f.tx.Events()) != before || threadCount(f) != threads || len(f.store.messages) != msgs {
+			if len(f.events(t)) != before || threadCount(t, f) != threads || f.messageCount(t) != msgs {
 				t.Fatal("a refused reply changed something")
 			}
 		})
