@@ -245,3 +245,47 @@ func exprString(e ast.Expr) string {
 	}
 	return ""
 }
+
+// moduleRank is the order of the modules of app/ (see docs/architecture.md, The modules of app/
+// and their order): a module imports only modules of a lower rank. authz decides every module's
+// actions and follows their events; the gateway, on top, delivers them.
+var moduleRank = map[string]int{
+	"kernel":   0,
+	"instance": 1, "identity": 1, "chat": 1, "stats": 1, "catchup": 1,
+	"agents": 2, "messaging": 2,
+	"runs":    3,
+	"authz":   4,
+	"gateway": 5,
+}
+
+func TestModulesImportOnlyModulesBelowThem(t *testing.T) {
+	moduleOf := func(path string) (string, bool) {
+		rest, ok := strings.CutPrefix(path, module+"/app/")
+		if !ok {
+			return "", false
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		return name, true
+	}
+	for _, p := range listPackages(t) {
+		from, ok := moduleOf(p.ImportPath)
+		if !ok {
+			continue
+		}
+		rank, known := moduleRank[from]
+		if !known {
+			t.Errorf("app/%s has no place in moduleRank: give the new module its rank", from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := moduleOf(imp)
+			if !ok || to == from {
+				continue
+			}
+			if moduleRank[to] >= rank {
+				t.Errorf("%s imports %s: a module imports only modules below it (%s is rank %d, %s rank %d)",
+					p.ImportPath, imp, from, rank, to, moduleRank[to])
+			}
+		}
+	}
+}
