@@ -83,16 +83,20 @@ func Info(code CloseCode) CloseInfo {
 }
 
 // closeFor maps a domain error to the close code of the op that failed with it: the one place
-// that does, so that a code means the same on every op.
+// that does, so that a code means the same on every op. It goes by the code's class, so a
+// module's own code needs no line here; a cursor the log has not reached is the one invalid
+// input a client recovers from by a fresh start, not by fixing its frame.
 func closeFor(err error) CloseCode {
-	switch kernel.CodeOf(err) {
-	case kernel.CodeUnauthenticated:
-		return CloseAuthFailed
-	case kernel.CodeCursorInvalid:
+	code := kernel.CodeOf(err)
+	if code == kernel.CodeCursorInvalid {
 		return CloseResyncRequired
-	case kernel.CodeRateLimited:
+	}
+	switch code.Class() {
+	case kernel.ClassUnauthenticated:
+		return CloseAuthFailed
+	case kernel.ClassRateLimited:
 		return CloseRateLimited
-	case kernel.CodeValidation, kernel.CodeMalformedRequest:
+	case kernel.ClassInvalid:
 		return CloseDecodeError
 	}
 	return CloseUnknownError
