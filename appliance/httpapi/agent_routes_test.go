@@ -35,9 +35,19 @@ func (n *namedTokens) Authenticate(ctx context.Context, token string) (kernel.Ac
 	return n.id.Authenticate(ctx, token)
 }
 
-// newAgentAPI is a router with the identity, chat, grant and agent routes on a real store, with
-// the real rules (authz) and an owner olga and a person pia logged in.
-func newAgentAPI(t *testing.T) (*chatAPI, *namedTokens) {
+// people is the start of an API on a real store with the real rules (authz) and identity: the
+// owner olga (password owner-password) and the people of handles (password handle+"-password")
+// logged in, their ids in api.vars and their tokens under their handles in names.
+type people struct {
+	db    *storage.DB
+	clock *kernel.ManualClock
+	az    *authz.Service
+	id    *identity.Service
+	api   *chatAPI
+	names *namedTokens
+}
+
+func newPeople(t *testing.T, handles ...string) people {
 	t.Helper()
 	ctx := context.Background()
 	db := storetest.Open(t, storage.Options{})
@@ -47,27 +57,39 @@ func newAgentAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
 	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap, Clock: clock},
 		identity.Config{})
-	names := &namedTokens{id: id, tokens: map[string]string{}}
-	api := &chatAPI{db: db, vars: map[string]map[string]any{}}
+	p := people{db: db, clock: clock, az: az, id: id, api: &chatAPI{db: db, vars: map[string]map[string]any{}},
+		names: &namedTokens{id: id, tokens: map[string]string{}}}
 
 	olga, err := id.BootstrapOwner(ctx, "olga", "Olga", "owner-password")
 	if err != nil {
 		t.Fatal(err)
 	}
+	pws := map[identity.User]string{olga: "owner-password"}
 	owner := kernel.Actor{ID: olga.ID, Kind: kernel.KindPerson, IsOwner: true}
-	pia, err := id.CreateUser(ctx, owner, "pia", "Pia", "pia-password")
-	if err != nil {
-		t.Fatal(err)
+	for _, h := range handles {
+		u, err := id.CreateUser(ctx, owner, h, h, h+"-password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pws[u] = h + "-password"
 	}
-	for u, pw := range map[identity.User]string{olga: "owner-password", pia: "pia-password"} {
+	for u, pw := range pws {
 		res, err := id.Login(ctx, u.Handle, pw, "192.0.2.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		names.tokens[u.Handle] = res.Token
-		api.vars[u.Handle] = map[string]any{"id": string(u.ID)}
+		p.names.tokens[u.Handle] = res.Token
+		p.api.vars[u.Handle] = map[string]any{"id": string(u.ID)}
 	}
+	return p
+}
 
+// newAgentAPI is a router with the identity, chat, grant and agent routes on a real store, with
+// the real rules (authz) and an owner olga and a person pia logged in.
+func newAgentAPI(t *testing.T) (*chatAPI, *namedTokens) {
+	t.Helper()
+	p := newPeople(t, "pia")
+	db, clock, az, id, api, names := p.db, p.clock, p.az, p.id, p.api, p.names
 	chatStore := storage.NewChatStore(db)
 	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
 	ags := agents.New(agents.Deps{Store: storage.NewAgentStore(db), Principals: id, UoW: db, Events: db, Authz: az})

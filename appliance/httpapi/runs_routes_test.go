@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/agents"
-	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
@@ -17,9 +15,7 @@ import (
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/httpapi"
-	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/storage"
-	"bothy.dev/bothy/storage/storetest"
 )
 
 // newRunAPI is a router with the chat, grant, agent, message and run routes on a real store, the
@@ -27,41 +23,8 @@ import (
 // people pia, paul and vic are logged in.
 func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	t.Helper()
-	ctx := context.Background()
-	db := storetest.Open(t, storage.Options{})
-	clock := kernel.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	azStore := storage.NewAuthzStore(db)
-	az := authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db, Clock: clock})
-	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
-	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap, Clock: clock},
-		identity.Config{})
-	names := &namedTokens{id: id, tokens: map[string]string{}}
-	api := &chatAPI{db: db, vars: map[string]map[string]any{}}
-
-	olga, err := id.BootstrapOwner(ctx, "olga", "Olga", "owner-password")
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := map[string]identity.User{"olga": olga}
-	owner := kernel.Actor{ID: olga.ID, Kind: kernel.KindPerson, IsOwner: true}
-	for _, h := range []string{"pia", "paul", "vic"} {
-		if users[h], err = id.CreateUser(ctx, owner, h, h, h+"-password"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for h, u := range users {
-		pw := h + "-password"
-		if h == "olga" {
-			pw = "owner-password"
-		}
-		res, err := id.Login(ctx, u.Handle, pw, "192.0.2.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		names.tokens[h] = res.Token
-		api.vars[h] = map[string]any{"id": string(u.ID)}
-	}
-
+	p := newPeople(t, "pia", "paul", "vic")
+	db, clock, az, id, api, names := p.db, p.clock, p.az, p.id, p.api, p.names
 	bus := kernel.NewTxBus()
 	chatStore := storage.NewChatStore(db)
 	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
