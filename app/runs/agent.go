@@ -169,7 +169,7 @@ func (s *Service) IssueToken(ctx context.Context, r Run) (InvocationToken, error
 	if err != nil {
 		return InvocationToken{}, err
 	}
-	c := NewInvocationClaims(s.issuer, r.AgentID, r.ID, r.ThreadID, r.ChannelID, s.clock.Now(), s.tokenTTL)
+	c := NewInvocationClaims(s.issuer, r.Summary, s.clock.Now(), s.tokenTTL)
 	tok, err := Issue(key, kid, c)
 	if err != nil {
 		return InvocationToken{}, err

@@ -35,15 +35,15 @@ type InvocationClaims struct {
 // and renewable, and a late refusal is cheaper than a late acceptance.
 const MaxClockSkew = 30 * time.Second
 
-// NewInvocationClaims returns the claims of a new token for run, valid from now for ttl, with a
-// fresh token id.
-func NewInvocationClaims(issuer string, agent, run, thread, channel kernel.ID, now time.Time, ttl time.Duration) InvocationClaims {
+// NewInvocationClaims returns the claims of a new token for r's agent, valid from now for ttl,
+// with a fresh token id.
+func NewInvocationClaims(issuer string, r Summary, now time.Time, ttl time.Duration) InvocationClaims {
 	return InvocationClaims{
 		Issuer:    issuer,
-		Subject:   agent,
-		RunID:     run,
-		ThreadID:  thread,
-		ChannelID: channel,
+		Subject:   r.AgentID,
+		RunID:     r.ID,
+		ThreadID:  r.ThreadID,
+		ChannelID: r.ChannelID,
 		IssuedAt:  now.Unix(),
 		ExpiresAt: now.Add(ttl).Unix(),
 		ID:        kernel.NewID(),

@@ -29,7 +29,8 @@ func instanceKeys(kid string) (ed25519.PublicKey, bool) {
 }
 
 func testInvocation() InvocationClaims {
-	return NewInvocationClaims("https://chat.example.org", kernel.NewID(), kernel.NewID(), kernel.NewID(), kernel.NewID(), issuedAt, 10*time.Minute)
+	return NewInvocationClaims("https://chat.example.org",
+		Summary{ID: kernel.NewID(), AgentID: kernel.NewID(), ThreadID: kernel.NewID(), ChannelID: kernel.NewID()}, issuedAt, 10*time.Minute)
 }
 
 func mustIssue(tb testing.TB, key ed25519.PrivateKey, kid string, c InvocationClaims) string {

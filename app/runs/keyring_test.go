@@ -199,8 +199,7 @@ func TestSigningKeyRotation(t *testing.T) {
 			t.Fatalf("rotation %+v", r)
 		}
 		retired := f.clock.Now()
-		late, err := runs.Issue(priv, kid1, runs.NewInvocationClaims("bothy", echo, tokenRun.ID, tokenRun.ThreadID,
-			tokenRun.ChannelID, retired.Add(runs.KeyRefresh), 24*time.Hour))
+		late, err := runs.Issue(priv, kid1, runs.NewInvocationClaims("bothy", tokenRun.Summary, retired.Add(runs.KeyRefresh), 24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +312,7 @@ func TestSigningKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims := runs.NewInvocationClaims("bothy", echo, tokenRun.ID, tokenRun.ThreadID, tokenRun.ChannelID, f.clock.Now(), time.Minute)
+		claims := runs.NewInvocationClaims("bothy", tokenRun.Summary, f.clock.Now(), time.Minute)
 		forged := func() string {
 			tok, err := runs.Issue(stranger, string(kernel.NewID()), claims)
 			if err != nil {
@@ -344,7 +343,7 @@ func TestSigningKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims := runs.NewInvocationClaims("bothy", echo, tokenRun.ID, tokenRun.ThreadID, tokenRun.ChannelID, f.clock.Now(), time.Minute)
+		claims := runs.NewInvocationClaims("bothy", tokenRun.Summary, f.clock.Now(), time.Minute)
 		for _, kid := range []string{string(kernel.NewID()), "not-a-key", kid1} {
 			tok, err := runs.Issue(stranger, kid, claims)
 			if err != nil {
