@@ -73,14 +73,25 @@ func saveOnlyRun(name string) func(t *testing.T, api *chatAPI, body []byte) {
 	}
 }
 
-func TestRunRoutes(t *testing.T) {
-	api, names := newRunAPI(t)
-	grant := func(who, level string) string { return `{"principal_id":"{` + who + `.id}","level":"` + level + `"}` }
-	api.play(t, []chatScenario{
+// ownerChannel are the first steps of a run scenario: olga makes the space sp and in it the
+// channel ch.
+func ownerChannel() []chatScenario {
+	return []chatScenario{
 		{name: "the owner makes a space", as: "olga", method: "POST", path: "/api/v1/spaces", body: `{"name":"Home"}`,
 			status: http.StatusCreated, save: "sp", events: []string{"space.created"}},
 		{name: "and a channel", as: "olga", method: "POST", path: "/api/v1/spaces/{sp.id}/channels", body: `{"name":"help"}`,
 			status: http.StatusCreated, save: "ch", events: []string{"channel.created", "thread.created"}},
+	}
+}
+
+// grant is the body of a grant of level to the principal saved as who.
+func grant(who, level string) string {
+	return `{"principal_id":"{` + who + `.id}","level":"` + level + `"}`
+}
+
+func TestRunRoutes(t *testing.T) {
+	api, names := newRunAPI(t)
+	api.play(t, append(ownerChannel(), []chatScenario{
 		{name: "and an agent", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"echo","display_name":"Echo"}`,
 			status: http.StatusCreated, save: "echo", events: []string{"agent.created"}, check: keepToken(names, "echo")},
 		{name: "the agent may read the channel", as: "olga", method: "POST", path: "/api/v1/channels/{ch.id}/grants", body: grant("echo", "view"),
@@ -140,18 +151,13 @@ func TestRunRoutes(t *testing.T) {
 					t.Fatalf("runs %s", body)
 				}
 			}},
-	})
+	}...))
 }
 
 func TestAgentRunRoutes(t *testing.T) {
 	api, names := newRunAPI(t)
-	grant := func(who, level string) string { return `{"principal_id":"{` + who + `.id}","level":"` + level + `"}` }
 	tok := map[string]string{"Invocation-Token": "{tok.invocation_token}"}
-	api.play(t, []chatScenario{
-		{name: "the owner makes a space", as: "olga", method: "POST", path: "/api/v1/spaces", body: `{"name":"Home"}`,
-			status: http.StatusCreated, save: "sp", events: []string{"space.created"}},
-		{name: "and a channel", as: "olga", method: "POST", path: "/api/v1/spaces/{sp.id}/channels", body: `{"name":"help"}`,
-			status: http.StatusCreated, save: "ch", events: []string{"channel.created", "thread.created"}},
+	api.play(t, append(ownerChannel(), []chatScenario{
 		{name: "and two agents", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"echo","display_name":"Echo"}`,
 			status: http.StatusCreated, save: "echo", events: []string{"agent.created"}, check: keepToken(names, "echo")},
 		{name: "the second", as: "olga", method: "POST", path: "/api/v1/agents", body: `{"handle":"parrot","display_name":"Parrot"}`,
@@ -221,7 +227,7 @@ func TestAgentRunRoutes(t *testing.T) {
 			body: `{"version":3}`, status: http.StatusConflict, fields: map[string]any{"code": "run_ended"}},
 		{name: "nor a new token", as: "echo", method: "POST", path: "/api/v1/runs/{run.id}/token",
 			status: http.StatusConflict, fields: map[string]any{"code": "run_ended"}},
-	})
+	}...))
 }
 
 // Every code answers the status of its class, whichever module declares it: the one place
