@@ -20,18 +20,24 @@ func driverFlag(fs *flag.FlagSet) *string {
 	return fs.String("driver", "modernc", "SQLite driver: modernc or ncruces")
 }
 
+// driver is the driver of -driver and the run's temp dir for its database.
+func (r *runner) driver(name string) (driverbench.Driver, string, error) {
+	d, err := driverbench.ByName(name)
+	if err != nil {
+		return d, "", err
+	}
+	dir, err := r.tempDir()
+	return d, dir, err
+}
+
 func driverRate(fs *flag.FlagSet) runFunc {
 	name := driverFlag(fs)
 	per := fs.Int("per-commit", 1, "message creates sharing one COMMIT (each in a SAVEPOINT when > 1)")
 	return func(ctx context.Context, r *runner, out io.Writer) error {
-		d, err := driverbench.ByName(*name)
-		if err != nil {
-			return err
-		}
 		if *per < 1 {
 			return errors.New("-per-commit must be at least 1")
 		}
-		dir, err := r.tempDir()
+		d, dir, err := r.driver(*name)
 		if err != nil {
 			return err
 		}
@@ -51,11 +57,7 @@ func driverRate(fs *flag.FlagSet) runFunc {
 func driverStart(fs *flag.FlagSet) runFunc {
 	name := driverFlag(fs)
 	return func(ctx context.Context, r *runner, out io.Writer) error {
-		d, err := driverbench.ByName(*name)
-		if err != nil {
-			return err
-		}
-		dir, err := r.tempDir()
+		d, dir, err := r.driver(*name)
 		if err != nil {
 			return err
 		}
@@ -99,11 +101,7 @@ func driverRSS(fs *flag.FlagSet) runFunc {
 	writes := fs.Int("writes", 20000, "message creates to write (in commits of 64)")
 	readers := fs.Int("readers", 4, "read connections to open and use, like storage/sqlite's pool")
 	return func(ctx context.Context, r *runner, out io.Writer) error {
-		d, err := driverbench.ByName(*name)
-		if err != nil {
-			return err
-		}
-		dir, err := r.tempDir()
+		d, dir, err := r.driver(*name)
 		if err != nil {
 			return err
 		}
