@@ -1,6 +1,7 @@
 // Package storage implements the ports of the domain modules once, in SQL that SQLite and
 // PostgreSQL both accept, on top of a Dialect that holds the few real differences. It owns the
-// Unit of Work (one write path with group commit), the event log and the repositories.
+// event log and the repositories, and starts the write path (storage/commit: the Unit of Work,
+// one writer with group commit) on its write connection.
 //
 // It must not hold engine-specific code outside a switch on the dialect, and it never calls the
 // network inside a transaction.
