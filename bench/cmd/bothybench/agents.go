@@ -49,9 +49,7 @@ func agentsInvoke(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("%w\n%s", err, ns.logs())
 		}
 		name := fmt.Sprintf("agents/%smessage-to-invocation@%g/s-1-in-%d", r.prefix(), *rate, *every)
-		measure.Result(out, name+"/p50", measure.Ms(res.Latency.P50), "ms")
-		measure.Result(out, name+"/p99", measure.Ms(res.Latency.P99), "ms")
-		measure.Result(out, name+"/max", measure.Ms(res.Latency.Max), "ms")
+		latencies(out, name, res.Latency)
 		measure.Result(out, name+"/logged-to-agent/p99", measure.Ms(res.FromLog.P99), "ms")
 		measure.Result(out, name+"/create-p99", measure.Ms(res.Create.P99), "ms")
 		measure.Result(out, name+"/invocations", float64(res.Triggers), "invocations")
@@ -88,9 +86,7 @@ func agentsRuns(fs *flag.FlagSet) runFunc {
 		if *background > 0 {
 			name += fmt.Sprintf("+%gmsg/s", *background)
 		}
-		measure.Result(out, name+"/p50", measure.Ms(res.Latency.P50), "ms")
-		measure.Result(out, name+"/p99", measure.Ms(res.Latency.P99), "ms")
-		measure.Result(out, name+"/max", measure.Ms(res.Latency.Max), "ms")
+		latencies(out, name, res.Latency)
 		measure.Result(out, name+"/patch-p99", measure.Ms(res.Patch.P99), "ms")
 		measure.Result(out, name+"/patches", float64(res.Patches)/res.Elapsed.Seconds(), "patches/s")
 		measure.Result(out, name+"/frames-per-patch", res.FramesPerPatch, "frames")

@@ -65,9 +65,7 @@ func (d deliverFlags) run(ctx context.Context, r *runner, ns *nodes, postNode, c
 
 // deliveryResults writes the latency rows of a delivery run and its information rows.
 func deliveryResults(out io.Writer, name string, r gatewaybench.Delivered) {
-	measure.Result(out, name+"/p50", measure.Ms(r.Latency.P50), "ms")
-	measure.Result(out, name+"/p99", measure.Ms(r.Latency.P99), "ms")
-	measure.Result(out, name+"/max", measure.Ms(r.Latency.Max), "ms")
+	latencies(out, name, r.Latency)
 	measure.Result(out, name+"/logged-to-client/p50", measure.Ms(r.FromLog.P50), "ms")
 	measure.Result(out, name+"/logged-to-client/p99", measure.Ms(r.FromLog.P99), "ms")
 	measure.Result(out, name+"/create-p99", measure.Ms(r.Offered.Create.P99), "ms")
@@ -175,9 +173,7 @@ func gatewayCatchup(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		name := fmt.Sprintf("gateway/%scatch-up/%d-events", r.prefix(), *events)
-		measure.Result(out, name+"/p50", measure.Ms(res.ToComplete.P50), "ms")
-		measure.Result(out, name+"/p99", measure.Ms(res.ToComplete.P99), "ms")
-		measure.Result(out, name+"/max", measure.Ms(res.ToComplete.Max), "ms")
+		latencies(out, name, res.ToComplete)
 		measure.Result(out, name+"/to-last-event/p99", measure.Ms(res.ToLast.P99), "ms")
 		measure.Result(out, name+"/server-cpu", measure.Ms(res.ServerCPU), "ms/catch-up")
 		measure.Result(out, name+"/loadgen-cpu", measure.Ms(res.LoadCPU), "ms/catch-up")

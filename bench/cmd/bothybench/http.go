@@ -56,9 +56,7 @@ func httpOpen(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		name := fmt.Sprintf("http/%smessage-create/open-loop@%g/s", r.prefix(), *rate)
-		measure.Result(out, name+"/p50", measure.Ms(res.Latencies.P50), "ms")
-		measure.Result(out, name+"/p99", measure.Ms(res.Latencies.P99), "ms")
-		measure.Result(out, name+"/max", measure.Ms(res.Latencies.Max), "ms")
+		latencies(out, name, res.Latencies)
 		measure.Result(out, name+"/server-cpu", res.ServerCPUPerOp(), "µs/message")
 		if s.cpu.DB != nil {
 			measure.Result(out, name+"/postgres-cpu", res.DBCPUPerOp(), "µs/message")

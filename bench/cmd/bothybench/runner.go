@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"bothy.dev/bothy/bench/internal/measure"
 	"bothy.dev/bothy/bench/internal/pgcluster"
 	"bothy.dev/bothy/storage/engine"
 )
@@ -165,6 +166,13 @@ func usage() {
 	for _, sc := range sorted {
 		fmt.Fprintf(os.Stderr, "  %-20s %s\n", sc.name, sc.about)
 	}
+}
+
+// latencies writes the p50, p99 and max rows of l under name, in milliseconds.
+func latencies(out io.Writer, name string, l measure.Latencies) {
+	measure.Result(out, name+"/p50", measure.Ms(l.P50), "ms")
+	measure.Result(out, name+"/p99", measure.Ms(l.P99), "ms")
+	measure.Result(out, name+"/max", measure.Ms(l.Max), "ms")
 }
 
 // us is d in microseconds.
