@@ -33,7 +33,7 @@ func invoked(t *testing.T) (*fixture, runs.Run, string) {
 func TestAgentCalls(t *testing.T) {
 	t.Run("the agent starts, patches in version order and succeeds, and each state change is logged", func(t *testing.T) {
 		f, r, tok := invoked(t)
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		got, err := f.svc.Start(bg, echoActor, r.ID, tok)
 		if err != nil || got.Status != runs.StatusRunning || got.StartedAt == nil {
 			t.Fatalf("start: %+v, %v", got, err)
@@ -52,14 +52,14 @@ func TestAgentCalls(t *testing.T) {
 			got.Version != 2 || got.Document.Output != "hello" {
 			t.Fatalf("patch 2: %+v, %v", got, err)
 		}
-		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.Document.Output != "hello" || stored.OutputBytes != 5 {
+		if stored := f.run(t, r.ID); stored.Version != 2 || stored.Document.Output != "hello" || stored.OutputBytes != 5 {
 			t.Fatalf("stored %+v", stored)
 		}
 		if got, err = f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeSucceeded}); err != nil ||
 			got.Status != runs.StatusSucceeded || got.EndedAt == nil {
 			t.Fatalf("finish: %+v, %v", got, err)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
+		if got := typesOf(f.eventsSince(t, n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v: patches must not be logged", got)
 		}
 		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 3}); !kernel.IsCode(err, runs.CodeRunEnded) {
@@ -87,7 +87,7 @@ func TestAgentCalls(t *testing.T) {
 		if kernel.CodeOf(err) != kernel.CodeValidation {
 			t.Fatalf("an append past the bound: %v", err)
 		}
-		if stored := f.store.runs[r.ID]; stored.Version != 2 || stored.OutputBytes != runs.MaxOutputBytes {
+		if stored := f.run(t, r.ID); stored.Version != 2 || stored.OutputBytes != runs.MaxOutputBytes {
 			t.Fatalf("stored version %d, %d bytes", stored.Version, stored.OutputBytes)
 		}
 		// A change of state leaves the document as the patches left it.
@@ -195,13 +195,9 @@ func TestAgentCalls(t *testing.T) {
 // loggedInvocation is the agent.invocation of r as the log hands it out.
 func loggedInvocation(t *testing.T, f *fixture, r runs.Run) kernel.LoggedEvent {
 	t.Helper()
-	for _, e := range f.tx.Events() {
+	for _, e := range f.events(t) {
 		if e.Type == runs.EvAgentInvocation.Name && e.SubjectID == r.ID {
-			b, err := json.Marshal(e.Payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kernel.LoggedEvent{Seq: 7, Type: e.Type, Scope: e.Scope, SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: b}
+			return e
 		}
 	}
 	t.Fatal("no agent.invocation")
@@ -254,39 +250,39 @@ func TestPrepare(t *testing.T) {
 	t.Run("an agent that may no longer read the thread gets nothing, and its queued run fails", func(t *testing.T) {
 		f, r, _ := invoked(t)
 		f.levels[echo] = none
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
+		if got := f.run(t, r.ID); got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
+		if got := typesOf(f.eventsSince(t, n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 	})
 	t.Run("the invoker who lost invoke gets the agent nothing, and the queued run fails", func(t *testing.T) {
 		f, r, _ := invoked(t)
 		f.levels[invoker.ID] = post
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
+		if got := f.run(t, r.ID); got.Status != runs.StatusFailed || got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
+		if got := typesOf(f.eventsSince(t, n)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 	})
 
 	t.Run("a disabled invoker gets the agent nothing either", func(t *testing.T) {
 		f, r, _ := invoked(t)
-		f.agents.disabled[invoker.ID] = true
+		f.disable(t, invoker.ID)
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+		if got := f.run(t, r.ID); got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
 	})
@@ -300,15 +296,15 @@ func TestPrepare(t *testing.T) {
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Status != runs.StatusRunning {
+		if got := f.run(t, r.ID); got.Status != runs.StatusRunning {
 			t.Fatalf("run %+v", got)
 		}
 	})
 
 	t.Run("an operator's run from a new thread asks its author only to still open threads there", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
-		if state := f.post(t, poster, f.newThread(poster), true); state != string(runs.TriggerTriggered) {
+		f.setOperator(t, echo)
+		if state := f.post(t, poster, f.newThread(t, poster), true); state != string(runs.TriggerTriggered) {
 			t.Fatalf("trigger state %q", state)
 		}
 		r := f.onlyRun(t)
@@ -319,21 +315,21 @@ func TestPrepare(t *testing.T) {
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("a viewer now: delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+		if got := f.run(t, r.ID); got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
 	})
 
 	t.Run("a mention of the operator in a reply still needs invoke", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
-		f.post(t, invoker, f.message(invoker, echo), false) // the main thread, created by nobody here
+		f.setOperator(t, echo)
+		f.post(t, invoker, f.message(invoker, echo), false) // the main thread, which the invoker did not open
 		r := f.onlyRun(t)
 		f.levels[invoker.ID] = post
 		if _, ok, err := f.svc.Prepare(bg, echoActor, loggedInvocation(t, f, r)); err != nil || ok {
 			t.Fatalf("delivered %v, %v", ok, err)
 		}
-		if got := f.store.runs[r.ID]; got.Reason != runs.ReasonPermissionRevoked {
+		if got := f.run(t, r.ID); got.Reason != runs.ReasonPermissionRevoked {
 			t.Fatalf("run %+v", got)
 		}
 	})

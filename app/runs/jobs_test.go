@@ -24,11 +24,11 @@ func wantJob(t *testing.T, j kernel.Job, name string, id kernel.ID, at time.Time
 // lastState is the payload of the last run.state_changed.
 func lastState(t *testing.T, f *fixture) runs.StateChange {
 	t.Helper()
-	evs := f.tx.Events()
+	evs := f.events(t)
 	e := evs[len(evs)-1]
-	sc, ok := e.Payload.(runs.StateChange)
-	if e.Type != runs.EvRunStateChanged.Name || !ok {
-		t.Fatalf("last event %s %T", e.Type, e.Payload)
+	var sc runs.StateChange
+	if err := json.Unmarshal(e.Payload, &sc); e.Type != runs.EvRunStateChanged.Name || err != nil {
+		t.Fatalf("last event %s %s: %v", e.Type, e.Payload, err)
 	}
 	if !e.ActorID.IsZero() {
 		t.Fatalf("a job's state change has actor %s", e.ActorID)
@@ -41,7 +41,7 @@ func TestQueuedExpiry(t *testing.T) {
 		f := mustRuns(t)
 		f.post(t, invoker, f.message(invoker, echo), false)
 		r := f.onlyRun(t)
-		jobs := f.tx.Jobs()
+		jobs := f.jobs.Jobs()
 		if len(jobs) != 1 {
 			t.Fatalf("jobs %+v", jobs)
 		}
@@ -51,14 +51,14 @@ func TestQueuedExpiry(t *testing.T) {
 	t.Run("a unit that rolls back leaves no job", func(t *testing.T) {
 		f := mustRuns(t)
 		var state string
-		err := f.tx.Do(bg, func(ctx context.Context) error {
+		err := f.db.Do(bg, func(ctx context.Context) error {
 			if err := f.posted(ctx, invoker, f.message(invoker, echo), false, &state); err != nil {
 				return err
 			}
 			return errors.New("the message's insert failed")
 		})
-		if err == nil || len(f.tx.Jobs()) != 0 {
-			t.Fatalf("err %v, jobs %+v", err, f.tx.Jobs())
+		if err == nil || len(f.jobs.Jobs()) != 0 {
+			t.Fatalf("err %v, jobs %+v", err, f.jobs.Jobs())
 		}
 	})
 
@@ -70,16 +70,16 @@ func TestQueuedExpiry(t *testing.T) {
 		if err := f.svc.ExpireQueued(bg, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		got := f.store.runs[r.ID]
+		got := f.run(t, r.ID)
 		if got.Status != runs.StatusFailed || got.Reason != runs.ReasonAgentUnavailable || got.EndedAt == nil {
 			t.Fatalf("run %+v", got)
 		}
 		if sc := lastState(t, f); sc.Status != runs.StatusFailed || *sc.PreviousStatus != runs.StatusQueued {
 			t.Fatalf("state change %+v", sc)
 		}
-		n := len(f.tx.Events())
-		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || len(f.tx.Events()) != n {
-			t.Fatalf("a second run of the job: %v, %d events", err, len(f.tx.Events())-n)
+		n := len(f.events(t))
+		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || len(f.events(t)) != n {
+			t.Fatalf("a second run of the job: %v, %d events", err, len(f.events(t))-n)
 		}
 	})
 
@@ -88,9 +88,9 @@ func TestQueuedExpiry(t *testing.T) {
 		if _, err := f.svc.Start(bg, echoActor, r.ID, tok); err != nil {
 			t.Fatal(err)
 		}
-		n := len(f.tx.Events())
-		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || f.store.runs[r.ID].Status != runs.StatusRunning || len(f.tx.Events()) != n {
-			t.Fatalf("err %v, run %+v", err, f.store.runs[r.ID])
+		n := len(f.events(t))
+		if err := f.svc.ExpireQueued(bg, r.ID); err != nil || f.run(t, r.ID).Status != runs.StatusRunning || len(f.events(t)) != n {
+			t.Fatalf("err %v, run %+v", err, f.run(t, r.ID))
 		}
 		if err := f.svc.ExpireQueued(bg, kernel.NewID()); err != nil {
 			t.Fatalf("an unknown run: %v", err)
@@ -108,19 +108,19 @@ func TestCancelTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs := f.tx.Jobs()
+		jobs := f.jobs.Jobs()
 		if len(jobs) != 2 {
 			t.Fatalf("jobs %+v", jobs)
 		}
 		wantJob(t, jobs[1], runs.JobCancelTimeout, r.ID, got.CancelRequestedAt.Add(30*time.Second))
-		if _, err := f.svc.Cancel(bg, manager, r.ID); err != nil || len(f.tx.Jobs()) != 2 {
-			t.Fatalf("asking again: %v, %d jobs", err, len(f.tx.Jobs()))
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err != nil || len(f.jobs.Jobs()) != 2 {
+			t.Fatalf("asking again: %v, %d jobs", err, len(f.jobs.Jobs()))
 		}
 
 		f2 := mustRuns(t)
 		f2.post(t, invoker, f2.message(invoker, echo), false)
-		if _, err := f2.svc.Cancel(bg, manager, f2.onlyRun(t).ID); err != nil || len(f2.tx.Jobs()) != 1 {
-			t.Fatalf("queued: %v, jobs %+v", err, f2.tx.Jobs())
+		if _, err := f2.svc.Cancel(bg, manager, f2.onlyRun(t).ID); err != nil || len(f2.jobs.Jobs()) != 1 {
+			t.Fatalf("queued: %v, jobs %+v", err, f2.jobs.Jobs())
 		}
 	})
 
@@ -130,8 +130,8 @@ func TestCancelTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.store.fail = errors.New("disk full")
-		if _, err := f.svc.Cancel(bg, manager, r.ID); err == nil || len(f.tx.Jobs()) != 1 {
-			t.Fatalf("err %v, jobs %+v", err, f.tx.Jobs())
+		if _, err := f.svc.Cancel(bg, manager, r.ID); err == nil || len(f.jobs.Jobs()) != 1 {
+			t.Fatalf("err %v, jobs %+v", err, f.jobs.Jobs())
 		}
 	})
 
@@ -147,7 +147,7 @@ func TestCancelTimeout(t *testing.T) {
 		if err := f.svc.TimeoutCancel(bg, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		got := f.store.runs[r.ID]
+		got := f.run(t, r.ID)
 		if got.Status != runs.StatusCancelled || got.Reason != runs.ReasonCancelTimeout {
 			t.Fatalf("run %+v", got)
 		}
@@ -165,9 +165,9 @@ func TestCancelTimeout(t *testing.T) {
 		if _, err := f.svc.Finish(bg, echoActor, r.ID, tok, runs.Finish{Outcome: runs.OutcomeCancelled}); err != nil {
 			t.Fatal(err)
 		}
-		n := len(f.tx.Events())
-		if err := f.svc.TimeoutCancel(bg, r.ID); err != nil || len(f.tx.Events()) != n || f.store.runs[r.ID].Reason != "" {
-			t.Fatalf("confirmed: %v, run %+v", err, f.store.runs[r.ID])
+		n := len(f.events(t))
+		if err := f.svc.TimeoutCancel(bg, r.ID); err != nil || len(f.events(t)) != n || f.run(t, r.ID).Reason != "" {
+			t.Fatalf("confirmed: %v, run %+v", err, f.run(t, r.ID))
 		}
 	})
 }
@@ -176,7 +176,7 @@ func TestStallCheck(t *testing.T) {
 	t.Run("fails the active runs idle past the timeout, a batch at a time, and spares the rest", func(t *testing.T) {
 		f := mustRuns(t)
 		now := f.clock.Now().UTC().Truncate(time.Microsecond)
-		f.agents.seen[echo] = now // the agent's consumer is alive: its idle runs are stale
+		f.seen(t, echo, now) // the agent's consumer is alive: its idle runs are stale
 		var made []runs.Run
 		for _, c := range []struct {
 			status runs.Status
@@ -192,7 +192,7 @@ func TestStallCheck(t *testing.T) {
 			r := runs.Run{Summary: runs.Summary{ID: kernel.NewID(), AgentID: echo, ThreadID: f.main.ID, ChannelID: f.channel.ID,
 				SpaceID: f.channel.SpaceID, InvokedBy: invoker.ID, Status: c.status, CreatedAt: now.Add(-time.Hour),
 				LastActivityAt: now.Add(-c.idle), UpdatedAt: now}}
-			f.store.runs[r.ID] = r
+			f.putRun(t, r)
 			made = append(made, r)
 		}
 		n, err := f.svc.FailStalled(bg) // the batch is 2: the two idle longest
@@ -200,19 +200,19 @@ func TestStallCheck(t *testing.T) {
 			t.Fatalf("first check: %d, %v", n, err)
 		}
 		for _, i := range []int{1, 2} {
-			if got := f.store.runs[made[i].ID]; got.Status != runs.StatusFailed || got.Reason != runs.ReasonStale {
+			if got := f.run(t, made[i].ID); got.Status != runs.StatusFailed || got.Reason != runs.ReasonStale {
 				t.Fatalf("run %d: %+v", i, got)
 			}
 		}
-		if got := typesOf(f.tx.Events()); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
+		if got := typesOf(f.events(t)); !slices.Equal(got, []string{runs.EvRunStateChanged.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		f.clock.Advance(time.Minute) // run 0 is now 5 minutes idle, run 3 two
-		if n, err := f.svc.FailStalled(bg); err != nil || n != 1 || f.store.runs[made[0].ID].Reason != runs.ReasonStale {
-			t.Fatalf("second check: %d, %v, run %+v", n, err, f.store.runs[made[0].ID])
+		if n, err := f.svc.FailStalled(bg); err != nil || n != 1 || f.run(t, made[0].ID).Reason != runs.ReasonStale {
+			t.Fatalf("second check: %d, %v, run %+v", n, err, f.run(t, made[0].ID))
 		}
 		for _, i := range []int{3, 4, 5} {
-			if got := f.store.runs[made[i].ID]; got.Status != made[i].Status {
+			if got := f.run(t, made[i].ID); got.Status != made[i].Status {
 				t.Fatalf("run %d changed: %+v", i, got)
 			}
 		}
@@ -224,15 +224,15 @@ func TestStallCheck(t *testing.T) {
 	t.Run("tells interrupted (no consumer seen within the timeout) from stale (consumer alive)", func(t *testing.T) {
 		f := mustRuns(t)
 		now := f.clock.Now().UTC().Truncate(time.Microsecond)
-		f.agents.seen[echo] = now.Add(-2 * time.Minute)   // acked two minutes ago: alive
-		f.agents.seen[helper] = now.Add(-4 * time.Minute) // last seen before the stall timeout of 3m
+		f.seen(t, echo, now.Add(-2*time.Minute))   // acked two minutes ago: alive
+		f.seen(t, helper, now.Add(-4*time.Minute)) // last seen before the stall timeout of 3m
 		// mute's consumer was never seen at all.
 		made := map[kernel.ID]runs.Run{}
 		for i, agent := range []kernel.ID{echo, helper, mute} {
 			r := runs.Run{Summary: runs.Summary{ID: kernel.NewID(), AgentID: agent, ThreadID: f.main.ID, ChannelID: f.channel.ID,
 				SpaceID: f.channel.SpaceID, InvokedBy: invoker.ID, Status: runs.StatusRunning, CreatedAt: now.Add(-time.Hour),
 				LastActivityAt: now.Add(-time.Duration(6-i) * time.Minute), UpdatedAt: now}}
-			f.store.runs[r.ID] = r
+			f.putRun(t, r)
 			made[agent] = r
 		}
 		if n, err := f.svc.FailStalled(bg); err != nil || n != 2 || f.agents.seenReads != 1 {
@@ -242,7 +242,7 @@ func TestStallCheck(t *testing.T) {
 			t.Fatalf("second check: %d, %v", n, err)
 		}
 		for agent, want := range map[kernel.ID]runs.Reason{echo: runs.ReasonStale, helper: runs.ReasonInterrupted, mute: runs.ReasonInterrupted} {
-			if got := f.store.runs[made[agent].ID]; got.Status != runs.StatusFailed || got.Reason != want {
+			if got := f.run(t, made[agent].ID); got.Status != runs.StatusFailed || got.Reason != want {
 				t.Fatalf("run of %s: %s with %s, want failed with %s", agent, got.Status, got.Reason, want)
 			}
 		}
@@ -298,8 +298,8 @@ func TestSigningKeyRotationJob(t *testing.T) {
 
 	t.Run("a service without a keyring has nothing to rotate", func(t *testing.T) {
 		f := mustRuns(t)
-		svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.tx, Events: f.tx,
-			Authz: f.authz, Clock: f.clock, Jobs: f.tx})
+		svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db,
+			Authz: f.authz, Clock: f.clock, Jobs: f.jobs})
 		if r, err := svc.RotateSigningKey(bg); err != nil || r != (runs.KeyRotation{}) {
 			t.Fatalf("rotation %+v, %v", r, err)
 		}

@@ -118,8 +118,8 @@ const (
 func mustKeyNode(t *testing.T, f *fixture, store runs.SigningKeys) keyNode {
 	t.Helper()
 	kr := runs.NewKeyringWith(store, f.clock, runs.KeyringOptions{Rotation: testRotation, TokenTTL: testTokenTTL})
-	svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.tx, Events: f.tx,
-		Authz: f.authz, Clock: f.clock, Keys: kr, TokenTTL: testTokenTTL, Jobs: f.tx})
+	svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db,
+		Authz: f.authz, Clock: f.clock, Keys: kr, TokenTTL: testTokenTTL, Jobs: f.jobs})
 	return keyNode{svc: svc, keys: kr}
 }
 

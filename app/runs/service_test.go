@@ -19,13 +19,11 @@ var bg = context.Background()
 // onlyRun returns the one run of the fixture, failing when there is not exactly one.
 func (f *fixture) onlyRun(tb testing.TB) runs.Run {
 	tb.Helper()
-	if len(f.store.runs) != 1 {
-		tb.Fatalf("%d runs, want 1", len(f.store.runs))
+	all := f.allRuns(tb)
+	if len(all) != 1 {
+		tb.Fatalf("%d runs, want 1", len(all))
 	}
-	for _, r := range f.store.runs {
-		return r
-	}
-	panic("unreachable")
+	return all[0]
 }
 
 func TestTrigger(t *testing.T) {
@@ -43,22 +41,22 @@ func TestTrigger(t *testing.T) {
 			r.StartedAt != nil || r.EndedAt != nil || r.CancelRequestedAt != nil || r.ChannelKind != chat.KindChannel {
 			t.Fatalf("run %+v", r)
 		}
-		evs := f.tx.Events()
+		evs := f.events(t)
 		if got := typesOf(evs); !slices.Equal(got, []string{runs.EvAgentInvocation.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		inv := evs[0]
 		if inv.Scope != (kernel.Scope{PrincipalID: echo}) || inv.SubjectID != r.ID || inv.ActorID != invoker.ID ||
-			inv.Payload != (runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
+			payload[runs.Invocation](t, inv) != (runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
 				MessageID: m.ID, InvokedBy: invoker.ID}) {
 			t.Fatalf("agent.invocation %+v", inv)
 		}
 		st := evs[1]
-		sc, _ := st.Payload.(runs.StateChange)
+		sc := payload[runs.StateChange](t, st)
 		if st.Scope != r.Scope() || st.SubjectID != r.ID || sc.PreviousStatus != nil || sc.Status != runs.StatusQueued || sc.ID != r.ID {
 			t.Fatalf("run.state_changed %+v", st)
 		}
-		b, _ := json.Marshal(sc)
+		b := st.Payload
 		var obj map[string]any
 		_ = json.Unmarshal(b, &obj)
 		if obj["previous_status"] != nil || obj["reason"] != nil || obj["status"] != "queued" || obj["document"] != nil {
@@ -87,8 +85,8 @@ func TestTrigger(t *testing.T) {
 			if state := f.post(t, tc.by, f.message(tc.by, tc.agent), false); state != tc.want {
 				t.Fatalf("trigger state %q, want %q", state, tc.want)
 			}
-			if len(f.store.runs) != 0 || len(f.tx.Events()) != 0 {
-				t.Fatalf("a refused mention made %d runs and %v", len(f.store.runs), typesOf(f.tx.Events()))
+			if len(f.allRuns(t)) != 0 || len(f.events(t)) != 0 {
+				t.Fatalf("a refused mention made %d runs and %v", len(f.allRuns(t)), typesOf(f.events(t)))
 			}
 		})
 	}
@@ -105,14 +103,14 @@ func TestTrigger(t *testing.T) {
 		if state := f.post(t, invoker, f.message(invoker, viewer.ID, poster.ID), false); state != "" {
 			t.Fatalf("trigger state %q", state)
 		}
-		if len(f.store.runs) != 0 || len(f.authz.Calls) != 0 {
+		if len(f.allRuns(t)) != 0 || len(f.authz.Calls) != 0 {
 			t.Fatal("a mention of people made a run or asked authz")
 		}
 	})
 
 	t.Run("a message that mentions no one and opens no thread reads nothing", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
+		f.setOperator(t, echo)
 		if state := f.post(t, invoker, f.message(invoker), false); state != "" {
 			t.Fatalf("trigger state %q", state)
 		}
@@ -125,8 +123,8 @@ func TestTrigger(t *testing.T) {
 		f := mustRuns(t)
 		f.levels[echo] = invoke
 		me := kernel.Actor{ID: echo, Kind: kernel.KindAgent}
-		if state := f.post(t, me, f.message(me, echo), false); state != "" || len(f.store.runs) != 0 {
-			t.Fatalf("trigger state %q, %d runs", state, len(f.store.runs))
+		if state := f.post(t, me, f.message(me, echo), false); state != "" || len(f.allRuns(t)) != 0 {
+			t.Fatalf("trigger state %q, %d runs", state, len(f.allRuns(t)))
 		}
 	})
 
@@ -137,7 +135,7 @@ func TestTrigger(t *testing.T) {
 			t.Fatalf("trigger state %q", state)
 		}
 		var got []kernel.ID
-		for _, r := range f.store.runs {
+		for _, r := range f.allRuns(t) {
 			got = append(got, r.AgentID)
 		}
 		slices.Sort(got)
@@ -162,16 +160,16 @@ func TestTrigger(t *testing.T) {
 		if state := f.post(t, invoker, f.message(invoker, mute, off), false); state != "agent_disabled" {
 			t.Fatalf("trigger state %q, want agent_disabled", state)
 		}
-		f.setOperator(off)
-		if state := f.post(t, poster, f.newThread(poster, mute), true); state != "no_invoke_right" {
+		f.setOperator(t, off)
+		if state := f.post(t, poster, f.newThread(t, poster, mute), true); state != "no_invoke_right" {
 			t.Fatalf("trigger state %q, want no_invoke_right", state)
 		}
 	})
 
 	t.Run("the operator is invoked by every new thread, for whoever may open one", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
-		m := f.newThread(poster)
+		f.setOperator(t, echo)
+		m := f.newThread(t, poster)
 		if state := f.post(t, poster, m, true); state != "triggered" {
 			t.Fatalf("trigger state %q", state)
 		}
@@ -188,35 +186,35 @@ func TestTrigger(t *testing.T) {
 
 	t.Run("a new thread that also mentions the operator makes one run", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
-		f.post(t, invoker, f.newThread(invoker, echo), true)
-		if len(f.store.runs) != 1 {
-			t.Fatalf("%d runs", len(f.store.runs))
+		f.setOperator(t, echo)
+		f.post(t, invoker, f.newThread(t, invoker, echo), true)
+		if len(f.allRuns(t)) != 1 {
+			t.Fatalf("%d runs", len(f.allRuns(t)))
 		}
 	})
 
 	t.Run("a message in a thread that exists does not invoke the operator", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
-		if state := f.post(t, poster, f.message(poster), false); state != "" || len(f.store.runs) != 0 {
-			t.Fatalf("trigger state %q, %d runs", state, len(f.store.runs))
+		f.setOperator(t, echo)
+		if state := f.post(t, poster, f.message(poster), false); state != "" || len(f.allRuns(t)) != 0 {
+			t.Fatalf("trigger state %q, %d runs", state, len(f.allRuns(t)))
 		}
 	})
 
 	t.Run("the operator opening a thread where it operates does not invoke itself", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(echo)
+		f.setOperator(t, echo)
 		me := kernel.Actor{ID: echo, Kind: kernel.KindAgent}
-		if state := f.post(t, me, f.newThread(me), true); state != "" || len(f.store.runs) != 0 {
-			t.Fatalf("trigger state %q, %d runs", state, len(f.store.runs))
+		if state := f.post(t, me, f.newThread(t, me), true); state != "" || len(f.allRuns(t)) != 0 {
+			t.Fatalf("trigger state %q, %d runs", state, len(f.allRuns(t)))
 		}
 	})
 
 	t.Run("an operator that cannot read the channel is not invoked", func(t *testing.T) {
 		f := mustRuns(t)
-		f.setOperator(mute)
-		if state := f.post(t, poster, f.newThread(poster), true); state != "agent_cannot_read" || len(f.store.runs) != 0 {
-			t.Fatalf("trigger state %q, %d runs", state, len(f.store.runs))
+		f.setOperator(t, mute)
+		if state := f.post(t, poster, f.newThread(t, poster), true); state != "agent_cannot_read" || len(f.allRuns(t)) != 0 {
+			t.Fatalf("trigger state %q, %d runs", state, len(f.allRuns(t)))
 		}
 	})
 
@@ -224,11 +222,11 @@ func TestTrigger(t *testing.T) {
 		f := mustRuns(t)
 		f.store.fail = errors.New("disk full")
 		var state string
-		err := f.tx.Do(bg, func(ctx context.Context) error {
+		err := f.db.Do(bg, func(ctx context.Context) error {
 			return f.posted(ctx, invoker, f.message(invoker, echo), false, &state)
 		})
-		if err == nil || len(f.tx.Events()) != 0 {
-			t.Fatalf("err %v, events %v", err, typesOf(f.tx.Events()))
+		if err == nil || len(f.events(t)) != 0 {
+			t.Fatalf("err %v, events %v", err, typesOf(f.events(t)))
 		}
 	})
 }
@@ -284,7 +282,7 @@ func TestCancel(t *testing.T) {
 
 	t.Run("a queued run ends cancelled at once, and the agent is told", func(t *testing.T) {
 		f, r := queued(t)
-		n := len(f.tx.Events())
+		n := len(f.events(t))
 		f.clock.Advance(time.Second)
 		got, err := f.svc.Cancel(bg, invoker, r.ID)
 		if err != nil {
@@ -295,26 +293,26 @@ func TestCancel(t *testing.T) {
 			got.EndedAt == nil || !got.EndedAt.Equal(now) || !got.UpdatedAt.Equal(now) {
 			t.Fatalf("run %+v", got)
 		}
-		if stored := f.store.runs[r.ID]; stored.Status != runs.StatusCancelled || stored.CancelRequestedAt == nil {
+		if stored := f.run(t, r.ID); stored.Status != runs.StatusCancelled || stored.CancelRequestedAt == nil {
 			t.Fatalf("stored %+v", stored)
 		}
-		evs := f.eventsSince(n)
+		evs := f.eventsSince(t, n)
 		if got := typesOf(evs); !slices.Equal(got, []string{runs.EvRunCancelRequested.Name, runs.EvRunStateChanged.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		if evs[0].Scope != (kernel.Scope{PrincipalID: echo}) || evs[0].ActorID != invoker.ID ||
-			evs[0].Payload != (runs.CancelRequest{RunID: r.ID, AgentID: echo, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
+			payload[runs.CancelRequest](t, evs[0]) != (runs.CancelRequest{RunID: r.ID, AgentID: echo, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
 				SpaceID: r.SpaceID, RequestedBy: invoker.ID, RequestedAt: now}) {
 			t.Fatalf("run.cancel_requested %+v", evs[0])
 		}
-		sc := evs[1].Payload.(runs.StateChange)
+		sc := payload[runs.StateChange](t, evs[1])
 		if *sc.PreviousStatus != runs.StatusQueued || sc.Status != runs.StatusCancelled || evs[1].Scope != r.Scope() {
 			t.Fatalf("run.state_changed %+v", sc)
 		}
 		if _, err := f.svc.Cancel(bg, invoker, r.ID); !kernel.IsCode(err, runs.CodeRunEnded) {
 			t.Fatalf("cancel of an ended run: %v", err)
 		}
-		if len(f.tx.Events()) != n+2 {
+		if len(f.events(t)) != n+2 {
 			t.Fatal("the refused cancel appended an event")
 		}
 	})
@@ -322,18 +320,18 @@ func TestCancel(t *testing.T) {
 	t.Run("a running run is asked to stop and goes on until the agent confirms; asking again changes nothing", func(t *testing.T) {
 		f, r := queued(t)
 		r.Status = runs.StatusRunning
-		f.store.runs[r.ID] = r
-		n := len(f.tx.Events())
+		f.putRun(t, r)
+		n := len(f.events(t))
 		got, err := f.svc.Cancel(bg, manager, r.ID)
 		if err != nil || got.Status != runs.StatusRunning || got.CancelRequestedAt == nil || got.EndedAt != nil {
 			t.Fatalf("run %+v, %v", got, err)
 		}
-		if got := typesOf(f.eventsSince(n)); !slices.Equal(got, []string{runs.EvRunCancelRequested.Name}) {
+		if got := typesOf(f.eventsSince(t, n)); !slices.Equal(got, []string{runs.EvRunCancelRequested.Name}) {
 			t.Fatalf("events %v", got)
 		}
 		again, err := f.svc.Cancel(bg, invoker, r.ID)
-		if err != nil || !again.CancelRequestedAt.Equal(*got.CancelRequestedAt) || len(f.tx.Events()) != n+1 {
-			t.Fatalf("again: %+v, %v, %d events", again, err, len(f.tx.Events())-n)
+		if err != nil || !again.CancelRequestedAt.Equal(*got.CancelRequestedAt) || len(f.events(t)) != n+1 {
+			t.Fatalf("again: %+v, %v, %d events", again, err, len(f.events(t))-n)
 		}
 	})
 
@@ -348,11 +346,11 @@ func TestCancel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, r := queued(t)
-			n := len(f.tx.Events())
+			n := len(f.events(t))
 			if _, err := f.svc.Cancel(bg, tc.who, r.ID); !kernel.IsCode(err, tc.want) {
 				t.Fatalf("err %v, want %s", err, tc.want)
 			}
-			if f.store.runs[r.ID].Status != runs.StatusQueued || len(f.tx.Events()) != n {
+			if f.run(t, r.ID).Status != runs.StatusQueued || len(f.events(t)) != n {
 				t.Fatal("a refused cancel changed something")
 			}
 		})
@@ -379,7 +377,7 @@ func TestAgentDisabled(t *testing.T) {
 		f.post(t, invoker, f.message(invoker, echo, helper), false)
 	}
 	var mine []runs.Run
-	for _, r := range f.store.runs {
+	for _, r := range f.allRuns(t) {
 		if r.AgentID == echo {
 			mine = append(mine, r)
 		}
@@ -392,33 +390,34 @@ func TestAgentDisabled(t *testing.T) {
 	})
 	mine[1].Status = runs.StatusWaitingInput
 	mine[2].Status = runs.StatusSucceeded
-	f.store.runs[mine[1].ID], f.store.runs[mine[2].ID] = mine[1], mine[2]
-	n := len(f.tx.Events())
+	f.putRun(t, mine[1])
+	f.putRun(t, mine[2])
+	n := len(f.events(t))
 
-	err := f.tx.Do(bg, func(ctx context.Context) error {
+	err := f.db.Do(bg, func(ctx context.Context) error {
 		return f.svc.OnAgentDisabled(ctx, agents.AgentDisabled{AgentID: echo, ActorID: owner.ID})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []runs.Status{runs.StatusFailed, runs.StatusFailed, runs.StatusSucceeded} {
-		got := f.store.runs[mine[i].ID]
+		got := f.run(t, mine[i].ID)
 		if got.Status != want || (want == runs.StatusFailed) != (got.Reason == runs.ReasonAgentDisabled) ||
 			(want == runs.StatusFailed) != (got.EndedAt != nil) {
 			t.Errorf("run %d: %s (%s), want %s", i, got.Status, got.Reason, want)
 		}
 	}
-	for _, r := range f.store.runs {
+	for _, r := range f.allRuns(t) {
 		if r.AgentID == helper && r.Status != runs.StatusQueued {
 			t.Errorf("another agent's run is %s", r.Status)
 		}
 	}
-	evs := f.eventsSince(n)
+	evs := f.eventsSince(t, n)
 	if len(evs) != 2 {
 		t.Fatalf("events %v", typesOf(evs))
 	}
 	for i, e := range evs {
-		sc := e.Payload.(runs.StateChange)
+		sc := payload[runs.StateChange](t, e)
 		if e.Type != runs.EvRunStateChanged.Name || e.ActorID != owner.ID || sc.Status != runs.StatusFailed ||
 			sc.Reason != runs.ReasonAgentDisabled || sc.ID != mine[i].ID || *sc.PreviousStatus != mine[i].Status {
 			t.Errorf("event %d: %+v", i, e)

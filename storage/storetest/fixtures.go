@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/migrate"
@@ -29,9 +30,13 @@ func Log(tb testing.TB, db *storage.DB) []kernel.LoggedEvent {
 }
 
 // Principal inserts the principal of a (its id, kind, handle and IsOwner; active), for a test
-// whose actors are fixed before its store exists. It appends no event.
+// whose actors are fixed before its store exists. An actor without a handle gets one made of its
+// id. It appends no event.
 func Principal(tb testing.TB, db *storage.DB, a kernel.Actor) {
 	tb.Helper()
+	if a.Handle == "" {
+		a.Handle = "p-" + string(a.ID)[len(a.ID)-12:]
+	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	u := identity.User{ID: a.ID, Kind: a.Kind, Handle: a.Handle, DisplayName: a.Handle, Status: identity.StatusActive,
 		IsOwner: a.IsOwner, CreatedAt: now, UpdatedAt: now}
@@ -40,6 +45,23 @@ func Principal(tb testing.TB, db *storage.DB, a kernel.Actor) {
 		return store.CreatePrincipal(ctx, u, identity.HandleKey(a.Handle))
 	}); err != nil {
 		tb.Fatalf("storetest: principal %s: %v", a.Handle, err)
+	}
+}
+
+// Agent inserts an agent: its principal (as Principal does, of kind agent), its agents row made by
+// by, and, unless active, disables it. It appends no event.
+func Agent(tb testing.TB, db *storage.DB, id, by kernel.ID, active bool) {
+	tb.Helper()
+	Principal(tb, db, kernel.Actor{ID: id, Kind: kernel.KindAgent})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	err := db.Do(context.Background(), func(ctx context.Context) error {
+		if err := storage.NewAgentStore(db).CreateAgent(ctx, agents.Agent{ID: id, CreatedBy: by, CreatedAt: now}); err != nil || active {
+			return err
+		}
+		return storage.NewIdentityStore(db).DisablePrincipal(ctx, id, now)
+	})
+	if err != nil {
+		tb.Fatalf("storetest: agent %s: %v", id, err)
 	}
 }
 
