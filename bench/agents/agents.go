@@ -82,20 +82,12 @@ type consumer struct {
 	onInvocation func(invocation) error
 	handled      atomic.Int64 // the seq of the last event read
 	acker        *time.Ticker
-	complete     chan struct{}
-	done         chan struct{}
-	err          error
+	r            *gatewaybench.Reader // runs follow
 }
 
 // ackInterval is how often the consumer acks: the server saves acks about once a second. A var
 // for the quick test.
 var ackInterval = time.Second
-
-// Timing of the connections: every wait has a deadline, so a run never hangs.
-const (
-	completeDeadline = 30 * time.Second
-	stopDeadline     = 15 * time.Second
-)
 
 // connectConsumer identifies as the agent (live from the head) and returns once its
 // catchup.complete arrived.
@@ -108,38 +100,14 @@ func connectConsumer(ctx context.Context, base, token string, onInvocation func(
 		conn.Abort()
 		return nil, err
 	}
-	k := &consumer{c: conn, onInvocation: onInvocation, acker: time.NewTicker(ackInterval), complete: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(k.done)
-		k.err = k.follow()
-	}()
+	k := &consumer{c: conn, onInvocation: onInvocation, acker: time.NewTicker(ackInterval), r: gatewaybench.NewReader()}
+	k.r.Start(k.follow)
 	go k.ackEvery()
-	if err := waitComplete(ctx, k.complete, k.done, func() error { return k.err }); err != nil {
+	if err := k.r.WaitComplete(ctx); err != nil {
 		conn.Abort()
 		return nil, fmt.Errorf("the agent's consumer: %w", err)
 	}
 	return k, nil
-}
-
-// waitComplete waits for complete, failing when done closes first or at the deadline.
-func waitComplete(ctx context.Context, complete, done <-chan struct{}, failed func() error) error {
-	t := time.NewTimer(completeDeadline)
-	defer t.Stop()
-	select {
-	case <-complete:
-		return nil
-	case <-done:
-		select {
-		case <-complete:
-			return nil
-		default:
-		}
-		return fmt.Errorf("connection ended before catchup.complete: %v", failed())
-	case <-t.C:
-		return fmt.Errorf("no catchup.complete within %s", completeDeadline)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 var headKey = []byte(`"head_seq":`)
@@ -170,7 +138,7 @@ func (k *consumer) follow() error {
 					k.handled.Store(head)
 				}
 			}
-			close(k.complete)
+			k.r.Completed()
 		case "event":
 			e, err := gatewaybench.ParseEvent(f)
 			switch {
@@ -204,7 +172,7 @@ func (k *consumer) ackEvery() {
 	var acked int64
 	for {
 		select {
-		case <-k.done:
+		case <-k.r.Done():
 			return
 		case <-k.acker.C:
 			if seq := k.handled.Load(); seq > acked && !k.c.Closing() {
@@ -219,29 +187,20 @@ func (k *consumer) ackEvery() {
 
 // failed returns the consumer's error once its reader has returned, else nil.
 func (k *consumer) failed() error {
-	select {
-	case <-k.done:
-		if k.err == nil {
-			return errors.New("the agent's connection was closed")
-		}
-		return k.err
-	default:
-		return nil
+	if err := k.r.Failed(); err != nil {
+		return fmt.Errorf("the agent's consumer: %w", err)
 	}
+	return nil
 }
 
 // stop closes the connection and returns the reader's error, if any.
 func (k *consumer) stop() error {
 	k.acker.Stop()
 	k.c.Close()
-	t := time.NewTimer(stopDeadline)
-	defer t.Stop()
-	select {
-	case <-k.done:
-		return k.err
-	case <-t.C:
-		return errors.New("agentsbench: the agent's consumer still reading after the stop")
+	if err := k.r.Wait(); err != nil {
+		return fmt.Errorf("the agent's consumer: %w", err)
 	}
+	return nil
 }
 
 // poster creates messages over REST, open loop: message i goes into threads[i] as tokens[i]

@@ -351,21 +351,21 @@ func TestWatcherFocusesAndRecordsEveryVersion(t *testing.T) {
 			}
 			var failed error
 			for deadline := time.Now().Add(5 * time.Second); w.have[0].Load() < 4 && failed == nil; time.Sleep(time.Millisecond) {
-				failed = w.failed()
+				failed = w.r.Failed()
 				if time.Now().After(deadline) {
 					t.Fatalf("the client has version %d after 5 s", w.have[0].Load())
 				}
 			}
 			w.c.Close()
-			<-w.done
+			<-w.r.Done()
 			if tc.err != "" {
 				if failed == nil || !strings.Contains(failed.Error(), tc.err) {
 					t.Fatalf("the client ended with %v, want an error with %q", failed, tc.err)
 				}
 				return
 			}
-			if w.err != nil || len(w.ledgers[0].firstAt) != 5 || w.frames.Load() != 3 {
-				t.Fatalf("client error %v, receipts %v, %d frames", w.err, w.ledgers[0].firstAt, w.frames.Load())
+			if w.r.Err() != nil || len(w.ledgers[0].firstAt) != 5 || w.frames.Load() != 3 {
+				t.Fatalf("client error %v, receipts %v, %d frames", w.r.Err(), w.ledgers[0].firstAt, w.frames.Load())
 			}
 		})
 	}

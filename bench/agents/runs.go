@@ -121,14 +121,12 @@ type runIndex map[string]int
 
 // watcher is one client focused on the runs' thread.
 type watcher struct {
-	c        *gatewaybench.Conn
-	runs     *atomic.Pointer[runIndex]
-	ledgers  []runLedger // by run index; written by the reader only
-	frames   atomic.Int64
-	have     []atomic.Int64 // by run index: the version held, for the drain
-	complete chan struct{}
-	done     chan struct{}
-	err      error
+	c       *gatewaybench.Conn
+	runs    *atomic.Pointer[runIndex]
+	ledgers []runLedger // by run index; written by the reader only
+	frames  atomic.Int64
+	have    []atomic.Int64       // by run index: the version held, for the drain
+	r       *gatewaybench.Reader // runs follow
 }
 
 func (w *watcher) follow() error {
@@ -151,7 +149,7 @@ func (w *watcher) follow() error {
 			if err := order.Complete(); err != nil {
 				return err
 			}
-			close(w.complete)
+			w.r.Completed()
 		case "event":
 			u, isRun, err := parseRunUpdated(f)
 			if err != nil {
@@ -192,18 +190,6 @@ func (w *watcher) recordRun(u runUpdate, at time.Time) error {
 	w.have[r].Store(u.version)
 	w.frames.Add(1)
 	return nil
-}
-
-func (w *watcher) failed() error {
-	select {
-	case <-w.done:
-		if w.err == nil {
-			return errors.New("the connection was closed")
-		}
-		return w.err
-	default:
-		return nil
-	}
 }
 
 // Fanout is a run fan-out: Clients people's clients focused on Thread, the agent running Runs
@@ -275,7 +261,7 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 		errs := []error{k.stop()}
 		for i, w := range ws {
 			w.c.Close()
-			if err := waitDone(w.done, w.err); err != nil {
+			if err := w.r.Wait(); err != nil {
 				errs = append(errs, fmt.Errorf("client %d: %w", i, err))
 			}
 		}
@@ -322,7 +308,7 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 	if err == nil {
 		err = waitFor(ctx, cfg.Drain, func() error {
 			for i, w := range ws {
-				if err := w.failed(); err != nil {
+				if err := w.r.Failed(); err != nil {
 					return fmt.Errorf("client %d: %w", i, err)
 				}
 			}
@@ -384,17 +370,6 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 	return out, nil
 }
 
-func waitDone(done <-chan struct{}, err error) error {
-	t := time.NewTimer(stopDeadline)
-	defer t.Stop()
-	select {
-	case <-done:
-		return err
-	case <-t.C:
-		return errors.New("still reading after the stop")
-	}
-}
-
 // focusClients connects cfg.Clients clients, client k as person k mod people, at most
 // ConnectParallel at a time, and focuses each on the thread once caught up.
 func focusClients(ctx context.Context, in gatewaybench.Instance, cfg Fanout, runs *atomic.Pointer[runIndex]) ([]*watcher, error) {
@@ -444,12 +419,9 @@ func focusOne(ctx context.Context, base, token string, focus []byte, nRuns int, 
 		return nil, err
 	}
 	w := &watcher{c: conn, runs: runs, ledgers: make([]runLedger, nRuns), have: make([]atomic.Int64, nRuns),
-		complete: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		w.err = w.follow()
-	}()
-	if err := waitComplete(ctx, w.complete, w.done, func() error { return w.err }); err != nil {
+		r: gatewaybench.NewReader()}
+	w.r.Start(w.follow)
+	if err := w.r.WaitComplete(ctx); err != nil {
 		conn.Abort()
 		return nil, err
 	}

@@ -12,12 +12,10 @@ import (
 // member is one gateway client of a fleet: its own connection and gateway session, read by its
 // own goroutine (follow), with a ledger of what it received.
 type member struct {
-	c        *conn   // nil until identify is sent
-	ledger   *ledger // nil: the member records nothing
-	count    atomic.Int64
-	complete chan struct{} // closed when catchup.complete arrived
-	done     chan struct{} // closed when follow returned
-	err      error         // what follow returned, once done is closed
+	c      *conn   // nil until identify is sent
+	ledger *ledger // nil: the member records nothing
+	count  atomic.Int64
+	r      *Reader // runs follow
 }
 
 // follow reads the member's connection until it is closed, recording every message.created of
@@ -64,21 +62,8 @@ func (m *member) follow() error {
 			if err := order.Complete(); err != nil {
 				return err
 			}
-			close(m.complete)
+			m.r.Completed()
 		}
-	}
-}
-
-// failed returns the member's error when follow has returned, else nil.
-func (m *member) failed() error {
-	select {
-	case <-m.done:
-		if m.err == nil {
-			return errors.New("the connection was closed")
-		}
-		return m.err
-	default:
-		return nil
 	}
 }
 
@@ -114,7 +99,7 @@ func connectFleet(ctx context.Context, base string, tokens []string, n, parallel
 			break
 		}
 		sem <- struct{}{}
-		m := &member{complete: make(chan struct{}), done: make(chan struct{})}
+		m := &member{r: NewReader()}
 		if ledger != nil {
 			m.ledger = ledger()
 		}
@@ -147,27 +132,8 @@ func (m *member) connect(ctx context.Context, base, token string) error {
 		return err
 	}
 	m.c = c
-	go func() {
-		defer close(m.done)
-		m.err = m.follow()
-	}()
-	t := time.NewTimer(completeDeadline)
-	defer t.Stop()
-	select {
-	case <-m.complete:
-		return nil
-	case <-m.done:
-		select {
-		case <-m.complete: // and ended after it: waitDelivered or stop tells
-			return nil
-		default:
-		}
-		return fmt.Errorf("connection ended before catchup.complete: %w", m.failed())
-	case <-t.C:
-		return fmt.Errorf("no catchup.complete within %s", completeDeadline)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	m.r.Start(m.follow)
+	return m.r.WaitComplete(ctx)
 }
 
 // stop closes every member's connection and waits for their readers; it reports a member
@@ -188,9 +154,9 @@ func (f *fleet) stop() error {
 			continue
 		}
 		select {
-		case <-m.done:
-			if m.err != nil {
-				errs = append(errs, fmt.Errorf("client %d: %w", k, m.err))
+		case <-m.r.Done():
+			if err := m.r.Err(); err != nil {
+				errs = append(errs, fmt.Errorf("client %d: %w", k, err))
 			}
 		case <-deadline.C:
 			return errors.Join(append(errs, fmt.Errorf("gatewaybench: clients still reading %s after the stop", stopDeadline))...)
@@ -210,7 +176,7 @@ func (f *fleet) waitDelivered(ctx context.Context, total int64, within time.Dura
 		behind := 0
 		var least int64 = total
 		for k, m := range f.members {
-			if err := m.failed(); err != nil {
+			if err := m.r.Failed(); err != nil {
 				return fmt.Errorf("client %d: %w", k, err)
 			}
 			if c := m.count.Load(); c < total {
