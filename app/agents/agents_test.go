@@ -11,6 +11,7 @@ import (
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 var (
@@ -211,7 +212,7 @@ func TestDisableEnable(t *testing.T) {
 		}
 		evs := f.events(t)[n:]
 		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || evs[0].Scope != (kernel.Scope{}) || evs[0].SubjectID != a.ID ||
-			payload(t, evs[0]).Status != agents.StatusDisabled {
+			storetest.Payload[agents.Agent](t, evs[0]).Status != agents.StatusDisabled {
 			t.Fatalf("events = %+v", evs)
 		}
 		if c := f.authz.Last(); c.Action != agents.ActAgentDisable || c.Resource.ID != a.ID {
@@ -234,7 +235,7 @@ func TestDisableEnable(t *testing.T) {
 			t.Fatalf("enable: %+v, %v", got, err)
 		}
 		evs := f.events(t)[n:]
-		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || payload(t, evs[0]).Status != agents.StatusActive {
+		if len(evs) != 1 || evs[0].Type != agents.EvAgentUpdated.Name || storetest.Payload[agents.Agent](t, evs[0]).Status != agents.StatusActive {
 			t.Fatalf("events = %+v", evs)
 		}
 		if c := f.authz.Last(); c.Action != agents.ActAgentEnable {

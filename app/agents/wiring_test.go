@@ -2,7 +2,6 @@ package agents_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -145,14 +144,4 @@ func (f *fixture) consumerStarted(tb testing.TB, id kernel.ID) bool {
 		tb.Fatal(err)
 	}
 	return ok
-}
-
-// payload decodes an event's payload as an agent.
-func payload(tb testing.TB, e kernel.LoggedEvent) agents.Agent {
-	tb.Helper()
-	var a agents.Agent
-	if err := json.Unmarshal(e.Payload, &a); err != nil {
-		tb.Fatal(err)
-	}
-	return a
 }

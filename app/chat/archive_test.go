@@ -7,6 +7,7 @@ import (
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 func TestArchiveChannel(t *testing.T) {
@@ -29,7 +30,7 @@ func TestArchiveChannel(t *testing.T) {
 		if ev.Type != chat.EvChannelArchived.Name || ev.SubjectID != c.ID || ev.Scope != (kernel.Scope{SpaceID: sp.ID, ChannelID: c.ID}) {
 			t.Fatalf("event %+v", ev)
 		}
-		if p := payload[chat.Channel](t, ev); p.ID != c.ID || p.ArchivedAt == nil {
+		if p := storetest.Payload[chat.Channel](t, ev); p.ID != c.ID || p.ArchivedAt == nil {
 			t.Fatalf("payload %+v", ev.Payload)
 		}
 		if _, err := f.svc.GetChannel(ctx, alice, c.ID); !kernel.IsCode(err, kernel.CodeNotFound) {

@@ -61,7 +61,7 @@ func TestCreateSpace(t *testing.T) {
 			}
 			evs := f.events(t)
 			if len(evs) != 1 || evs[0].Type != chat.EvSpaceCreated.Name || evs[0].Scope != (kernel.Scope{SpaceID: sp.ID}) ||
-				evs[0].SubjectID != sp.ID || evs[0].ActorID != alice.ID || !isJSON(t, evs[0], sp) {
+				evs[0].SubjectID != sp.ID || evs[0].ActorID != alice.ID || !storetest.PayloadIs(t, evs[0], sp) {
 				t.Fatalf("events = %+v", evs)
 			}
 		})
@@ -117,7 +117,7 @@ func TestSpaces(t *testing.T) {
 			t.Fatalf("got %+v", got)
 		}
 		evs := f.events(t)
-		if last := evs[len(evs)-1]; last.Type != chat.EvSpaceUpdated.Name || !isJSON(t, last, got) {
+		if last := evs[len(evs)-1]; last.Type != chat.EvSpaceUpdated.Name || !storetest.PayloadIs(t, last, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -306,7 +306,7 @@ func TestThreads(t *testing.T) {
 	t.Run("creates a thread for messaging and appends thread.created", func(t *testing.T) {
 		evs := f.events(t)
 		last := evs[len(evs)-1]
-		p := payload[chat.Thread](t, last)
+		p := storetest.Payload[chat.Thread](t, last)
 		if last.Type != chat.EvThreadCreated.Name || p.ID != ids[4] || p.Title != "topic" || p.IsMain {
 			t.Fatalf("last event = %+v", last)
 		}
@@ -330,7 +330,7 @@ func TestThreads(t *testing.T) {
 		}
 		evs := f.events(t)
 		last := evs[len(evs)-1]
-		if p := payload[chat.Thread](t, last); last.Type != chat.EvThreadCreated.Name || p.ID != first.ID || p.ParentMessageID == nil ||
+		if p := storetest.Payload[chat.Thread](t, last); last.Type != chat.EvThreadCreated.Name || p.ID != first.ID || p.ParentMessageID == nil ||
 			*p.ParentMessageID != parent || p.IsMain || p.Title != "" {
 			t.Fatalf("last event = %+v", last)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 func TestOperator(t *testing.T) {
@@ -21,7 +22,7 @@ func TestOperator(t *testing.T) {
 	fixture := func(t *testing.T) (*chatFixture, chat.Channel) {
 		f := mustChat(t)
 		for _, p := range []chat.PrincipalRef{bot, sleeping} {
-			f.agent(t, p)
+			storetest.Agent(t, f.db, p.ID, alice.ID, p.Active)
 		}
 		sp := mustSpace(t, f, alice, "Home")
 		c := mustChannel(t, f, alice, sp.ID, "general")
@@ -122,7 +123,7 @@ func TestOperator(t *testing.T) {
 			last.SubjectID != c.ID || last.ActorID != alice.ID {
 			t.Fatalf("event %+v", last)
 		}
-		if p := payload[chat.Channel](t, last); p.OperatorID == nil || *p.OperatorID != bot.ID {
+		if p := storetest.Payload[chat.Channel](t, last); p.OperatorID == nil || *p.OperatorID != bot.ID {
 			t.Fatalf("payload %+v", p)
 		}
 
@@ -144,7 +145,7 @@ func TestOperator(t *testing.T) {
 			t.Fatalf("clear: %+v, %v", got, err)
 		}
 		evs := f.events(t)
-		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || payload[chat.Channel](t, evs[n]).OperatorID != nil {
+		if len(evs) != n+1 || evs[n].Type != chat.EvChannelUpdated.Name || storetest.Payload[chat.Channel](t, evs[n]).OperatorID != nil {
 			t.Fatalf("events %+v", evs[n:])
 		}
 		if f.authz.Last().Action != chat.ActChannelOperatorSet {

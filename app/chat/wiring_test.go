@@ -2,11 +2,9 @@ package chat_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
-	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/kernel/kerneltest"
@@ -86,26 +84,6 @@ func (f *chatFixture) node() *chat.Service {
 // events returns the log.
 func (f *chatFixture) events(tb testing.TB) []kernel.LoggedEvent { return storetest.Log(tb, f.db) }
 
-// payload decodes an event's payload.
-func payload[T any](tb testing.TB, e kernel.LoggedEvent) T {
-	tb.Helper()
-	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		tb.Fatalf("payload of %s: %v", e.Type, err)
-	}
-	return v
-}
-
-// isJSON reports whether an event's payload is v.
-func isJSON(tb testing.TB, e kernel.LoggedEvent, v any) bool {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(e.Payload) == string(b)
-}
-
 // channel returns the channel as stored (not found once archived).
 func (f *chatFixture) channel(tb testing.TB, id kernel.ID) chat.Channel {
 	tb.Helper()
@@ -152,20 +130,4 @@ func (f *chatFixture) space(tb testing.TB, id kernel.ID) chat.Space {
 		tb.Fatal(err)
 	}
 	return sp
-}
-
-// agent makes p a principal of kind agent, disabled unless p is active.
-func (f *chatFixture) agent(tb testing.TB, p chat.PrincipalRef) {
-	tb.Helper()
-	storetest.Principal(tb, f.db, kernel.Actor{ID: p.ID, Kind: p.Kind, Handle: "agent-" + string(p.ID)})
-	err := f.db.Do(context.Background(), func(ctx context.Context) error {
-		err := storage.NewAgentStore(f.db).CreateAgent(ctx, agents.Agent{ID: p.ID, CreatedBy: alice.ID, CreatedAt: f.clock.Now()})
-		if err != nil || p.Active {
-			return err
-		}
-		return storage.NewIdentityStore(f.db).DisablePrincipal(ctx, p.ID, f.clock.Now())
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }

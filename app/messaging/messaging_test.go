@@ -78,7 +78,7 @@ func TestCreateMessage(t *testing.T) {
 		evs := f.events(t)
 		if len(evs) != 1 || evs[0].Type != messaging.EvMessageCreated.Name || evs[0].SubjectID != m.ID || evs[0].ActorID != alice.ID ||
 			evs[0].Scope != (kernel.Scope{SpaceID: m.SpaceID, ChannelID: m.ChannelID, ThreadID: m.ThreadID}) ||
-			!isJSON(t, evs[0].Payload, m) {
+			!storetest.PayloadIs(t, evs[0], m) {
 			t.Fatalf("events = %+v", evs)
 		}
 	})
@@ -259,7 +259,7 @@ func TestEditMessage(t *testing.T) {
 			t.Fatalf("authorized %+v", c)
 		}
 		evs := f.events(t)
-		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageUpdated.Name || !isJSON(t, last.Payload, got) {
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageUpdated.Name || !storetest.PayloadIs(t, last, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 	})
@@ -370,7 +370,7 @@ func TestDeleteMessage(t *testing.T) {
 		}
 		for _, e := range storetest.Log(t, f.db) {
 			if e.SubjectID == m.ID && (e.Type == messaging.EvMessageCreated.Name || e.Type == messaging.EvMessageUpdated.Name) &&
-				!isJSON(t, e.Payload, got) {
+				!storetest.PayloadIs(t, e, got) {
 				t.Fatalf("the log keeps %s as %s", e.Type, e.Payload)
 			}
 		}
@@ -378,7 +378,7 @@ func TestDeleteMessage(t *testing.T) {
 			t.Fatalf("revisions kept: %+v", revs)
 		}
 		evs := f.events(t)
-		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || !isJSON(t, last.Payload, got) {
+		if last := evs[len(evs)-1]; last.Type != messaging.EvMessageDeleted.Name || !storetest.PayloadIs(t, last, got) {
 			t.Fatalf("last event = %+v", last)
 		}
 		if f.thread(t, f.main.ID).MessageCount != 0 || len(f.deleted) != 1 {
@@ -442,7 +442,7 @@ func TestReactions(t *testing.T) {
 		if len(evs) != 2 || evs[0].Type != messaging.EvReactionAdded.Name || evs[1].Type != messaging.EvReactionRemoved.Name {
 			t.Fatalf("events = %+v", evs)
 		}
-		r := payload[messaging.Reaction](t, evs[0])
+		r := storetest.Payload[messaging.Reaction](t, evs[0])
 		if r.MessageID != m.ID || r.PrincipalID != bob.ID || r.Emoji != "👍" || r.ThreadID != m.ThreadID || evs[0].Scope != m.Scope() {
 			t.Fatalf("reaction = %+v", r)
 		}
@@ -521,7 +521,7 @@ func TestReply(t *testing.T) {
 		if len(evs) != 2 || evs[0].Type != chat.EvThreadCreated.Name || evs[1].Type != messaging.EvMessageCreated.Name || evs[1].Scope.ThreadID != th.ID {
 			t.Fatalf("events %+v", evs)
 		}
-		if p := payload[chat.Thread](t, evs[0]); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
+		if p := storetest.Payload[chat.Thread](t, evs[0]); p.ParentMessageID == nil || *p.ParentMessageID != parent.ID {
 			t.Fatalf("thread.created names no parent: %+v", p)
 		}
 		if last := f.posted[len(f.posted)-1]; last.Message.ID != m.ID || !last.NewThread {

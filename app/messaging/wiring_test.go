@@ -2,7 +2,6 @@ package messaging_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -46,16 +45,6 @@ func (r *redactor) RedactEvents(ctx context.Context, subject kernel.ID, types []
 	return r.db.RedactEvents(ctx, subject, types, payload)
 }
 
-// everything is a Scoper that shows everything.
-type everything struct{}
-
-func (everything) Visible(context.Context, kernel.Actor, kernel.Action) (kernel.Visibility, error) {
-	return everything{}, nil
-}
-func (everything) Space(kernel.ID) bool   { return true }
-func (everything) Channel(kernel.ID) bool { return true }
-func (everything) All() bool              { return true }
-
 // msgFixture is the messaging service on a real store (SQLite in a temp dir) with chat's service
 // for the threads, and one space, a channel and its main thread made by alice. The log and the
 // decisions start empty after them.
@@ -95,7 +84,7 @@ func mustMessaging(tb testing.TB) *msgFixture {
 	f := &msgFixture{db: db, store: storage.NewMessageStore(db), chats: storage.NewChatStore(db), authz: &kerneltest.Authz{},
 		redactor: &redactor{db: db}}
 	f.threads = &threads{Service: chat.New(chat.Deps{Store: f.chats, Principals: f.chats, UoW: db, Events: db, Authz: f.authz,
-		Scoper: everything{}, Clock: clock})}
+		Scoper: kerneltest.Everything{}, Clock: clock})}
 	sp, err := f.threads.CreateSpace(ctx, alice, "home")
 	if err != nil {
 		tb.Fatal(err)
@@ -148,11 +137,7 @@ func mustPost(tb testing.TB, f *msgFixture, actor kernel.Actor, content string) 
 // events returns the log after the fixture's own events.
 func (f *msgFixture) events(tb testing.TB) []kernel.LoggedEvent {
 	tb.Helper()
-	evs, err := f.db.EventsAfter(context.Background(), f.after, 100000)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return evs
+	return storetest.LogAfter(tb, f.db, f.after)
 }
 
 // thread returns a thread as stored.
@@ -197,24 +182,4 @@ func (f *msgFixture) message(tb testing.TB, id kernel.ID) messaging.Message {
 		tb.Fatal(err)
 	}
 	return m
-}
-
-// payload decodes an event's payload.
-func payload[T any](tb testing.TB, e kernel.LoggedEvent) T {
-	tb.Helper()
-	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		tb.Fatalf("payload of %s: %v", e.Type, err)
-	}
-	return v
-}
-
-// isJSON reports whether a logged payload is v.
-func isJSON(tb testing.TB, payload []byte, v any) bool {
-	tb.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(payload) == string(b)
 }

@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/storage/storetest"
 )
 
 var bg = context.Background()
@@ -47,12 +48,12 @@ func TestTrigger(t *testing.T) {
 		}
 		inv := evs[0]
 		if inv.Scope != (kernel.Scope{PrincipalID: echo}) || inv.SubjectID != r.ID || inv.ActorID != invoker.ID ||
-			payload[runs.Invocation](t, inv) != (runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
+			storetest.Payload[runs.Invocation](t, inv) != (runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
 				MessageID: m.ID, InvokedBy: invoker.ID}) {
 			t.Fatalf("agent.invocation %+v", inv)
 		}
 		st := evs[1]
-		sc := payload[runs.StateChange](t, st)
+		sc := storetest.Payload[runs.StateChange](t, st)
 		if st.Scope != r.Scope() || st.SubjectID != r.ID || sc.PreviousStatus != nil || sc.Status != runs.StatusQueued || sc.ID != r.ID {
 			t.Fatalf("run.state_changed %+v", st)
 		}
@@ -301,11 +302,11 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("events %v", got)
 		}
 		if evs[0].Scope != (kernel.Scope{PrincipalID: echo}) || evs[0].ActorID != invoker.ID ||
-			payload[runs.CancelRequest](t, evs[0]) != (runs.CancelRequest{RunID: r.ID, AgentID: echo, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
+			storetest.Payload[runs.CancelRequest](t, evs[0]) != (runs.CancelRequest{RunID: r.ID, AgentID: echo, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
 				SpaceID: r.SpaceID, RequestedBy: invoker.ID, RequestedAt: now}) {
 			t.Fatalf("run.cancel_requested %+v", evs[0])
 		}
-		sc := payload[runs.StateChange](t, evs[1])
+		sc := storetest.Payload[runs.StateChange](t, evs[1])
 		if *sc.PreviousStatus != runs.StatusQueued || sc.Status != runs.StatusCancelled || evs[1].Scope != r.Scope() {
 			t.Fatalf("run.state_changed %+v", sc)
 		}
@@ -417,7 +418,7 @@ func TestAgentDisabled(t *testing.T) {
 		t.Fatalf("events %v", typesOf(evs))
 	}
 	for i, e := range evs {
-		sc := payload[runs.StateChange](t, e)
+		sc := storetest.Payload[runs.StateChange](t, e)
 		if e.Type != runs.EvRunStateChanged.Name || e.ActorID != owner.ID || sc.Status != runs.StatusFailed ||
 			sc.Reason != runs.ReasonAgentDisabled || sc.ID != mine[i].ID || *sc.PreviousStatus != mine[i].Status {
 			t.Errorf("event %d: %+v", i, e)

@@ -2,7 +2,6 @@ package runs_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -175,7 +174,7 @@ func mustRuns(tb testing.TB) *fixture {
 			echo: view, off: view, helper: view}}
 	// The channel is chat's to make, under rules that allow it.
 	cs := chat.New(chat.Deps{Store: chats, Principals: chats, UoW: db, Events: db, Authz: &kerneltest.Authz{},
-		Scoper: everything{}, Clock: clock})
+		Scoper: kerneltest.Everything{}, Clock: clock})
 	sp, err := cs.CreateSpace(ctx, owner, "home")
 	if err != nil {
 		tb.Fatal(err)
@@ -193,16 +192,6 @@ func mustRuns(tb testing.TB) *fixture {
 		Jobs: f.jobs, QueuedTimeout: 2 * time.Minute, StallTimeout: 3 * time.Minute, CancelGrace: 30 * time.Second, StallBatch: 2})
 	return f
 }
-
-// everything is a Scoper that shows everything.
-type everything struct{}
-
-func (everything) Visible(context.Context, kernel.Actor, kernel.Action) (kernel.Visibility, error) {
-	return everything{}, nil
-}
-func (everything) Space(kernel.ID) bool   { return true }
-func (everything) Channel(kernel.ID) bool { return true }
-func (everything) All() bool              { return true }
 
 // decide is the fake of authz's rules on the fixture's one channel.
 func (f *fixture) decide(actor kernel.Actor, action kernel.Action, r kernel.Resource) error {
@@ -308,11 +297,7 @@ func (f *fixture) do(tb testing.TB, fn func(ctx context.Context) error) {
 // events returns the log after the fixture's own events.
 func (f *fixture) events(tb testing.TB) []kernel.LoggedEvent {
 	tb.Helper()
-	evs, err := f.db.EventsAfter(context.Background(), f.after, 100000)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return evs
+	return storetest.LogAfter(tb, f.db, f.after)
 }
 
 // eventsSince returns the events after the first n of events.
@@ -377,14 +362,4 @@ func typesOf(evs []kernel.LoggedEvent) []string {
 		out[i] = e.Type
 	}
 	return out
-}
-
-// payload decodes an event's payload.
-func payload[T any](tb testing.TB, e kernel.LoggedEvent) T {
-	tb.Helper()
-	var v T
-	if err := json.Unmarshal(e.Payload, &v); err != nil {
-		tb.Fatalf("payload of %s: %v", e.Type, err)
-	}
-	return v
 }

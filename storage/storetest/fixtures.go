@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,11 +23,38 @@ import (
 // Log returns every event of db's log, in order.
 func Log(tb testing.TB, db *storage.DB) []kernel.LoggedEvent {
 	tb.Helper()
-	evs, err := db.EventsAfter(context.Background(), 0, 100000)
+	return LogAfter(tb, db, 0)
+}
+
+// LogAfter returns the events of db's log after seq, in order: a test's own, after those of its
+// fixture (whose seq is db.Head() once the fixture is made).
+func LogAfter(tb testing.TB, db *storage.DB, seq int64) []kernel.LoggedEvent {
+	tb.Helper()
+	evs, err := db.EventsAfter(context.Background(), seq, 100000)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return evs
+}
+
+// Payload decodes a logged event's payload as a T.
+func Payload[T any](tb testing.TB, e kernel.LoggedEvent) T {
+	tb.Helper()
+	var v T
+	if err := json.Unmarshal(e.Payload, &v); err != nil {
+		tb.Fatalf("storetest: payload of %s: %v", e.Type, err)
+	}
+	return v
+}
+
+// PayloadIs reports whether a logged event's payload is v, as the log writes it.
+func PayloadIs(tb testing.TB, e kernel.LoggedEvent, v any) bool {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(e.Payload) == string(b)
 }
 
 // Principal inserts the principal of a (its id, kind, handle and IsOwner; active), for a test

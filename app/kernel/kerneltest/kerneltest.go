@@ -128,6 +128,22 @@ func (a *Authz) Last() AuthzCall {
 	return a.Calls[len(a.Calls)-1]
 }
 
+// Everything is a Scoper whose visibility holds every space and channel, for a test whose
+// decisions are an Authz's and whose lists are not under test.
+type Everything struct{}
+
+var _ kernel.Scoper = Everything{}
+
+// Visible implements kernel.Scoper.
+func (Everything) Visible(context.Context, kernel.Actor, kernel.Action) (kernel.Visibility, error) {
+	return Everything{}, nil
+}
+
+// Space, Channel and All implement kernel.Visibility.
+func (Everything) Space(kernel.ID) bool   { return true }
+func (Everything) Channel(kernel.ID) bool { return true }
+func (Everything) All() bool              { return true }
+
 // InUnit reports whether ctx carries a unit of a Tx, for fakes of ports that must run in one.
 func InUnit(ctx context.Context) bool { return ctx.Value(txKey{}) != nil }
 
