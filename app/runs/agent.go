@@ -271,12 +271,11 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 	if e.Type != EvAgentInvocation.Name || e.Scope.PrincipalID != agent.ID {
 		return e.Payload, true, nil
 	}
-	var inv map[string]any
-	if err := json.Unmarshal(e.Payload, &inv); err != nil {
-		return nil, false, fmt.Errorf("runs: agent.invocation %d: %w", e.Seq, err)
+	inv, err := EvAgentInvocation.Decode(e)
+	if err != nil {
+		return nil, false, err
 	}
-	runID, _ := inv["run_id"].(string)
-	r, err := s.store.Run(ctx, kernel.ID(runID))
+	r, err := s.store.Run(ctx, inv.RunID)
 	if kernel.IsCode(err, kernel.CodeNotFound) {
 		return nil, false, nil
 	}
@@ -308,17 +307,36 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 	if err != nil {
 		return nil, false, err
 	}
-	inv["invocation_token"], inv["expires_at"] = tok.Token, tok.ExpiresAt
-	if payload, err = json.Marshal(inv); err != nil {
+	if payload, err = json.Marshal(prepared(inv, tok)); err != nil {
 		return nil, false, fmt.Errorf("runs: agent.invocation %d: %w", e.Seq, err)
 	}
 	return payload, true, nil
 }
 
+// PreparedInvocation is the data of agent.invocation as Prepare delivers it to its agent: the
+// logged Invocation with the run's invocation token. Its members are in the order of their names.
+type PreparedInvocation struct {
+	AgentID         kernel.ID `json:"agent_id"`
+	ChannelID       kernel.ID `json:"channel_id"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	InvocationToken string    `json:"invocation_token"`
+	InvokedBy       kernel.ID `json:"invoked_by"`
+	MessageID       kernel.ID `json:"message_id"`
+	RunID           kernel.ID `json:"run_id"`
+	SpaceID         kernel.ID `json:"space_id"`
+	ThreadID        kernel.ID `json:"thread_id"`
+}
+
+func prepared(inv Invocation, tok InvocationToken) PreparedInvocation {
+	return PreparedInvocation{AgentID: inv.AgentID, ChannelID: inv.ChannelID, ExpiresAt: tok.ExpiresAt,
+		InvocationToken: tok.Token, InvokedBy: inv.InvokedBy, MessageID: inv.MessageID, RunID: inv.RunID,
+		SpaceID: inv.SpaceID, ThreadID: inv.ThreadID}
+}
+
 // mayStillInvoke re-checks, before a delivery, the right the trigger checked of the one who
 // invoked r (see docs/runs.md): the invoker must be active and hold invoke on the run's channel
 // (agent.invoke). The run the operator of a channel got from a new thread asked no invoke of the
-// thread's author (OnMessagePosted: whoever may open a thread invokes it), so for it the author
+// thread's author (OnMessageDeciding: whoever may open a thread invokes it), so for it the author
 // must still be allowed to open a thread there (thread.create); it is told apart by the agent
 // being the channel's operator and the invoker the thread's creator, read only when invoke is
 // refused. A run with no invoker asks nothing. Errors: internal.

@@ -13,8 +13,9 @@
 //   - Issue and Check sign and verify the invocation token (app/kernel/jose, EdDSA).
 //
 // The Service (service.go, trigger.go) holds the use cases on the runs table, through its Store
-// port: the trigger that makes a queued run when a message invokes an agent (OnMessagePosted,
-// an in-transaction subscriber of messaging), reading runs, a person's cancel request, and
+// port: the trigger that decides which agents a message invokes before it is stored
+// (OnMessageDeciding) and makes their queued runs after message.created (OnMessagePosted), two
+// in-transaction subscribers of messaging; reading runs, a person's cancel request, and
 // failing the runs of a disabled agent (OnAgentDisabled); and the agent's own calls (agent.go:
 // Start, Patch, Finish with the invocation token, RenewToken, and Prepare, which signs the token
 // into agent.invocation at delivery); and the jobs (jobs.go) that end the runs an agent left

@@ -10,8 +10,9 @@ import (
 )
 
 // Deps are the ports the service uses; all but Clock are required. runs publishes no
-// in-transaction event: it subscribes to messaging.MessagePosted (OnMessagePosted) and
-// agents.AgentDisabled (OnAgentDisabled), which the appliance registers on its bus.
+// in-transaction event: it subscribes to messaging.MessageDeciding (OnMessageDeciding),
+// messaging.MessagePosted (OnMessagePosted) and agents.AgentDisabled (OnAgentDisabled), which the
+// appliance registers on its bus.
 type Deps struct {
 	Store     Store
 	Agents    Agents
