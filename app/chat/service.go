@@ -129,6 +129,21 @@ func (s *Service) channel(ctx context.Context, actor kernel.Actor, action kernel
 	return c, nil
 }
 
+// patchText sets *field to the cleaned value of a patch's member when the patch sets it (in is
+// not nil), and reports whether that changed it. name is the member's name in errors.
+func patchText(field, in *string, name string, maxLen int, clean func(field, s string, maxLen int) (string, error)) (bool, error) {
+	if in == nil {
+		return false, nil
+	}
+	v, err := clean(name, *in, maxLen)
+	if err != nil {
+		return false, err
+	}
+	changed := v != *field
+	*field = v
+	return changed, nil
+}
+
 // SpacePatch changes the fields that are set.
 type SpacePatch struct {
 	Name *string
@@ -143,14 +158,9 @@ func (s *Service) UpdateSpace(ctx context.Context, actor kernel.Actor, id kernel
 		if sp, err = s.space(ctx, actor, ActSpaceUpdate, id); err != nil {
 			return err
 		}
-		changed := false
-		if p.Name != nil {
-			n, err := CleanName("name", *p.Name, MaxNameLen)
-			if err != nil {
-				return err
-			}
-			changed = changed || n != sp.Name
-			sp.Name = n
+		changed, err := patchText(&sp.Name, p.Name, "name", MaxNameLen, CleanName)
+		if err != nil {
+			return err
 		}
 		if !changed {
 			return nil
@@ -255,24 +265,15 @@ func (s *Service) UpdateChannel(ctx context.Context, actor kernel.Actor, id kern
 		if c, err = s.channel(ctx, actor, ActChannelUpdate, id); err != nil {
 			return err
 		}
-		changed := false
-		if p.Name != nil {
-			n, err := CleanName("name", *p.Name, MaxNameLen)
-			if err != nil {
-				return err
-			}
-			changed = changed || n != c.Name
-			c.Name = n
+		renamed, err := patchText(&c.Name, p.Name, "name", MaxNameLen, CleanName)
+		if err != nil {
+			return err
 		}
-		if p.Topic != nil {
-			t, err := CleanOptional("topic", *p.Topic, MaxTopicLen)
-			if err != nil {
-				return err
-			}
-			changed = changed || t != c.Topic
-			c.Topic = t
+		retopiced, err := patchText(&c.Topic, p.Topic, "topic", MaxTopicLen, CleanOptional)
+		if err != nil {
+			return err
 		}
-		if !changed {
+		if !renamed && !retopiced {
 			return nil
 		}
 		c.UpdatedAt = s.now()

@@ -202,12 +202,9 @@ func (s *Service) Setup(ctx context.Context, code, handle, displayName, password
 		return User{}, err
 	}
 	check := func(ctx context.Context) error {
-		st, err := s.store.SetupState(ctx)
+		st, err := s.setupOpen(ctx)
 		if err != nil {
 			return err
-		}
-		if st.Completed {
-			return errSetupComplete
 		}
 		if st.CodeHash == "" || !digestEqual(st.CodeHash, digest(code)) {
 			return errBadSetupCode
@@ -221,6 +218,19 @@ func (s *Service) Setup(ctx context.Context, code, handle, displayName, password
 	return s.createOwner(ctx, handle, displayName, password, check)
 }
 
+// setupOpen returns the setup state while the instance has no owner yet, and setup_complete
+// once it has one.
+func (s *Service) setupOpen(ctx context.Context) (SetupState, error) {
+	st, err := s.store.SetupState(ctx)
+	if err != nil {
+		return SetupState{}, err
+	}
+	if st.Completed {
+		return SetupState{}, errSetupComplete
+	}
+	return st, nil
+}
+
 // BootstrapOwner creates the first owner from the command line (setup bootstrap-owner;
 // instance.bootstrap). Errors: setup_complete, validation_failed, conflict.
 func (s *Service) BootstrapOwner(ctx context.Context, handle, displayName, password string) (User, error) {
@@ -228,14 +238,8 @@ func (s *Service) BootstrapOwner(ctx context.Context, handle, displayName, passw
 		return User{}, err
 	}
 	check := func(ctx context.Context) error {
-		st, err := s.store.SetupState(ctx)
-		if err != nil {
-			return err
-		}
-		if st.Completed {
-			return errSetupComplete
-		}
-		return nil
+		_, err := s.setupOpen(ctx)
+		return err
 	}
 	if err := check(ctx); err != nil {
 		return User{}, err
