@@ -1,33 +1,19 @@
 package gateway
 
 import (
-	"bytes"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 )
-
-// lockedBuffer is a log sink the hub's goroutine writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func TestPayloadErrors(t *testing.T) {
 	w := newWorld(t, Config{})
-	var logged lockedBuffer
+	var logged kerneltest.Buffer
 	w.g.hub.log = slog.New(slog.NewTextHandler(&logged, nil))
 	w.runTail()
 	bob := w.connect()
