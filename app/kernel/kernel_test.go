@@ -86,3 +86,24 @@ func TestCheckLog(t *testing.T) {
 		t.Fatal("the log does not hold exactly the recorded action")
 	}
 }
+
+func TestEmptyAsNull(t *testing.T) {
+	type text string
+	for _, v := range []text{"", "abc"} {
+		b, err := MarshalEmptyAsNull(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[text]string{"": "null", "abc": `"abc"`}[v]; string(b) != want {
+			t.Errorf("%q encodes as %s, want %s", v, b, want)
+		}
+		got := text("stale")
+		if err := UnmarshalNullAsEmpty(b, &got); err != nil || got != v {
+			t.Errorf("%s decodes as %q (%v), want %q", b, got, err, v)
+		}
+	}
+	var got text
+	if err := UnmarshalNullAsEmpty([]byte(`12`), &got); err == nil {
+		t.Error("a number decodes as a text")
+	}
+}

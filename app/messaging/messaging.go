@@ -10,7 +10,6 @@ package messaging
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"bothy.dev/bothy/app/chat"
@@ -57,24 +56,9 @@ type Message struct {
 // retried post answers the first message); empty means none and is null in JSON.
 type ClientMsgID string
 
-func (c ClientMsgID) MarshalJSON() ([]byte, error) {
-	if c == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(c))
-}
+func (c ClientMsgID) MarshalJSON() ([]byte, error) { return kernel.MarshalEmptyAsNull(c) }
 
-func (c *ClientMsgID) UnmarshalJSON(b []byte) error {
-	var s *string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*c = ""
-	if s != nil {
-		*c = ClientMsgID(*s)
-	}
-	return nil
-}
+func (c *ClientMsgID) UnmarshalJSON(b []byte) error { return kernel.UnmarshalNullAsEmpty(b, c) }
 
 // Resource describes the message for Authorize; its owner is the author.
 func (m Message) Resource() kernel.Resource {

@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"bothy.dev/bothy/app/chat"
@@ -65,25 +64,10 @@ func (r Run) Scope() kernel.Scope {
 }
 
 // MarshalJSON writes the empty reason as null: a run that has not failed has no reason.
-func (r Reason) MarshalJSON() ([]byte, error) {
-	if r == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(r))
-}
+func (r Reason) MarshalJSON() ([]byte, error) { return kernel.MarshalEmptyAsNull(r) }
 
 // UnmarshalJSON reads null as the empty reason.
-func (r *Reason) UnmarshalJSON(b []byte) error {
-	var s *string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*r = ""
-	if s != nil {
-		*r = Reason(*s)
-	}
-	return nil
-}
+func (r *Reason) UnmarshalJSON(b []byte) error { return kernel.UnmarshalNullAsEmpty(b, r) }
 
 // Invocation is the payload of agent.invocation, the agent's personal event that a run waits
 // for it. The consumer adds the invocation token when it delivers it.
