@@ -37,68 +37,68 @@ func (a *AtCommit[K, V]) Record(ctx context.Context, key K, v V) bool {
 	if st == nil {
 		return false
 	}
-	var set *atCommitSet[K, V]
-	for _, s := range st.atCommit {
-		if s, ok := s.(*atCommitSet[K, V]); ok && s.a == a {
-			set = s
+	var vals map[K]V
+	for _, p := range st.atCommit {
+		if p.of == atCommitOf(a) {
+			vals = p.vals.(map[K]V)
 			break
 		}
 	}
-	if set == nil {
-		set = &atCommitSet[K, V]{a: a, vals: map[K]V{}}
-		st.atCommit = append(st.atCommit, set)
+	if vals == nil {
+		if st.atCommit == nil {
+			st.atCommit = st.atCommitBuf[:0]
+		}
+		vals = map[K]V{}
+		st.atCommit = append(st.atCommit, pendingAtCommit{of: a, vals: vals})
 	}
-	set.add(key, v)
+	a.add(vals, key, v)
 	return true
 }
 
-// atCommitSet is what a unit, or a batch, recorded for one AtCommit: the merged value of each
-// key.
-type atCommitSet[K cmp.Ordered, V any] struct {
-	a    *AtCommit[K, V]
-	vals map[K]V
+func (a *AtCommit[K, V]) add(vals map[K]V, key K, v V) {
+	if old, ok := vals[key]; ok {
+		v = a.merge(old, v)
+	}
+	vals[key] = v
 }
 
-func (s *atCommitSet[K, V]) add(key K, v V) {
-	if old, ok := s.vals[key]; ok {
-		v = s.a.merge(old, v)
+func (a *AtCommit[K, V]) declared() int64 { return a.order }
+
+func (a *AtCommit[K, V]) absorb(dst, src any) {
+	d := dst.(map[K]V)
+	for k, v := range src.(map[K]V) {
+		a.add(d, k, v)
 	}
-	s.vals[key] = v
 }
 
-func (s *atCommitSet[K, V]) declared() int64 { return s.a.order }
-
-func (s *atCommitSet[K, V]) absorb(o pendingAtCommit) bool {
-	other, ok := o.(*atCommitSet[K, V])
-	if !ok || other.a != s.a {
-		return false
-	}
-	for k, v := range other.vals {
-		s.add(k, v)
-	}
-	return true
-}
-
-func (s *atCommitSet[K, V]) write(exec func(q string, args ...any) error) error {
-	keys := make([]K, 0, len(s.vals))
-	for k := range s.vals {
+func (a *AtCommit[K, V]) writeAll(vals any, exec func(q string, args ...any) error) error {
+	m := vals.(map[K]V)
+	keys := make([]K, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if err := s.a.write(exec, k, s.vals[k]); err != nil {
+		if err := a.write(exec, k, m[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pendingAtCommit is an atCommitSet of any key and value types, as the writer holds them.
-type pendingAtCommit interface {
+// atCommitOf is an AtCommit of any key and value types, as units and batches hold them.
+type atCommitOf interface {
 	declared() int64
-	// absorb merges o into the set if o belongs to the same AtCommit, and reports whether it did.
-	absorb(o pendingAtCommit) bool
-	write(exec func(q string, args ...any) error) error
+	// absorb merges the values src into dst, both of the AtCommit's map type.
+	absorb(dst, src any)
+	writeAll(vals any, exec func(q string, args ...any) error) error
+}
+
+// pendingAtCommit is what a unit, or a batch, recorded for one AtCommit: the merged value of
+// each key, a map[K]V of its types.
+type pendingAtCommit struct {
+	of   atCommitOf
+	vals any
 }
 
 // mergeAtCommit merges a unit that succeeded into its batch's sets, and returns them. The unit
@@ -107,7 +107,8 @@ func mergeAtCommit(batch, unit []pendingAtCommit) []pendingAtCommit {
 next:
 	for _, u := range unit {
 		for _, b := range batch {
-			if b.absorb(u) {
+			if b.of == u.of {
+				b.of.absorb(b.vals, u.vals)
 				continue next
 			}
 		}
@@ -119,9 +120,9 @@ next:
 // writeAtCommit makes the batch's writes at commit, AtCommit by AtCommit in the order they were
 // declared, key by key in key order.
 func writeAtCommit(batch []pendingAtCommit, exec func(q string, args ...any) error) error {
-	slices.SortFunc(batch, func(a, b pendingAtCommit) int { return cmp.Compare(a.declared(), b.declared()) })
-	for _, s := range batch {
-		if err := s.write(exec); err != nil {
+	slices.SortFunc(batch, func(a, b pendingAtCommit) int { return cmp.Compare(a.of.declared(), b.of.declared()) })
+	for _, p := range batch {
+		if err := p.of.writeAll(p.vals, exec); err != nil {
 			return err
 		}
 	}

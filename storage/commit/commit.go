@@ -64,9 +64,11 @@ type Writer struct {
 	onCommit atomic.Pointer[func([]kernel.LoggedEvent)] // see OnCommit
 
 	conn writeConn
-	jobs chan *job
-	quit chan struct{}
-	wg   sync.WaitGroup
+	// execAtCommit is conn.execWithNext, the exec of the writes at commit, taken once.
+	execAtCommit func(q string, args ...any) error
+	jobs         chan *job
+	quit         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // Start takes the one connection of writeDB (which must allow exactly one) and starts the
@@ -87,7 +89,7 @@ func Start(ctx context.Context, d Dialect, writeDB *sql.DB, o Options) (*Writer,
 	if err != nil {
 		return nil, err
 	}
-	w.conn = conn
+	w.conn, w.execAtCommit = conn, conn.execWithNext
 	w.wg.Add(1)
 	go w.run()
 	return w, nil
@@ -289,7 +291,7 @@ func (w *Writer) tryBatch(bp *[]*job) (err error) {
 	if ok == 0 {
 		return w.conn.exec("ROLLBACK")
 	}
-	if err := writeAtCommit(atCommit, w.conn.execWithNext); err != nil {
+	if err := writeAtCommit(atCommit, w.execAtCommit); err != nil {
 		return err
 	}
 	if d := w.opts.BenchCommitDelay; d > 0 {

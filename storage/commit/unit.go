@@ -12,7 +12,8 @@ type unit struct {
 	conn   Querier
 	events []kernel.Event
 	// atCommit is what the unit recorded for the writes its batch makes at commit (AtCommit.Record).
-	atCommit []pendingAtCommit
+	atCommit    []pendingAtCommit
+	atCommitBuf [1]pendingAtCommit // atCommit's first, without an allocation of its own
 	// logged are the unit's events as stored, kept for Writer.OnCommit.
 	logged []kernel.LoggedEvent
 	// afterCommit are the unit's AfterCommit functions, run once the batch has committed.
