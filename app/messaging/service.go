@@ -524,17 +524,17 @@ func (s *Service) react(ctx context.Context, actor kernel.Actor, id kernel.ID, e
 		}
 		r := Reaction{MessageID: m.ID, ThreadID: m.ThreadID, PrincipalID: actor.ID, Emoji: emoji, CreatedAt: s.now()}
 		var changed bool
-		typ := EvReactionAdded.Name
+		typ := EvReactionAdded
 		if action == ActReactionAdd {
 			changed, err = s.store.AddReaction(ctx, r)
 		} else {
-			typ = EvReactionRemoved.Name
+			typ = EvReactionRemoved
 			changed, err = s.store.RemoveReaction(ctx, m.ID, actor.ID, emoji)
 		}
 		if err != nil || !changed {
 			return err
 		}
-		s.events.Append(ctx, kernel.Event{Type: typ, Scope: m.Scope(), SubjectID: m.ID, ActorID: actor.ID, Payload: r})
+		s.events.Append(ctx, typ.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID, ActorID: actor.ID}, r))
 		return nil
 	})
 }

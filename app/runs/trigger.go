@@ -141,9 +141,9 @@ func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.
 	if err := s.store.CreateRun(ctx, r); err != nil {
 		return err
 	}
-	s.events.Append(ctx, kernel.Event{Type: EvAgentInvocation.Name, Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
-		ActorID: m.AuthorID, Payload: Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
-			SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}})
+	s.events.Append(ctx, EvAgentInvocation.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
+		ActorID: m.AuthorID}, Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
+		SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}))
 	s.logState(ctx, r, nil, m.AuthorID)
 	return s.enqueue(ctx, JobQueuedExpiry, r, now.Add(s.queuedTimeout))
 }

@@ -142,8 +142,7 @@ func (s *Store) CreateMessage(ctx context.Context) error {
 				return err
 			}
 		}
-		s.DB.Append(ctx, kernel.Event{Type: messaging.EvMessageCreated.Name, Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: m.AuthorID, Payload: m})
+		s.DB.Append(ctx, messaging.EvMessageCreated.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID, ActorID: m.AuthorID}, m))
 		return nil
 	})
 }
