@@ -252,7 +252,8 @@ const (
 // e changes in the index (a grant, an owner flag: the principal's reach is computed again); an
 // error there is returned before anything is delivered, so the tail may call Dispatch with the
 // same event again. After that nothing fails: a recipient whose check fails with an internal
-// error is closed with 4000 (it resumes and the catch-up decides again), never skipped.
+// error is closed with 4000 (it resumes and the catch-up decides again), never skipped. A payload
+// that does not read as its type's is logged and counted (payloadError); its event is delivered.
 func (h *hub) Dispatch(ctx context.Context, e kernel.LoggedEvent) error {
 	how, action, res, err := h.route(ctx, e)
 	if err != nil {
