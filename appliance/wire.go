@@ -45,6 +45,12 @@ func wire(ctx context.Context, a *App) error {
 	// argon2id takes 19 MiB per hash: bound the hashes running at once so a burst of logins
 	// cannot take the memory of a small machine.
 	hasher := passwords.New(passwords.OWASP, max(1, runtime.NumCPU()))
+	// identity's own tunables that are not settings keep its defaults.
+	identConfig := identity.DefaultConfig()
+	identConfig.SessionTTL = a.Config.Auth.SessionTTL
+	identConfig.LoginFailuresPerIP = a.Config.Auth.LoginMaxFailuresPerAddress
+	identConfig.LoginFailuresPerHandle = a.Config.Auth.LoginMaxFailures
+	identConfig.LoginFailureWindow = a.Config.Auth.LoginFailureWindow
 	ident := identity.New(identity.Deps{
 		Store:  storage.NewIdentityStore(db),
 		UoW:    db,
@@ -53,12 +59,7 @@ func wire(ctx context.Context, a *App) error {
 		Hasher: hasher,
 		Bus:    bus,
 		Clock:  clock,
-	}, identity.Config{
-		SessionTTL:             a.Config.Auth.SessionTTL,
-		LoginFailuresPerIP:     a.Config.Auth.LoginMaxFailuresPerAddress,
-		LoginFailuresPerHandle: a.Config.Auth.LoginMaxFailures,
-		LoginFailureWindow:     a.Config.Auth.LoginFailureWindow,
-	})
+	}, identConfig)
 
 	chatStore := storage.NewChatStore(db)
 	chats := chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: db, Events: db, Authz: az, Scoper: az, Clock: clock})
@@ -81,11 +82,18 @@ func wire(ctx context.Context, a *App) error {
 	// The invocation tokens are signed with the instance's key, made by the first node that
 	// needs it, shared through the database and rotated by runs.signing_key_rotation (migrate
 	// 0007_signing_keys, 0010_signing_key_rotation).
+	runConfig := runs.DefaultConfig()
+	if a.Config.Server.PublicURL != "" {
+		runConfig.Issuer = a.Config.Server.PublicURL
+	}
+	runConfig.TokenTTL = a.Config.Agent.InvocationTokenTTL
+	runConfig.QueuedTimeout = a.Config.Agent.QueuedTimeout
+	runConfig.StallTimeout = a.Config.Agent.StallTimeout
+	runConfig.CancelGrace = a.Config.Agent.CancelGrace
+	keys := runs.NewKeyringWith(storage.NewSigningKeyStore(db), clock, runs.KeyringOptions{
+		Rotation: a.Config.Agent.SigningKeyRotation, TokenTTL: a.Config.Agent.InvocationTokenTTL})
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
-		Authz: az, Clock: clock, Keys: runs.NewKeyringWith(storage.NewSigningKeyStore(db), clock, runs.KeyringOptions{
-			Rotation: a.Config.Agent.SigningKeyRotation, TokenTTL: a.Config.Agent.InvocationTokenTTL}),
-		Issuer: a.Config.Server.PublicURL, TokenTTL: a.Config.Agent.InvocationTokenTTL, Jobs: jobQueue,
-		QueuedTimeout: a.Config.Agent.QueuedTimeout, StallTimeout: a.Config.Agent.StallTimeout, CancelGrace: a.Config.Agent.CancelGrace})
+		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue}, runConfig)
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
 
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
@@ -137,19 +145,20 @@ func wire(ctx context.Context, a *App) error {
 		Clock:     clock,
 		Logger:    a.Logger,
 	}
-	gwConfig := gateway.Config{
-		HeartbeatInterval:          a.Config.Gateway.HeartbeatInterval,
-		WriteTimeout:               a.Config.Gateway.WriteTimeout,
-		IdentifyTimeout:            a.Config.Gateway.IdentifyTimeout,
-		ReplayBufferEvents:         zeroIsNone(a.Config.Gateway.ReplayBufferEvents),
-		MaxConnectionsPerPrincipal: zeroIsNone(a.Config.Gateway.MaxConnectionsPerPrincipal),
-		MaxConnectionsPerAddress:   zeroIsNone(a.Config.Gateway.MaxConnectionsPerAddress),
-		OutboundQueueMax:           a.Config.Sync.OutboundQueueMax,
-		RunPatchCoalesce:           runPatchCoalesce(a.Config.Sync.RunPatchCoalesceInterval),
-		// A quarter of the stall timeout, within 1 to 30 s: the stall check sees a connected
-		// agent alive, and an idle instance writes at most twice a minute.
-		ConsumerSeenInterval: min(max(a.Config.Agent.StallTimeout/4, time.Second), 30*time.Second),
-	}
+	// The gateway's own tunables that are not settings keep its defaults; the settings come
+	// from the configuration, where 0 turns off what can be off, as in the gateway.
+	gwConfig := gateway.DefaultConfig()
+	gwConfig.HeartbeatInterval = a.Config.Gateway.HeartbeatInterval
+	gwConfig.WriteTimeout = a.Config.Gateway.WriteTimeout
+	gwConfig.IdentifyTimeout = a.Config.Gateway.IdentifyTimeout
+	gwConfig.ReplayBufferEvents = a.Config.Gateway.ReplayBufferEvents
+	gwConfig.MaxConnectionsPerPrincipal = a.Config.Gateway.MaxConnectionsPerPrincipal
+	gwConfig.MaxConnectionsPerAddress = a.Config.Gateway.MaxConnectionsPerAddress
+	gwConfig.OutboundQueueMax = a.Config.Sync.OutboundQueueMax
+	gwConfig.RunPatchCoalesce = a.Config.Sync.RunPatchCoalesceInterval
+	// A quarter of the stall timeout, within 1 to 30 s: the stall check sees a connected agent
+	// alive, and an idle instance writes at most twice a minute.
+	gwConfig.ConsumerSeenInterval = min(max(a.Config.Agent.StallTimeout/4, time.Second), 30*time.Second)
 	// Several nodes (cluster.mode multi, PostgreSQL): each process is a node with an id of its
 	// own, new at every start; typing and presence cross nodes as id-only signals on the channel
 	// ephemeral, and presence is shared through gateway_presence. On one node neither is wired
@@ -220,25 +229,6 @@ func wire(ctx context.Context, a *App) error {
 	a.Identity = ident
 	a.Public = router
 	return nil
-}
-
-// runPatchCoalesce maps sync.run_patch_coalesce_interval to the gateway's setting, where 0 means
-// the default and a negative value none.
-func runPatchCoalesce(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// zeroIsNone maps a count of the gateway.* group where 0 means none
-// (gateway.replay_buffer_events, the connection bounds) to the gateway's setting, where 0 means
-// the default and a negative value none.
-func zeroIsNone(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
 }
 
 // observers hands each event of the log tail to several observers, in order: the permission

@@ -25,7 +25,7 @@ type agentEnv struct {
 
 func newAgentEnv(t *testing.T, eng storetest.Engine) *agentEnv {
 	t.Helper()
-	e := &agentEnv{idEnv: newIDEnv(t, eng, identity.Config{})}
+	e := &agentEnv{idEnv: newIDEnv(t, eng, identity.DefaultConfig())}
 	az := storage.NewAuthzStore(e.db)
 	e.agents = storage.NewAgentStore(e.db)
 	e.svc = agents.New(agents.Deps{Store: e.agents, Principals: e.id, UoW: e.db, Events: e.db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: e.db, Events: e.db, Clock: e.clock})})

@@ -405,7 +405,7 @@ func newCacheEnv(t *testing.T, eng storetest.Engine) *cacheEnv {
 	chatStore := storage.NewChatStore(e.db)
 	e.chats = chat.New(chat.Deps{Store: chatStore, Principals: chatStore, UoW: e.db, Events: e.db, Authz: e.az, Scoper: e.az, Clock: e.clock})
 	e.ident = identity.New(identity.Deps{Store: storage.NewIdentityStore(e.db), UoW: e.db, Events: e.db, Authz: e.az,
-		Hasher: &fakeHasher{}, Clock: e.clock}, identity.Config{})
+		Hasher: &fakeHasher{}, Clock: e.clock}, identity.DefaultConfig())
 	e.cached = authz.New(authz.Deps{Store: e.store, Structure: e.store, UoW: e.db, Events: e.db, Clock: e.clock})
 	e.cached.OnPrincipalDisabled(func(id kernel.ID) { e.disabled = append(e.disabled, id) })
 	e.cached.OnObserveError(func(seq int64, err error) { e.reloads = append(e.reloads, seq) })

@@ -12,7 +12,7 @@ import (
 func TestEnableAndResetPassword(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("a person enabled again signs in, with the sessions of before still ended", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			e.person(t, owner, "alice")
 			res, _ := e.id.Login(bg, "alice", "alice-password", "")
@@ -36,7 +36,7 @@ func TestEnableAndResetPassword(t *testing.T) {
 		})
 
 		t.Run("only an owner enables or resets", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			bob := e.person(t, owner, "bob")
 			alice := e.person(t, owner, "alice")
@@ -47,7 +47,7 @@ func TestEnableAndResetPassword(t *testing.T) {
 		})
 
 		t.Run("a new password works, the old one does not, and the person's sessions end", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			e.person(t, owner, "alice")
 			res, _ := e.id.Login(bg, "alice", "alice-password", "")

@@ -15,6 +15,7 @@ import (
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
 )
@@ -133,7 +134,7 @@ func wantCode(t *testing.T, err error, code kernel.Code) *kernel.Error {
 func TestSetup(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("issues a one-time code while no owner exists and a newer code replaces it", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			first, ok, err := e.id.IssueSetupCode(bg)
 			if err != nil || !ok || len(first) < 40 {
 				t.Fatalf("%q %v %v", first, ok, err)
@@ -158,7 +159,7 @@ func TestSetup(t *testing.T) {
 		})
 
 		t.Run("completes the setup, clears the code and appends user.created", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			code, _, _ := e.id.IssueSetupCode(bg)
 			u, err := e.id.Setup(bg, code, "olga", "Olga", "owner-password")
 			if err != nil {
@@ -185,7 +186,7 @@ func TestSetup(t *testing.T) {
 		})
 
 		t.Run("a wrong code is forbidden and creates nobody", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			e.id.IssueSetupCode(bg)
 			_, err := e.id.Setup(bg, "guess", "olga", "Olga", "owner-password")
 			wantCode(t, err, kernel.CodeForbidden)
@@ -197,13 +198,13 @@ func TestSetup(t *testing.T) {
 		})
 
 		t.Run("setup without an issued code is forbidden", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			_, err := e.id.Setup(bg, "", "olga", "Olga", "owner-password")
 			wantCode(t, err, kernel.CodeForbidden)
 		})
 
 		t.Run("setup validates the person", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			code, _, _ := e.id.IssueSetupCode(bg)
 			for field, in := range map[string][3]string{
 				"handle":       {"no spaces", "Olga", "owner-password"},
@@ -218,7 +219,7 @@ func TestSetup(t *testing.T) {
 		})
 
 		t.Run("bootstrap-owner creates the first owner once", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			u, err := e.id.BootstrapOwner(bg, "olga", "Olga", "owner-password")
 			if err != nil || !u.IsOwner {
 				t.Fatalf("%+v %v", u, err)
@@ -228,7 +229,7 @@ func TestSetup(t *testing.T) {
 		})
 
 		t.Run("concurrent setups create exactly one owner", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			var wg sync.WaitGroup
 			var okCount atomic.Int32
 			for i := 0; i < 8; i++ {
@@ -253,7 +254,7 @@ func TestSetup(t *testing.T) {
 func TestLogin(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("opens a session that authenticates as the person", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			e.owner(t)
 			res, err := e.id.Login(bg, "OLGA", "owner-password", "192.0.2.1")
 			if err != nil {
@@ -272,7 +273,7 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("an unknown handle and a wrong password answer the same error and both hash", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			e.owner(t)
 			before := e.hasher.verifies.Load()
 			_, errUnknown := e.id.Login(bg, "nobody", "owner-password", "192.0.2.1")
@@ -288,7 +289,7 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("a disabled person cannot log in", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			if _, err := e.id.DisableUser(bg, owner, alice.ID); err != nil {
@@ -299,7 +300,9 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("failures against a handle from other addresses never refuse its right password", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 3, LoginFailuresPerIP: 100, LoginFailureWindow: 10 * time.Minute})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) {
+				c.LoginFailuresPerHandle, c.LoginFailuresPerIP, c.LoginFailureWindow = 3, 100, 10*time.Minute
+			}))
 			e.owner(t)
 			for i := 0; i < 5; i++ {
 				_, err := e.id.Login(bg, "olga", "wrong-password", fmt.Sprintf("192.0.2.%d", i+10))
@@ -312,7 +315,9 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("limits failures per handle from one address and says when to retry", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 3, LoginFailuresPerIP: 100, LoginFailureWindow: 10 * time.Minute})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) {
+				c.LoginFailuresPerHandle, c.LoginFailuresPerIP, c.LoginFailureWindow = 3, 100, 10*time.Minute
+			}))
 			e.owner(t)
 			for i := 0; i < 3; i++ {
 				_, err := e.id.Login(bg, "olga", "wrong-password", "192.0.2.10")
@@ -334,7 +339,9 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("limits failures per client IP across handles", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 100, LoginFailuresPerIP: 2, LoginFailureWindow: time.Minute})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) {
+				c.LoginFailuresPerHandle, c.LoginFailuresPerIP, c.LoginFailureWindow = 100, 2, time.Minute
+			}))
 			e.owner(t)
 			e.id.Login(bg, "a", "wrong-password", "203.0.113.5")
 			e.id.Login(bg, "b", "wrong-password", "203.0.113.5")
@@ -348,7 +355,7 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("successful logins do not count as failures", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{LoginFailuresPerHandle: 1, LoginFailuresPerIP: 1})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) { c.LoginFailuresPerHandle, c.LoginFailuresPerIP = 1, 1 }))
 			e.owner(t)
 			for i := 0; i < 5; i++ {
 				if _, err := e.id.Login(bg, "olga", "owner-password", "192.0.2.1"); err != nil {
@@ -358,7 +365,7 @@ func TestLogin(t *testing.T) {
 		})
 
 		t.Run("replaces a hash made with weaker parameters at the next login", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			e.owner(t)
 			_, old, _ := e.store.LoginCredential(bg, "olga")
 			e.hasher.version.Store(2)
@@ -375,7 +382,7 @@ func TestLogin(t *testing.T) {
 func TestAuthenticate(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("refuses garbage without touching the store", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			for _, b := range []string{"", "nope", "bothy_nope", strings.Repeat("x", 300)} {
 				_, err := e.id.Authenticate(bg, b)
 				wantCode(t, err, kernel.CodeUnauthenticated)
@@ -383,7 +390,7 @@ func TestAuthenticate(t *testing.T) {
 		})
 
 		t.Run("a session ends at logout and says so to its person", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			e.owner(t)
 			res, _ := e.id.Login(bg, "olga", "owner-password", "")
 			a, _ := e.id.Authenticate(bg, res.Token)
@@ -404,7 +411,7 @@ func TestAuthenticate(t *testing.T) {
 		})
 
 		t.Run("a session expires after its TTL", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{SessionTTL: time.Hour})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) { c.SessionTTL = time.Hour }))
 			e.owner(t)
 			res, _ := e.id.Login(bg, "olga", "owner-password", "")
 			e.clock.Advance(59 * time.Minute)
@@ -417,7 +424,7 @@ func TestAuthenticate(t *testing.T) {
 		})
 
 		t.Run("a disabled person's sessions and tokens stop at once", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			e.person(t, owner, "alice")
 			res, _ := e.id.Login(bg, "alice", "alice-password", "")
@@ -439,7 +446,7 @@ func TestAuthenticate(t *testing.T) {
 		})
 
 		t.Run("a status change alone stops a credential", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			e.person(t, owner, "alice")
 			res, _ := e.id.Login(bg, "alice", "alice-password", "")
@@ -453,7 +460,7 @@ func TestAuthenticate(t *testing.T) {
 func TestTokens(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("a token is shown once, stored hashed and authenticates as its holder", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			tok, value, err := e.id.CreateToken(bg, owner, "  ci bot ")
 			if err != nil {
@@ -476,7 +483,7 @@ func TestTokens(t *testing.T) {
 		})
 
 		t.Run("records the last use at most once per interval", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{TokenTouchInterval: time.Minute})
+			e := newIDEnv(t, eng, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) { c.TokenTouchInterval = time.Minute }))
 			owner := e.owner(t)
 			_, value, _ := e.id.CreateToken(bg, owner, "bot")
 			lastUsed := func() *time.Time {
@@ -504,7 +511,7 @@ func TestTokens(t *testing.T) {
 		})
 
 		t.Run("a revoked token stops working and another's token is not found", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			tok, value, _ := e.id.CreateToken(bg, alice, "bot")
@@ -529,7 +536,7 @@ func TestTokens(t *testing.T) {
 		})
 
 		t.Run("a token name is required and bounded", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			for _, n := range []string{"", "  ", strings.Repeat("n", 65), "a\nb"} {
 				_, _, err := e.id.CreateToken(bg, owner, n)
@@ -540,7 +547,7 @@ func TestTokens(t *testing.T) {
 		})
 
 		t.Run("the anonymous actor has no tokens", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			_, _, err := e.id.CreateToken(bg, kernel.Anonymous, "bot")
 			wantCode(t, err, kernel.CodeUnauthenticated)
 			err = e.id.RevokeToken(bg, kernel.Anonymous, kernel.NewID())
@@ -552,7 +559,7 @@ func TestTokens(t *testing.T) {
 func TestUsers(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("an owner creates people and user.created is appended", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			ctx, log := kernel.WithCheckLog(bg)
 			u, err := e.id.CreateUser(ctx, owner, "Alice", " Alice A. ", "alice-password")
@@ -571,7 +578,7 @@ func TestUsers(t *testing.T) {
 		})
 
 		t.Run("handles are unique without regard to case", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			_, err := e.id.CreateUser(bg, owner, "OLGA", "Another Olga", "some-password")
 			if ke := wantCode(t, err, kernel.CodeConflict); ke.Field != "handle" {
@@ -580,7 +587,7 @@ func TestUsers(t *testing.T) {
 		})
 
 		t.Run("a person who is no owner may not create people", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			_, err := e.id.CreateUser(bg, alice, "bob", "Bob", "bob-password")
@@ -590,7 +597,7 @@ func TestUsers(t *testing.T) {
 		})
 
 		t.Run("any person lists people page by page and reads itself", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			e.person(t, owner, "bob")
@@ -615,7 +622,7 @@ func TestUsers(t *testing.T) {
 func TestDisableUser(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
 		t.Run("disables a person, revokes its credentials and tells the subscribers", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			ctx, log := kernel.WithCheckLog(bg)
@@ -644,7 +651,7 @@ func TestDisableUser(t *testing.T) {
 		})
 
 		t.Run("the last active owner cannot be disabled, a second one can", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			_, err := e.id.DisableUser(bg, owner, owner.ID)
 			wantCode(t, err, identity.CodeLastOwner)
@@ -659,7 +666,7 @@ func TestDisableUser(t *testing.T) {
 		})
 
 		t.Run("a person who is no owner may not disable, an unknown id is not found", func(t *testing.T) {
-			e := newIDEnv(t, eng, identity.Config{})
+			e := newIDEnv(t, eng, identity.DefaultConfig())
 			owner := e.owner(t)
 			alice := e.person(t, owner, "alice")
 			_, err := e.id.DisableUser(bg, alice, owner.ID)
@@ -679,7 +686,7 @@ func TestDisableUser(t *testing.T) {
 				return kernel.Errorf(kernel.CodeConflict, "vetoed")
 			})
 			bus.Seal()
-			svc := identity.New(identity.Deps{Store: store, UoW: db, Events: db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}, Bus: bus}, identity.Config{})
+			svc := identity.New(identity.Deps{Store: store, UoW: db, Events: db, Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}, Bus: bus}, identity.DefaultConfig())
 			o, _ := svc.BootstrapOwner(bg, "olga", "Olga", "owner-password")
 			owner := kernel.Actor{ID: o.ID, Kind: kernel.KindPerson, IsOwner: true}
 			u, _ := svc.CreateUser(bg, owner, "alice", "Alice", "alice-password")
@@ -699,7 +706,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 		db := eng.Open(b, storage.Options{})
 		az := storage.NewAuthzStore(db)
 		svc := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db,
-			Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}}, identity.Config{})
+			Authz: authz.New(authz.Deps{Store: az, Structure: az, UoW: db, Events: db}), Hasher: &fakeHasher{}}, identity.DefaultConfig())
 		if _, err := svc.BootstrapOwner(bg, "olga", "Olga", "owner-password"); err != nil {
 			b.Fatal(err)
 		}

@@ -42,7 +42,7 @@ type runEnv struct {
 
 func newRunEnv(t *testing.T, eng storetest.Engine) *runEnv {
 	t.Helper()
-	e := &runEnv{idEnv: newIDEnv(t, eng, identity.Config{})}
+	e := &runEnv{idEnv: newIDEnv(t, eng, identity.DefaultConfig())}
 	db := e.db
 	azStore := storage.NewAuthzStore(db)
 	e.az = authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db, Clock: e.clock})
@@ -59,8 +59,7 @@ func newRunEnv(t *testing.T, eng storetest.Engine) *runEnv {
 	for _, name := range []string{runs.JobQueuedExpiry, runs.JobCancelTimeout} {
 		q.Register(name, func(context.Context, json.RawMessage) error { return nil })
 	}
-	e.svc = runs.New(runs.Deps{Store: e.runs, Agents: agentStore, Structure: e.chats, UoW: db, Events: db, Authz: e.az, Clock: e.clock,
-		Jobs: q})
+	e.svc = runs.New(runs.Deps{Store: e.runs, Agents: agentStore, Structure: e.chats, UoW: db, Events: db, Authz: e.az, Clock: e.clock, Jobs: q}, runs.DefaultConfig())
 	kernel.Subscribe(bus, "runs.trigger", e.svc.OnMessageDeciding)
 	kernel.Subscribe(bus, "runs.invoke", e.svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", e.svc.OnAgentDisabled)

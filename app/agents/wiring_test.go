@@ -59,7 +59,7 @@ func mustAgents(tb testing.TB) *fixture {
 	storetest.Principal(tb, db, person)
 	f := &fixture{db: db, store: &store{AgentStore: storage.NewAgentStore(db)}, authz: &kerneltest.Authz{}, clock: clock}
 	f.ident = identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: f.authz,
-		Hasher: noHasher{}, Clock: clock}, identity.Config{})
+		Hasher: noHasher{}, Clock: clock}, identity.DefaultConfig())
 	bus := kernel.NewTxBus()
 	kernel.Subscribe(bus, "test", func(ctx context.Context, ev agents.AgentDisabled) error {
 		if !storetest.InUnit(ctx, db) {

@@ -16,7 +16,7 @@ import (
 // An agent is disabled and enabled by agent.updated (app/agents), which the hub reads like a
 // person's user.updated.
 func TestAgentDisabledAndEnabled(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.az.grant(w.bot.ID, w.open, true)
 	w.runTail()
 	bot := w.connect()
@@ -66,9 +66,9 @@ func (f *fakePreparer) Prepare(_ context.Context, agent kernel.Actor, e kernel.L
 // The agent's own agent.invocation goes through the Preparer, live and in a catch-up (from
 // memory or from the log); what it holds back is not delivered.
 func TestAgentInvocationIsPrepared(t *testing.T) {
-	for _, replay := range []int{0, -1} {
+	for _, replay := range []int{DefaultConfig().ReplayBufferEvents, 0} {
 		t.Run(fmt.Sprintf("replay buffer %d", replay), func(t *testing.T) {
-			w := newWorld(t, Config{ReplayBufferEvents: replay})
+			w := newWorld(t, func(c *Config) { c.ReplayBufferEvents = replay })
 			prep := &fakePreparer{}
 			w.g.deps.Preparer, w.g.hub.prepare = prep, prep
 			w.az.grant(w.bot.ID, w.open, true)
@@ -116,7 +116,7 @@ func (b *blockingPreparer) Prepare(ctx context.Context, agent kernel.Actor, e ke
 // The Preparer runs on the agent's connection, not on the hub: while it is slow, everyone else
 // gets their events, and the agent gets its own in seq order once it is done.
 func TestASlowPreparationHoldsUpOnlyItsConnection(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	prep := &blockingPreparer{started: make(chan struct{}, 4), release: make(chan struct{})}
 	w.g.deps.Preparer, w.g.hub.prepare = prep, prep
 	w.az.grant(w.bot.ID, w.open, true)

@@ -44,7 +44,7 @@ func (c *client) readUntil(last int64) []int64 {
 // TestCatchUpToLiveWithoutGapOrDuplicate has clients identify with cursors while events are
 // being written: each must get exactly the events it may see after its cursor, in order.
 func TestCatchUpToLiveWithoutGapOrDuplicate(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	const total = 1500
 	var mu sync.Mutex
@@ -139,7 +139,7 @@ func (g *gatedCatchUp) CatchUp(ctx context.Context, a kernel.Actor, after int64,
 // the queue may hold: the held events are dropped and the replay goes on from the log, still
 // without a gap or a duplicate.
 func TestCatchUpPinsAgainWhenHeldEventsOverflow(t *testing.T) {
-	w := newWorld(t, Config{OutboundQueueMax: 4, ReplayBufferEvents: -1})
+	w := newWorld(t, func(c *Config) { c.OutboundQueueMax, c.ReplayBufferEvents = 4, 0 })
 	w.runTail()
 	for i := range 10 {
 		w.post(w.open, w.openTh, fmt.Sprint(i))
@@ -171,7 +171,7 @@ func TestCatchUpPinsAgainWhenHeldEventsOverflow(t *testing.T) {
 // TestCatchUpHoldsLiveEventsWhileReplaying holds a catch-up while live events arrive that fit the
 // queue: they follow catchup.complete, each once.
 func TestCatchUpHoldsLiveEventsWhileReplaying(t *testing.T) {
-	w := newWorld(t, Config{ReplayBufferEvents: -1})
+	w := newWorld(t, func(c *Config) { c.ReplayBufferEvents = 0 })
 	w.runTail()
 	for i := range 5 {
 		w.post(w.open, w.openTh, fmt.Sprint(i))
@@ -199,7 +199,7 @@ func TestCatchUpHoldsLiveEventsWhileReplaying(t *testing.T) {
 }
 
 func TestFailedAuthorizeClosesTheRecipientWith4000(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	ada, bob := w.connect(), w.connect()
 	ada.identify("ada", -1)
@@ -218,7 +218,7 @@ func TestFailedAuthorizeClosesTheRecipientWith4000(t *testing.T) {
 
 func TestTail(t *testing.T) {
 	t.Run("ends with an error on a panic of the cache", func(t *testing.T) {
-		w := newWorld(t, Config{})
+		w := newWorld(t)
 		w.g.deps.Observer = panickingObserver{}
 		w.post(w.open, w.openTh, "x")
 		err := w.g.Tail(context.Background())
@@ -229,7 +229,7 @@ func TestTail(t *testing.T) {
 	t.Run("gives up on a log that keeps failing", func(t *testing.T) {
 		defer func(d time.Duration) { tailGiveUp = d }(tailGiveUp)
 		tailGiveUp = 200 * time.Millisecond
-		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
+		w := newWorld(t, func(c *Config) { c.TailPoll = 10 * time.Millisecond })
 		w.log.mu.Lock()
 		w.log.failing = fmt.Errorf("database gone")
 		w.log.mu.Unlock()
@@ -239,7 +239,7 @@ func TestTail(t *testing.T) {
 		}
 	})
 	t.Run("rides out a short failure and reads on", func(t *testing.T) {
-		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
+		w := newWorld(t, func(c *Config) { c.TailPoll = 10 * time.Millisecond })
 		w.log.mu.Lock()
 		w.log.failing = fmt.Errorf("database blinked")
 		w.log.mu.Unlock()
@@ -252,7 +252,7 @@ func TestTail(t *testing.T) {
 		w.waitHub(1)
 	})
 	t.Run("reads on the poll without a wake-up", func(t *testing.T) {
-		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
+		w := newWorld(t, func(c *Config) { c.TailPoll = 10 * time.Millisecond })
 		w.runTail()
 		w.log.mu.Lock()
 		w.log.events = append(w.log.events, kernel.LoggedEvent{Seq: 1, Type: "x", Payload: []byte(`{}`)})
@@ -262,7 +262,7 @@ func TestTail(t *testing.T) {
 	t.Run("never skips a gap", func(t *testing.T) {
 		defer func(d time.Duration) { tailGiveUp = d }(tailGiveUp)
 		tailGiveUp = 200 * time.Millisecond
-		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
+		w := newWorld(t, func(c *Config) { c.TailPoll = 10 * time.Millisecond })
 		w.log.mu.Lock()
 		w.log.events = append(w.log.events, kernel.LoggedEvent{Seq: 2, Type: "x", Payload: []byte(`{}`)})
 		w.log.mu.Unlock()
@@ -272,7 +272,7 @@ func TestTail(t *testing.T) {
 		}
 	})
 	t.Run("observes an event once when its dispatch is retried", func(t *testing.T) {
-		w := newWorld(t, Config{TailPoll: 10 * time.Millisecond})
+		w := newWorld(t, func(c *Config) { c.TailPoll = 10 * time.Millisecond })
 		missing := kernel.NewID()
 		w.log.append(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: w.space, ChannelID: missing}, kernel.NewID(), nil)
 		w.runTail()

@@ -185,15 +185,13 @@ type node struct {
 
 // newNode builds a world whose gateway is a node with fake Signals and presence table, and runs
 // its cluster loop until the test ends.
-func newNode(t *testing.T, cfg Config) *node {
+func newNode(t *testing.T, tune ...func(*Config)) *node {
 	t.Helper()
-	w := newWorld(t, cfg)
+	w := newWorld(t, tune...)
 	n := &node{world: w, sig: &fakeSignals{in: make(chan []byte, 16)}, store: newFakePresenceStore(), logs: &logBuffer{},
 		other: kernel.NewID()}
 	single := w.g
-	if cfg.HeartbeatInterval == 0 {
-		cfg.HeartbeatInterval = time.Second
-	}
+	cfg := testConfig(tune...)
 	cfg.Node = kernel.NewID()
 	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
 		Structure: w.st, Observer: w.obs, Clock: w.clock, Signals: n.sig, Presence: n.store,
@@ -240,7 +238,7 @@ func (n *node) waitPublished(kind string, principal kernel.ID, nth int) map[stri
 }
 
 func TestClusterSignals(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: time.Hour})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, time.Hour })
 	ada, bob, owner := n.connect(), n.connect(), n.connect()
 	for tok, c := range map[string]*client{"ada": ada, "bob": bob, "owner": owner} {
 		c.identify(tok, -1)
@@ -331,7 +329,7 @@ func TestClusterSignals(t *testing.T) {
 }
 
 func TestClusterPresence(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: time.Hour})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, time.Hour })
 	ada := n.connect()
 	self := n.g.cfg.Node
 
@@ -399,7 +397,7 @@ func TestClusterPresence(t *testing.T) {
 }
 
 func TestClusterFlush(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: 10 * time.Millisecond})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, 10*time.Millisecond })
 	self := n.g.cfg.Node
 	ada := n.connect()
 	ada.identify("ada", -1)
@@ -453,10 +451,10 @@ func TestClusterFlush(t *testing.T) {
 }
 
 func TestClusterLeavesItsRowsAtTheEnd(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	sig, store := &fakeSignals{in: make(chan []byte)}, newFakePresenceStore()
 	g := New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
-		Structure: w.st, Clock: w.clock, Signals: sig, Presence: store}, Config{Node: kernel.NewID(), PresenceFlushInterval: time.Hour})
+		Structure: w.st, Clock: w.clock, Signals: sig, Presence: store}, testConfig(func(c *Config) { c.Node, c.PresenceFlushInterval = kernel.NewID(), time.Hour }))
 	other := kernel.NewID()
 	store.put(PresenceRow{g.cfg.Node, w.ada.ID, 1, w.clock.Now()})
 	store.put(PresenceRow{other, w.bob.ID, 1, w.clock.Now()})
@@ -476,7 +474,7 @@ func TestClusterLeavesItsRowsAtTheEnd(t *testing.T) {
 }
 
 func TestNewRefusesHalfACluster(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	for name, d := range map[string]Deps{
 		"signals without presence": {Signals: &fakeSignals{}},
 		"presence without signals": {Presence: newFakePresenceStore()},
@@ -489,13 +487,13 @@ func TestNewRefusesHalfACluster(t *testing.T) {
 				}
 			}()
 			d.Auth, d.Authz, d.Scoper, d.CatchUp, d.Log, d.Structure = w.auth, w.az, w.az, catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), w.log, w.st
-			New(d, Config{})
+			New(d, testConfig())
 		})
 	}
 }
 
 func TestClusterWritesABurstOfTransitionsInOneFlush(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: time.Hour})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, time.Hour })
 	self := n.g.cfg.Node
 	waitFor(t, "the first flush", func() bool { return n.store.flushCount() == 1 })
 	var people []kernel.ID

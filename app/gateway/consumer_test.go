@@ -67,7 +67,7 @@ func (f *fakeConsumers) get(agent kernel.ID) (int64, bool) {
 }
 
 func consumerWorld(t *testing.T) (*world, *fakeConsumers) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval = time.Hour })
 	fc := &fakeConsumers{acked: map[kernel.ID]int64{}}
 	w.g.deps.Consumers = fc
 	w.az.grant(w.bot.ID, w.open, true)
@@ -180,7 +180,7 @@ func TestConsumer(t *testing.T) {
 }
 
 func TestConsumerTakenOverOnAnotherNode(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: time.Hour})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, time.Hour })
 	n.g.deps.Consumers = &fakeConsumers{acked: map[kernel.ID]int64{}}
 	c := n.connect()
 	c.identify("bot", -1)

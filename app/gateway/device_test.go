@@ -21,7 +21,7 @@ const (
 )
 
 func TestDeviceReplacement(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval = time.Hour })
 	w.runTail()
 
 	t.Run("a newer connection of a device closes the older with 4017", func(t *testing.T) {
@@ -63,7 +63,7 @@ func TestDeviceReplacement(t *testing.T) {
 }
 
 func TestDeviceReplacementAcrossNodes(t *testing.T) {
-	n := newNode(t, Config{HeartbeatInterval: time.Hour, PresenceFlushInterval: time.Hour})
+	n := newNode(t, func(c *Config) { c.HeartbeatInterval, c.PresenceFlushInterval = time.Hour, time.Hour })
 	c := n.connect()
 	c.identifyDevice("ada", laptop)
 	got := n.waitPublished(signalDevice, n.ada.ID, 1)

@@ -380,7 +380,19 @@ type world struct {
 	tailDone chan error
 }
 
-func newWorld(t *testing.T, cfg Config) *world {
+// testConfig is the gateway's defaults with a heartbeat of a second, as tune changes them.
+func testConfig(tune ...func(*Config)) Config {
+	c := DefaultConfig()
+	c.HeartbeatInterval = time.Second
+	for _, f := range tune {
+		if f != nil {
+			f(&c)
+		}
+	}
+	return c
+}
+
+func newWorld(t *testing.T, tune ...func(*Config)) *world {
 	t.Helper()
 	w := &world{t: t, log: newFakeLog(), az: newFakeAuthz(), clock: kernel.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 	w.owner = kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson, Handle: "olga", IsOwner: true, SessionID: kernel.NewID()}
@@ -411,9 +423,7 @@ func newWorld(t *testing.T, cfg Config) *world {
 		},
 	}
 	w.obs = &fakeObserver{}
-	if cfg.HeartbeatInterval == 0 {
-		cfg.HeartbeatInterval = time.Second
-	}
+	cfg := testConfig(tune...)
 	w.g = New(Deps{Auth: w.auth, Authz: w.az, Scoper: w.az, CatchUp: catchup.New(catchup.Deps{Log: w.log, Scoper: w.az}), Log: w.log,
 		Structure: w.st, Observer: w.obs, Clock: w.clock}, cfg)
 	w.obs.hub = w.g.hub

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,93 +156,109 @@ type Deps struct {
 	Logger   *slog.Logger
 }
 
-// Config tunes the gateway; zero values take the defaults named.
+// Config tunes the gateway. DefaultConfig holds the defaults, which the configuration schema shows
+// for the settings named in parentheses. A zero value
+// turns off what can be off (ReplayBufferEvents, PresenceGrace, RunPatchCoalesce, the connection
+// bounds); every other value must be positive, and New refuses the gateway otherwise.
 type Config struct {
-	// HeartbeatInterval is announced in hello (gateway.heartbeat_interval, 30s). A connection
+	// HeartbeatInterval is announced in hello (gateway.heartbeat_interval). A connection
 	// silent for one interval gets a heartbeat; silent for 1.5 intervals it is closed (4009).
 	HeartbeatInterval time.Duration
-	// WriteTimeout bounds each write to a connection (gateway.write_timeout, 10s).
+	// WriteTimeout bounds each write to a connection (gateway.write_timeout).
 	WriteTimeout time.Duration
-	// IdentifyTimeout is how long a connection may stay without identify (gateway.identify_timeout, 10s).
+	// IdentifyTimeout is how long a connection may stay without identify (gateway.identify_timeout).
 	IdentifyTimeout time.Duration
-	// OutboundQueueMax bounds a connection's queue of frames (sync.outbound_queue_max, 1024).
+	// OutboundQueueMax bounds a connection's queue of frames (sync.outbound_queue_max).
 	OutboundQueueMax int
-	// ResumeWindow is how long a session outlives its connection for resume (5m).
+	// ResumeWindow is how long a session outlives its connection for resume.
 	ResumeWindow time.Duration
-	// TailBatch is how many events the tail reads at once (500); TailPoll how often it reads
-	// without a wake-up (1s).
+	// TailBatch is how many events the tail reads at once; TailPoll how often it reads
+	// without a wake-up.
 	TailBatch int
 	TailPoll  time.Duration
 	// ReplayBufferEvents is how many of the last events the gateway keeps as frames in memory
-	// for catch-ups (gateway.replay_buffer_events, 10,000; below 0: none), within
+	// for catch-ups (gateway.replay_buffer_events; 0: none), within
 	// replayBufferBytes of frames.
 	ReplayBufferEvents int
 	// PresenceGrace is how long a person whose last connection went stays online for the
-	// others (5s; below 0: none): a reload or a reconnect does not flap offline → online.
+	// others (0: none): a reload or a reconnect does not flap offline → online.
 	PresenceGrace time.Duration
 	// ConsumerSeenInterval is how often the agents holding a connection are marked seen, in one
-	// small write for all of them (30s): well within agent.stall_timeout, so that runs' stall
+	// small write for all of them: well within agent.stall_timeout, so that runs' stall
 	// check finds a connected agent alive, and rare enough that an idle instance does not keep
 	// its disk awake.
 	ConsumerSeenInterval time.Duration
 	// RunPatchCoalesce is the window in which a run's patches are merged into one run.updated
-	// frame (sync.run_patch_coalesce_interval, 50ms; below 0: none, every patch is a frame).
+	// frame (sync.run_patch_coalesce_interval; 0: none, every patch is a frame).
 	RunPatchCoalesce time.Duration
 	// Node is this process's id in a cluster (a UUIDv7 new at every start), required with
 	// Deps.Signals. PresenceFlushInterval is how often it writes its presence rows
-	// (cluster.presence_flush_interval, 2s); PresenceTTL how old another node's rows may get
-	// before they count as gone (cluster.presence_ttl, 10s).
+	// (cluster.presence_flush_interval); PresenceTTL how old another node's rows may get
+	// before they count as gone (cluster.presence_ttl).
 	Node                  kernel.ID
 	PresenceFlushInterval time.Duration
 	PresenceTTL           time.Duration
 	// MaxConnectionsPerPrincipal bounds the identified connections of one principal
-	// (gateway.max_connections_per_principal, 32; below 0: none); MaxConnectionsPerAddress
+	// (gateway.max_connections_per_principal; 0: none); MaxConnectionsPerAddress
 	// bounds the connections from one peer address, identified or not
-	// (gateway.max_connections_per_address, 256; below 0: none). The next one is closed with
+	// (gateway.max_connections_per_address; 0: none). The next one is closed with
 	// 4018 (limits.go).
 	MaxConnectionsPerPrincipal int
 	MaxConnectionsPerAddress   int
 }
 
-func (c Config) withDefaults() Config {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
+// DefaultConfig returns the gateway's defaults; the configuration schema takes its defaults
+// of the gateway.*, sync.* and cluster.* keys from here.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatInterval:          30 * time.Second,
+		WriteTimeout:               10 * time.Second,
+		IdentifyTimeout:            10 * time.Second,
+		OutboundQueueMax:           1024,
+		ResumeWindow:               5 * time.Minute,
+		TailBatch:                  500,
+		TailPoll:                   time.Second,
+		ReplayBufferEvents:         10000,
+		PresenceGrace:              5 * time.Second,
+		ConsumerSeenInterval:       30 * time.Second,
+		RunPatchCoalesce:           50 * time.Millisecond,
+		PresenceFlushInterval:      2 * time.Second,
+		PresenceTTL:                10 * time.Second,
+		MaxConnectionsPerPrincipal: 32,
+		MaxConnectionsPerAddress:   256,
+	}
+}
+
+// problems lists the values of c that New refuses: one that must be positive and is not, or one
+// that may be off and is negative.
+func (c Config) problems(cluster bool) []string {
+	var out []string
+	positive := func(name string, v int64) {
+		if v <= 0 {
+			out = append(out, name+" must be positive")
 		}
 	}
-	def(&c.HeartbeatInterval, 30*time.Second)
-	def(&c.WriteTimeout, 10*time.Second)
-	def(&c.IdentifyTimeout, 10*time.Second)
-	def(&c.ResumeWindow, 5*time.Minute)
-	def(&c.TailPoll, time.Second)
-	def(&c.PresenceFlushInterval, 2*time.Second)
-	def(&c.PresenceTTL, 10*time.Second)
-	def(&c.ConsumerSeenInterval, 30*time.Second)
-	switch {
-	case c.PresenceGrace == 0:
-		c.PresenceGrace = 5 * time.Second
-	case c.PresenceGrace < 0:
-		c.PresenceGrace = 0
+	positive("HeartbeatInterval", int64(c.HeartbeatInterval))
+	positive("WriteTimeout", int64(c.WriteTimeout))
+	positive("IdentifyTimeout", int64(c.IdentifyTimeout))
+	positive("OutboundQueueMax", int64(c.OutboundQueueMax))
+	positive("ResumeWindow", int64(c.ResumeWindow))
+	positive("TailBatch", int64(c.TailBatch))
+	positive("TailPoll", int64(c.TailPoll))
+	positive("ConsumerSeenInterval", int64(c.ConsumerSeenInterval))
+	if cluster {
+		positive("PresenceFlushInterval", int64(c.PresenceFlushInterval))
+		positive("PresenceTTL", int64(c.PresenceTTL))
 	}
-	if c.RunPatchCoalesce == 0 {
-		c.RunPatchCoalesce = 50 * time.Millisecond
+	for name, v := range map[string]int64{"ReplayBufferEvents": int64(c.ReplayBufferEvents), "PresenceGrace": int64(c.PresenceGrace),
+		"RunPatchCoalesce": int64(c.RunPatchCoalesce), "MaxConnectionsPerPrincipal": int64(c.MaxConnectionsPerPrincipal),
+		"MaxConnectionsPerAddress": int64(c.MaxConnectionsPerAddress)} {
+		if v < 0 {
+			out = append(out, name+" must not be negative (0 turns it off)")
+		}
 	}
-	if c.OutboundQueueMax <= 0 {
-		c.OutboundQueueMax = 1024
-	}
-	if c.TailBatch <= 0 {
-		c.TailBatch = 500
-	}
-	if c.ReplayBufferEvents == 0 {
-		c.ReplayBufferEvents = 10000
-	}
-	if c.MaxConnectionsPerPrincipal == 0 {
-		c.MaxConnectionsPerPrincipal = 32
-	}
-	if c.MaxConnectionsPerAddress == 0 {
-		c.MaxConnectionsPerAddress = 256
-	}
-	return c
+	slices.Sort(out)
+	return out
 }
 
 // Rate limit of client frames per connection (4008), as Discord's: 120 per 60 seconds, plus the
@@ -327,7 +345,10 @@ func New(d Deps, cfg Config) *Gateway {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{cfg: cfg.withDefaults(), deps: d, log: d.Logger, clock: d.Clock,
+	if p := cfg.problems(d.Signals != nil || d.Presence != nil); len(p) > 0 {
+		panic("gateway: Config: " + strings.Join(p, "; "))
+	}
+	g := &Gateway{cfg: cfg, deps: d, log: d.Logger, clock: d.Clock,
 		conns: map[*conn]struct{}{}, sessions: map[string]*session{}, drained: make(chan struct{}), flush: newFlusher(),
 		perAddress: map[string]int{}, perPrincipal: map[kernel.ID]int{}}
 	g.hub = newHub(d.Authz, d.Scoper, d.Structure, d.Logger, d.Log.Head())

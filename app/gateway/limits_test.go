@@ -32,7 +32,7 @@ func (w *world) refusedFrom(addr string, want CloseCode) {
 }
 
 func TestConnectionsPerPrincipal(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour, MaxConnectionsPerPrincipal: 3})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval, c.MaxConnectionsPerPrincipal = time.Hour, 3 })
 	w.runTail()
 	var adas []*client
 	for range 3 {
@@ -108,7 +108,7 @@ func TestConnectionsPerPrincipal(t *testing.T) {
 
 func TestConnectionsPerPrincipalLetReplacementsThrough(t *testing.T) {
 	t.Run("an agent's newer consumer still takes the older over with 4015", func(t *testing.T) {
-		w := newWorld(t, Config{HeartbeatInterval: time.Hour, MaxConnectionsPerPrincipal: 1})
+		w := newWorld(t, func(c *Config) { c.HeartbeatInterval, c.MaxConnectionsPerPrincipal = time.Hour, 1 })
 		w.g.deps.Consumers = &fakeConsumers{acked: map[kernel.ID]int64{}}
 		w.az.grant(w.bot.ID, w.open, true)
 		w.runTail()
@@ -121,7 +121,7 @@ func TestConnectionsPerPrincipalLetReplacementsThrough(t *testing.T) {
 		first.expectClose(CloseConsumerTakenOver)
 	})
 	t.Run("a device's newer connection still replaces the older with 4017, another device is refused", func(t *testing.T) {
-		w := newWorld(t, Config{HeartbeatInterval: time.Hour, MaxConnectionsPerPrincipal: 1})
+		w := newWorld(t, func(c *Config) { c.HeartbeatInterval, c.MaxConnectionsPerPrincipal = time.Hour, 1 })
 		w.runTail()
 		first := w.connect()
 		first.identifyDevice("ada", laptop)
@@ -133,7 +133,7 @@ func TestConnectionsPerPrincipalLetReplacementsThrough(t *testing.T) {
 		other.expectClose(CloseTooManyConnections)
 	})
 	t.Run("a resume of a session whose connection is open still takes it over with 4006", func(t *testing.T) {
-		w := newWorld(t, Config{HeartbeatInterval: time.Hour, MaxConnectionsPerPrincipal: 1})
+		w := newWorld(t, func(c *Config) { c.HeartbeatInterval, c.MaxConnectionsPerPrincipal = time.Hour, 1 })
 		w.runTail()
 		first := w.connect()
 		r := first.identify("ada", -1)
@@ -146,7 +146,9 @@ func TestConnectionsPerPrincipalLetReplacementsThrough(t *testing.T) {
 }
 
 func TestConnectionsPerAddress(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour, IdentifyTimeout: 5 * time.Second, MaxConnectionsPerAddress: 2})
+	w := newWorld(t, func(c *Config) {
+		c.HeartbeatInterval, c.IdentifyTimeout, c.MaxConnectionsPerAddress = time.Hour, 5*time.Second, 2
+	})
 	w.runTail()
 	identified := w.connectFrom("192.0.2.7")
 	identified.identify("ada", -1)
@@ -181,17 +183,48 @@ func TestConnectionsPerAddress(t *testing.T) {
 }
 
 func TestConnectionBoundsDefaults(t *testing.T) {
-	c := Config{}.withDefaults()
+	c := DefaultConfig()
 	if c.MaxConnectionsPerPrincipal != 32 || c.MaxConnectionsPerAddress != 256 {
 		t.Errorf("defaults %d per principal, %d per address; want 32 and 256", c.MaxConnectionsPerPrincipal, c.MaxConnectionsPerAddress)
 	}
-	t.Run("below 0 means no bound", func(t *testing.T) {
-		w := newWorld(t, Config{HeartbeatInterval: time.Hour, MaxConnectionsPerPrincipal: -1, MaxConnectionsPerAddress: -1})
+	t.Run("0 means no bound", func(t *testing.T) {
+		w := newWorld(t, func(c *Config) {
+			c.HeartbeatInterval, c.MaxConnectionsPerPrincipal, c.MaxConnectionsPerAddress = time.Hour, 0, 0
+		})
 		w.runTail()
 		for range 40 {
 			c := w.connectFrom("192.0.2.9")
 			c.identify("ada", -1)
 			c.catchUp()
+		}
+	})
+}
+
+func TestNewRefusesAConfigOutOfRange(t *testing.T) {
+	for name, tune := range map[string]func(*Config){
+		"no heartbeat":             func(c *Config) { c.HeartbeatInterval = 0 },
+		"no write timeout":         func(c *Config) { c.WriteTimeout = 0 },
+		"an empty outbound queue":  func(c *Config) { c.OutboundQueueMax = 0 },
+		"a negative replay buffer": func(c *Config) { c.ReplayBufferEvents = -1 },
+		"a negative bound":         func(c *Config) { c.MaxConnectionsPerAddress = -1 },
+	} {
+		t.Run("refuses "+name, func(t *testing.T) {
+			if p := testConfig(tune).problems(false); len(p) != 1 {
+				t.Fatalf("problems %q, want one", p)
+			}
+		})
+	}
+	t.Run("takes the defaults", func(t *testing.T) {
+		if p := DefaultConfig().problems(true); len(p) != 0 {
+			t.Fatalf("problems %q", p)
+		}
+	})
+	t.Run("takes zero where a setting can be off", func(t *testing.T) {
+		c := testConfig(func(c *Config) {
+			c.ReplayBufferEvents, c.PresenceGrace, c.RunPatchCoalesce, c.MaxConnectionsPerPrincipal, c.MaxConnectionsPerAddress = 0, 0, 0, 0, 0
+		})
+		if p := c.problems(false); len(p) != 0 {
+			t.Fatalf("problems %q", p)
 		}
 	})
 }

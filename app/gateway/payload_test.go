@@ -12,7 +12,7 @@ import (
 )
 
 func TestPayloadErrors(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	var logged kerneltest.Buffer
 	w.g.hub.log = slog.New(slog.NewTextHandler(&logged, nil))
 	w.runTail()

@@ -60,7 +60,7 @@ func (w *world) waitLocal(id kernel.ID, n int) {
 }
 
 func TestPresence(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval = time.Hour })
 	ada := w.connect()
 	bot := w.connect()
 
@@ -151,7 +151,7 @@ func TestPresence(t *testing.T) {
 }
 
 func TestPresenceWithoutGrace(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour, PresenceGrace: -1})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval, c.PresenceGrace = time.Hour, 0 })
 	ada, bob := w.connect(), w.connect()
 	ada.identifyOnline("ada")
 	bob.identifyOnline("bob")
@@ -162,7 +162,7 @@ func TestPresenceWithoutGrace(t *testing.T) {
 }
 
 func TestPresenceOfAResumedSession(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: time.Hour})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval = time.Hour })
 	ada, bob := w.connect(), w.connect()
 	ada.identifyOnline("ada")
 	r := bob.identify("bob", -1)

@@ -119,8 +119,8 @@ func TestRecent(t *testing.T) {
 var scopeIDs = regexp.MustCompile(`,"(space|channel|thread)_id":"[^"]*"`)
 
 func TestCatchUpFromMemoryMatchesTheLog(t *testing.T) {
-	replay := func(cfg Config, cursor int64) (frames []string, logReads []int64) {
-		w := newWorld(t, cfg)
+	replay := func(tune func(*Config), cursor int64) (frames []string, logReads []int64) {
+		w := newWorld(t, tune)
 		w.runTail()
 		for i := range 12 {
 			w.post(w.open, w.openTh, fmt.Sprint("open ", i))
@@ -146,18 +146,18 @@ func TestCatchUpFromMemoryMatchesTheLog(t *testing.T) {
 		defer gate.callsMu.Unlock()
 		return frames, gate.afterArg
 	}
-	fromLog, reads := replay(Config{ReplayBufferEvents: -1}, 3)
+	fromLog, reads := replay(func(c *Config) { c.ReplayBufferEvents = 0 }, 3)
 	if len(fromLog) != 10 || len(reads) == 0 {
 		t.Fatalf("the log replayed %d events (want bob's 10 after seq 3) in %d reads", len(fromLog), len(reads))
 	}
-	fromMemory, reads := replay(Config{}, 3)
+	fromMemory, reads := replay(nil, 3)
 	if !slices.Equal(fromMemory, fromLog) {
 		t.Fatalf("from memory:\n%s\nfrom the log:\n%s", fromMemory, fromLog)
 	}
 	if len(reads) != 0 {
 		t.Fatalf("a catch-up the buffer holds read the log after %v", reads)
 	}
-	partly, reads := replay(Config{ReplayBufferEvents: 8}, 3)
+	partly, reads := replay(func(c *Config) { c.ReplayBufferEvents = 8 }, 3)
 	if !slices.Equal(partly, fromLog) {
 		t.Fatalf("partly from memory:\n%s\nfrom the log:\n%s", partly, fromLog)
 	}

@@ -54,7 +54,7 @@ func (g *Gateway) runSignalled(ctx context.Context, id kernel.ID, version int) {
 type runFanout struct {
 	hub      *hub
 	authz    kernel.Authorizer
-	interval time.Duration // below 0: every patch goes out at once
+	interval time.Duration // 0: every patch goes out at once
 
 	mu      sync.Mutex
 	windows map[kernel.ID]*runWindow
@@ -94,7 +94,7 @@ func (f *runFanout) offer(r runs.Run, patch *runs.Patch) {
 		// No frame in the last interval: this one goes now, and opens a window.
 		frame := runUpdatedFrame(r, patch)
 		f.send(r, frame)
-		if f.interval < 0 {
+		if f.interval <= 0 {
 			return
 		}
 		f.windows[r.ID] = &runWindow{run: r, sent: r.Version}

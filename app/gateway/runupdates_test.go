@@ -86,7 +86,7 @@ func patched(t *testing.T, r *runs.Run, p runs.Patch) runs.Patched {
 }
 
 func TestRunUpdated(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	wc := &windowClock{}
 	w.g.runs.after = wc.after

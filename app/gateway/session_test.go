@@ -92,7 +92,7 @@ func TestStateMachine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, Config{})
+			w := newWorld(t)
 			c := w.connect()
 			for i, s := range tt.steps {
 				switch {
@@ -118,7 +118,7 @@ func TestStateMachine(t *testing.T) {
 }
 
 func TestHelloAndReady(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: 2500 * time.Millisecond})
+	w := newWorld(t, func(c *Config) { c.HeartbeatInterval = 2500 * time.Millisecond })
 	tr := newFakeTransport()
 	w.g.Serve(tr, ConnInfo{})
 	c := &client{t: t, w: w, tr: tr}
@@ -140,7 +140,7 @@ func TestHelloAndReady(t *testing.T) {
 }
 
 func TestCatchUpReplaysWhatThePrincipalMaySee(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.post(w.open, w.openTh, "open 1")                                                                     // 1: everyone but the bot
 	w.post(w.shut, w.shutTh, "shut 1")                                                                     // 2: ada, owner
 	w.post(w.dm, kernel.NewID(), "dm 1")                                                                   // 3: bob only (not the owner)
@@ -174,7 +174,7 @@ func TestCatchUpReplaysWhatThePrincipalMaySee(t *testing.T) {
 }
 
 func TestEventFrames(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	seq := w.post(w.open, w.openTh, "hi")
 	w.runTail()
 	w.waitHub(seq)
@@ -193,7 +193,7 @@ func TestEventFrames(t *testing.T) {
 }
 
 func TestLiveDelivery(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	ada, bob, owner, bot := w.connect(), w.connect(), w.connect(), w.connect()
 	for tok, c := range map[string]*client{"ada": ada, "bob": bob, "owner": owner, "bot": bot} {
@@ -264,7 +264,7 @@ func TestLiveDelivery(t *testing.T) {
 }
 
 func TestRightsChangeAtDelivery(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	bob := w.connect()
 	bob.identify("bob", -1)
@@ -302,7 +302,7 @@ func TestRightsChangeAtDelivery(t *testing.T) {
 }
 
 func TestLogoutClosesThatSessionOnly(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	ada := w.connect()
 	ada.identify("ada", -1)
@@ -326,7 +326,7 @@ func TestLogoutClosesThatSessionOnly(t *testing.T) {
 }
 
 func TestRevokedTokenClosesItsConnectionsOnly(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	withToken := w.ada
 	withToken.SessionID, withToken.TokenID = kernel.NilID, kernel.NewID()
@@ -350,7 +350,7 @@ func TestRevokedTokenClosesItsConnectionsOnly(t *testing.T) {
 }
 
 func TestTyping(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	ada, bob, owner := w.connect(), w.connect(), w.connect()
 	for tok, c := range map[string]*client{"ada": ada, "bob": bob, "owner": owner} {
 		c.identify(tok, -1)
@@ -384,7 +384,7 @@ func TestTyping(t *testing.T) {
 }
 
 func TestFocusAndResume(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.runTail()
 	ada := w.connect()
 	r := ada.identify("ada", -1)
@@ -478,7 +478,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestHeartbeatsAndTimeouts(t *testing.T) {
-	w := newWorld(t, Config{HeartbeatInterval: 10 * time.Second, IdentifyTimeout: 5 * time.Second, ResumeWindow: time.Minute})
+	w := newWorld(t, func(c *Config) {
+		c.HeartbeatInterval, c.IdentifyTimeout, c.ResumeWindow = 10*time.Second, 5*time.Second, time.Minute
+	})
 	t.Run("a connection that never identifies is closed with 4003", func(t *testing.T) {
 		c := w.connect()
 		c.send(`{"op":"heartbeat"}`)
@@ -551,7 +553,7 @@ func TestHeartbeatsAndTimeouts(t *testing.T) {
 }
 
 func TestSlowConsumer(t *testing.T) {
-	w := newWorld(t, Config{OutboundQueueMax: 8, WriteTimeout: time.Hour})
+	w := newWorld(t, func(c *Config) { c.OutboundQueueMax, c.WriteTimeout = 8, time.Hour })
 	w.runTail()
 	slow, fast := w.connect(), w.connect()
 	slow.identify("ada", -1)
@@ -570,7 +572,7 @@ func TestSlowConsumer(t *testing.T) {
 }
 
 func TestWriteDeadline(t *testing.T) {
-	w := newWorld(t, Config{WriteTimeout: 50 * time.Millisecond})
+	w := newWorld(t, func(c *Config) { c.WriteTimeout = 50 * time.Millisecond })
 	w.runTail()
 	c := w.connect()
 	c.identify("ada", -1)
@@ -584,7 +586,7 @@ func TestWriteDeadline(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	a, b := w.connect(), w.connect()
 	a.identify("ada", -1)
 	a.catchUp()
@@ -600,7 +602,7 @@ func TestShutdown(t *testing.T) {
 }
 
 func TestPanicInAnOpClosesWith4000(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	w.g.deps.Structure = panicky{w.st}
 	c := w.connect()
 	c.identify("ada", -1)
@@ -668,7 +670,7 @@ func TestCloseCodesAreDocumented(t *testing.T) {
 }
 
 func TestTransportEnds(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	t.Run("a frame above the limit is closed with 1009, which drains it", func(t *testing.T) {
 		c := w.connect()
 		c.tr.tooBig()
@@ -685,7 +687,7 @@ func TestTransportEnds(t *testing.T) {
 }
 
 func TestASlowButSteadyReaderIsNotClosed(t *testing.T) {
-	w := newWorld(t, Config{WriteTimeout: 300 * time.Millisecond})
+	w := newWorld(t, func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
 	for i := range 300 {
 		w.post(w.open, w.openTh, fmt.Sprint(i))
 	}
@@ -705,7 +707,7 @@ func TestASlowButSteadyReaderIsNotClosed(t *testing.T) {
 }
 
 func TestAConnectionThatEndedDoesNotRegister(t *testing.T) {
-	w := newWorld(t, Config{})
+	w := newWorld(t)
 	c := newConn(w.g, newFakeTransport(), ConnInfo{})
 	c.mu.Lock()
 	c.actor, c.gone = w.ada, true // the reader ended, and detach ran, before the catch-up attached

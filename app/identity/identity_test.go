@@ -15,7 +15,7 @@ func TestFailureLimiter(t *testing.T) {
 
 	t.Run("allows the limit within the window and then says how long to wait", func(t *testing.T) {
 		clock := kernel.NewManualClock(start)
-		l := NewFailureLimiter(clock, 10*time.Minute, 0)
+		l := NewFailureLimiter(clock, 10*time.Minute, 1000)
 		k := LimitKey{Key: "ip:1.2.3.4", Limit: 3}
 		for i := 0; i < 3; i++ {
 			if _, ok := l.Take(k); !ok {
@@ -39,7 +39,7 @@ func TestFailureLimiter(t *testing.T) {
 
 	t.Run("a refused attempt does not extend the block", func(t *testing.T) {
 		clock := kernel.NewManualClock(start)
-		l := NewFailureLimiter(clock, time.Minute, 0)
+		l := NewFailureLimiter(clock, time.Minute, 1000)
 		k := LimitKey{Key: "k", Limit: 1}
 		l.Take(k)
 		for i := 0; i < 10; i++ {
@@ -54,7 +54,7 @@ func TestFailureLimiter(t *testing.T) {
 
 	t.Run("takes from every key or from none", func(t *testing.T) {
 		clock := kernel.NewManualClock(start)
-		l := NewFailureLimiter(clock, time.Minute, 0)
+		l := NewFailureLimiter(clock, time.Minute, 1000)
 		full := LimitKey{Key: "handle:x", Limit: 1}
 		other := LimitKey{Key: "ip:y", Limit: 2}
 		l.Take(full)
@@ -74,7 +74,7 @@ func TestFailureLimiter(t *testing.T) {
 
 	t.Run("a released attempt gives its slot back", func(t *testing.T) {
 		clock := kernel.NewManualClock(start)
-		l := NewFailureLimiter(clock, time.Minute, 0)
+		l := NewFailureLimiter(clock, time.Minute, 1000)
 		k := LimitKey{Key: "k", Limit: 1}
 		for i := 0; i < 5; i++ {
 			if _, ok := l.Take(k); !ok {
@@ -85,7 +85,7 @@ func TestFailureLimiter(t *testing.T) {
 	})
 
 	t.Run("a key without a positive limit is not counted", func(t *testing.T) {
-		l := NewFailureLimiter(kernel.NewManualClock(start), time.Minute, 0)
+		l := NewFailureLimiter(kernel.NewManualClock(start), time.Minute, 1000)
 		for i := 0; i < 100; i++ {
 			if _, ok := l.Take(LimitKey{Key: "off", Limit: -1}); !ok {
 				t.Fatal("refused")
@@ -180,4 +180,32 @@ func TestCreateTokenName(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestConfigProblems(t *testing.T) {
+	if p := DefaultConfig().problems(); len(p) != 0 {
+		t.Fatalf("the defaults have problems: %q", p)
+	}
+	for name, tune := range map[string]func(*Config){
+		"no session lifetime":    func(c *Config) { c.SessionTTL = 0 },
+		"a negative login limit": func(c *Config) { c.LoginFailuresPerIP = -1 },
+		"no failure window":      func(c *Config) { c.LoginFailureWindow = 0 },
+		"no limiter keys":        func(c *Config) { c.RateLimitMaxKeys = 0 },
+		"no token touch":         func(c *Config) { c.TokenTouchInterval = 0 },
+	} {
+		t.Run("refuses "+name, func(t *testing.T) {
+			c := DefaultConfig()
+			tune(&c)
+			if p := c.problems(); len(p) != 1 {
+				t.Fatalf("problems %q, want one", p)
+			}
+		})
+	}
+	t.Run("takes zero login limits: they are off", func(t *testing.T) {
+		c := DefaultConfig()
+		c.LoginFailuresPerIP, c.LoginFailuresPerHandle = 0, 0
+		if p := c.problems(); len(p) != 0 {
+			t.Fatalf("problems %q", p)
+		}
+	})
 }

@@ -25,10 +25,10 @@ type LimitKey struct {
 	Limit int
 }
 
-// NewFailureLimiter returns a limiter with window that tracks at most maxKeys keys (0: 100000).
+// NewFailureLimiter returns a limiter with window that tracks at most maxKeys keys (positive).
 func NewFailureLimiter(clock kernel.Clock, window time.Duration, maxKeys int) *FailureLimiter {
 	if maxKeys <= 0 {
-		maxKeys = 100000
+		panic("identity: a failure limiter needs a positive number of keys")
 	}
 	return &FailureLimiter{clock: clock, window: window, maxKeys: maxKeys, hits: map[string][]time.Time{}}
 }

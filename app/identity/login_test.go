@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 )
 
 func (m *memStore) CreateSession(_ context.Context, s Session) error {
@@ -37,7 +38,7 @@ func TestLoginLimits(t *testing.T) {
 	const attacker, home = "198.51.100.7", "203.0.113.9"
 
 	t.Run("wrong guesses from one address do not refuse the right password from another", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 {
 			if code, _ := e.login("alice", fmt.Sprint("guess ", i), attacker); code != kernel.CodeUnauthenticated {
 				t.Fatalf("guess %d: %s", i, code)
@@ -55,7 +56,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("an address that failed too often against a handle is refused even with the right password", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 {
 			e.login("alice", fmt.Sprint("guess ", i), attacker)
 		}
@@ -70,7 +71,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("an address is refused after its failures over all handles", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 30 {
 			if code, _ := e.login(fmt.Sprint("h", i%5), "guess", attacker); code != kernel.CodeUnauthenticated {
 				t.Fatalf("guess %d: %s", i, code)
@@ -85,7 +86,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("guesses from many addresses slow down the addresses that failed, never a clean one", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 { // a guess from each of ten addresses: the handle is under attack
 			if code, _ := e.login("alice", "guess", fmt.Sprintf("198.51.100.%d", 10+i)); code != kernel.CodeUnauthenticated {
 				t.Fatalf("guess %d: %s", i, code)
@@ -110,7 +111,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("the person who mistyped under attack waits a second, not the window", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 {
 			e.login("alice", "guess", fmt.Sprintf("198.51.100.%d", 10+i))
 		}
@@ -125,7 +126,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("the addresses of one IPv6 /64 count as one", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 {
 			e.login("alice", "guess", fmt.Sprintf("2001:db8::%x", i+1))
 		}
@@ -138,7 +139,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("the limiter tracks a bounded number of keys", func(t *testing.T) {
-		e := loginEnv(t, Config{RateLimitMaxKeys: 50})
+		e := loginEnv(t, kerneltest.With(DefaultConfig(), func(c *Config) { c.RateLimitMaxKeys = 50 }))
 		for i := range 500 {
 			e.login(fmt.Sprint("h", i), "guess", fmt.Sprintf("198.51.%d.%d", i/250, i%250))
 		}
@@ -148,7 +149,7 @@ func TestLoginLimits(t *testing.T) {
 	})
 
 	t.Run("failed logins against a handle do not stop its person changing the password", func(t *testing.T) {
-		e := loginEnv(t, Config{})
+		e := loginEnv(t, DefaultConfig())
 		for i := range 10 {
 			e.login("alice", "guess", fmt.Sprintf("198.51.100.%d", 10+i))
 		}

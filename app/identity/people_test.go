@@ -130,7 +130,7 @@ func newPeopleEnv(t *testing.T) *peopleEnv {
 		}
 		return nil
 	}}
-	e.svc = New(Deps{Store: e.store, UoW: e.tx, Events: e.tx, Authz: e.az, Hasher: e.hasher, Clock: e.clock}, Config{})
+	e.svc = New(Deps{Store: e.store, UoW: e.tx, Events: e.tx, Authz: e.az, Hasher: e.hasher, Clock: e.clock}, DefaultConfig())
 	now := e.clock.Now()
 	o := User{ID: kernel.NewID(), Kind: kernel.KindPerson, Handle: "olga", DisplayName: "Olga", Status: StatusActive, IsOwner: true, CreatedAt: now, UpdatedAt: now}
 	e.alice = User{ID: kernel.NewID(), Kind: kernel.KindPerson, Handle: "alice", DisplayName: "Alice", Status: StatusActive, CreatedAt: now, UpdatedAt: now}

@@ -16,43 +16,53 @@ import (
 	"bothy.dev/bothy/app/kernel/names"
 )
 
-// Config tunes the identity module; zero values take the defaults.
+// Config tunes the identity module. DefaultConfig holds the defaults, which the configuration
+// schema shows (auth.*). A zero login limit turns that limit off; every other value must be
+// positive, and New refuses the service otherwise.
 type Config struct {
-	// SessionTTL is how long a login session lasts (default 720h).
+	// SessionTTL is how long a login session lasts (auth.session_ttl).
 	SessionTTL time.Duration
 	// LoginFailuresPerIP bounds the failed logins of one client address (an IPv6 /64) over all
-	// handles, and LoginFailuresPerHandle those of one handle from one address, within
-	// LoginFailureWindow; past either, logins from there are refused. LoginFailuresPerHandle
-	// failures of a handle from all addresses make the addresses that failed against it back
-	// off (LoginBackoff), never the others. Defaults 30, 10 and 10 minutes; a negative value
-	// turns a limit off.
+	// handles (auth.login_max_failures_per_address), and LoginFailuresPerHandle those of one
+	// handle from one address (auth.login_max_failures), within LoginFailureWindow
+	// (auth.login_failure_window); past either, logins from there are refused.
+	// LoginFailuresPerHandle failures of a handle from all addresses make the addresses that
+	// failed against it back off (LoginBackoff), never the others.
 	LoginFailuresPerIP     int
 	LoginFailuresPerHandle int
 	LoginFailureWindow     time.Duration
-	// RateLimitMaxKeys bounds the keys the login limiter tracks (default 100000).
+	// RateLimitMaxKeys bounds the keys the login limiter tracks.
 	RateLimitMaxKeys int
 	// TokenTouchInterval is how stale an API token's last_used_at may get before a request
-	// writes it again (default 1 minute): one write per token per interval, not per request.
+	// writes it again: one write per token per interval, not per request.
 	TokenTouchInterval time.Duration
 }
 
-func (c Config) withDefaults() Config {
+// DefaultConfig returns the identity module's defaults.
+func DefaultConfig() Config {
+	return Config{SessionTTL: 720 * time.Hour, LoginFailuresPerIP: 30, LoginFailuresPerHandle: 10,
+		LoginFailureWindow: 10 * time.Minute, RateLimitMaxKeys: 100000, TokenTouchInterval: time.Minute}
+}
+
+// problems lists the values of c that New refuses.
+func (c Config) problems() []string {
+	var out []string
 	if c.SessionTTL <= 0 {
-		c.SessionTTL = 720 * time.Hour
+		out = append(out, "SessionTTL must be positive")
 	}
-	if c.LoginFailuresPerIP == 0 {
-		c.LoginFailuresPerIP = 30
-	}
-	if c.LoginFailuresPerHandle == 0 {
-		c.LoginFailuresPerHandle = 10
+	if c.LoginFailuresPerIP < 0 || c.LoginFailuresPerHandle < 0 {
+		out = append(out, "a login limit must not be negative (0 turns it off)")
 	}
 	if c.LoginFailureWindow <= 0 {
-		c.LoginFailureWindow = 10 * time.Minute
+		out = append(out, "LoginFailureWindow must be positive")
+	}
+	if c.RateLimitMaxKeys <= 0 {
+		out = append(out, "RateLimitMaxKeys must be positive")
 	}
 	if c.TokenTouchInterval <= 0 {
-		c.TokenTouchInterval = time.Minute
+		out = append(out, "TokenTouchInterval must be positive")
 	}
-	return c
+	return out
 }
 
 // Deps are the ports the service uses. Bus and Clock may be nil.
@@ -95,7 +105,9 @@ func New(d Deps, cfg Config) *Service {
 	if d.Clock == nil {
 		d.Clock = kernel.SystemClock{}
 	}
-	cfg = cfg.withDefaults()
+	if p := cfg.problems(); len(p) > 0 {
+		panic("identity: Config: " + strings.Join(p, "; "))
+	}
 	s := &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, hasher: d.Hasher, bus: d.Bus,
 		clock: d.Clock, cfg: cfg, limiter: NewFailureLimiter(d.Clock, cfg.LoginFailureWindow, cfg.RateLimitMaxKeys)}
 	return s

@@ -12,10 +12,6 @@ import (
 	"bothy.dev/bothy/app/kernel"
 )
 
-// DefaultTokenTTL is how long an invocation token is valid when agent.invocation_token_ttl is
-// not set.
-const DefaultTokenTTL = 15 * time.Minute
-
 // Outcome is how the agent ends its run with Finish.
 type Outcome string
 

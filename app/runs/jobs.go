@@ -32,15 +32,6 @@ const (
 // KeyRotationCheck is how often runs.signing_key_rotation looks: a rotation is at most this late.
 const KeyRotationCheck = time.Minute
 
-// Defaults of the jobs' timings when Deps leaves them zero (agent.queued_timeout,
-// agent.stall_timeout, agent.cancel_grace) and the batch of one stall check.
-const (
-	DefaultQueuedTimeout = 5 * time.Minute
-	DefaultStallTimeout  = 5 * time.Minute
-	DefaultCancelGrace   = 30 * time.Second
-	DefaultStallBatch    = 100
-)
-
 // JobArgs are the arguments of JobQueuedExpiry and JobCancelTimeout: the run's id, nothing else.
 type JobArgs struct {
 	RunID kernel.ID `json:"run_id"`

@@ -285,7 +285,7 @@ func TestSigningKeyRotationJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(runs.DefaultKeyRotation - time.Second)
+		f.clock.Advance(runs.DefaultKeyringOptions().Rotation - time.Second)
 		if r, err := f.svc.RotateSigningKey(bg); err != nil || r.Rotated {
 			t.Fatalf("rotation before due %+v, %v", r, err)
 		}
@@ -298,8 +298,7 @@ func TestSigningKeyRotationJob(t *testing.T) {
 
 	t.Run("a service without a keyring has nothing to rotate", func(t *testing.T) {
 		f := mustRuns(t)
-		svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db,
-			Authz: f.authz, Clock: f.clock, Jobs: f.jobs})
+		svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db, Authz: f.authz, Clock: f.clock, Jobs: f.jobs}, runs.DefaultConfig())
 		if r, err := svc.RotateSigningKey(bg); err != nil || r != (runs.KeyRotation{}) {
 			t.Fatalf("rotation %+v, %v", r, err)
 		}

@@ -17,9 +17,6 @@ const PurposeInvocation = "invocation"
 // AlgorithmEdDSA is the algorithm of every signing key (app/kernel/jose signs EdDSA only).
 const AlgorithmEdDSA = "EdDSA"
 
-// DefaultKeyRotation is how long a key signs when agent.signing_key_rotation is not set.
-const DefaultKeyRotation = 30 * 24 * time.Hour
-
 // KeyRefresh is how long a keyring trusts the keys it read before it reads them again, so that
 // a node learns of a rotation made by another within it. It is also how long after a rotation a
 // node may still sign with the key it retired, which the verification window allows for.
@@ -58,14 +55,20 @@ type SigningKeys interface {
 	DeleteRetiredSigningKeys(ctx context.Context, purpose string, cutoff time.Time) (int64, error)
 }
 
-// KeyringOptions time a keyring's rotation. Zero values take the defaults.
+// KeyringOptions time a keyring's rotation; both must be positive. DefaultKeyringOptions holds
+// the defaults, which the configuration schema shows.
 type KeyringOptions struct {
 	// Rotation is how long a key signs before the job runs.signing_key_rotation replaces it
-	// (agent.signing_key_rotation; 0: DefaultKeyRotation).
+	// (agent.signing_key_rotation).
 	Rotation time.Duration
-	// TokenTTL is how long the tokens the keys sign are valid (agent.invocation_token_ttl;
-	// 0: DefaultTokenTTL); it sets the verification window of a retired key.
+	// TokenTTL is how long the tokens the keys sign are valid (agent.invocation_token_ttl); it
+	// sets the verification window of a retired key.
 	TokenTTL time.Duration
+}
+
+// DefaultKeyringOptions returns the default timings of a keyring.
+func DefaultKeyringOptions() KeyringOptions {
+	return KeyringOptions{Rotation: 30 * 24 * time.Hour, TokenTTL: DefaultConfig().TokenTTL}
 }
 
 // Keyring holds the instance's invocation signing keys: the current one, which signs, and the
@@ -107,7 +110,7 @@ type loadedKey struct {
 // NewKeyring returns a keyring on store with the default timings; clock stamps the keys it makes
 // and times their rotation (nil: the system clock).
 func NewKeyring(store SigningKeys, clock kernel.Clock) *Keyring {
-	return NewKeyringWith(store, clock, KeyringOptions{})
+	return NewKeyringWith(store, clock, DefaultKeyringOptions())
 }
 
 // NewKeyringWith is NewKeyring with the timings of o.
@@ -115,8 +118,10 @@ func NewKeyringWith(store SigningKeys, clock kernel.Clock, o KeyringOptions) *Ke
 	if clock == nil {
 		clock = kernel.SystemClock{}
 	}
-	rotation, ttl := orDefault(o.Rotation, DefaultKeyRotation), orDefault(o.TokenTTL, DefaultTokenTTL)
-	return &Keyring{store: store, clock: clock, rotation: rotation, window: ttl + KeyRefresh + MaxClockSkew}
+	if o.Rotation <= 0 || o.TokenTTL <= 0 {
+		panic("runs: a keyring needs a positive rotation and token lifetime")
+	}
+	return &Keyring{store: store, clock: clock, rotation: o.Rotation, window: o.TokenTTL + KeyRefresh + MaxClockSkew}
 }
 
 // VerifyWindow is how long a retired key still verifies after it stopped signing.

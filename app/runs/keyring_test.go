@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -118,8 +119,7 @@ const (
 func mustKeyNode(t *testing.T, f *fixture, store runs.SigningKeys) keyNode {
 	t.Helper()
 	kr := runs.NewKeyringWith(store, f.clock, runs.KeyringOptions{Rotation: testRotation, TokenTTL: testTokenTTL})
-	svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db,
-		Authz: f.authz, Clock: f.clock, Keys: kr, TokenTTL: testTokenTTL, Jobs: f.jobs})
+	svc := runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: f.db, Events: f.db, Authz: f.authz, Clock: f.clock, Keys: kr, Jobs: f.jobs}, kerneltest.With(runs.DefaultConfig(), func(c *runs.Config) { c.TokenTTL = testTokenTTL }))
 	return keyNode{svc: svc, keys: kr}
 }
 

@@ -2,6 +2,8 @@ package runs
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"bothy.dev/bothy/app/agents"
@@ -24,18 +26,47 @@ type Deps struct {
 	// Keys signs and checks the invocation tokens; the agent's calls need it (nil: they fail
 	// with internal).
 	Keys *Keyring
-	// Issuer is the iss claim of the tokens (the instance's public URL; "bothy" when empty).
-	Issuer string
-	// TokenTTL is how long an invocation token is valid (agent.invocation_token_ttl; 0: 15m).
-	TokenTTL time.Duration
 	// Jobs enqueues runs.queued_expiry with each new run and runs.cancel_timeout with each
 	// cancel request of a started run, in their Units of Work (required).
 	Jobs kernel.Jobs
-	// QueuedTimeout (agent.queued_timeout), StallTimeout (agent.stall_timeout), CancelGrace
+}
+
+// Config tunes runs. DefaultConfig holds the defaults, which the configuration schema shows
+// (agent.*). Every value must be set, and New refuses the service otherwise.
+type Config struct {
+	// Issuer is the iss claim of the tokens: the instance's public URL, or "bothy".
+	Issuer string
+	// TokenTTL is how long an invocation token is valid (agent.invocation_token_ttl).
+	TokenTTL time.Duration
+	// QueuedTimeout (agent.queued_timeout), StallTimeout (agent.stall_timeout) and CancelGrace
 	// (agent.cancel_grace) time the jobs; StallBatch bounds the runs one stall check fails.
-	// 0: the Default* values of jobs.go.
 	QueuedTimeout, StallTimeout, CancelGrace time.Duration
 	StallBatch                               int
+}
+
+// DefaultConfig returns the defaults of runs.
+func DefaultConfig() Config {
+	return Config{Issuer: "bothy", TokenTTL: 15 * time.Minute, QueuedTimeout: 5 * time.Minute,
+		StallTimeout: 5 * time.Minute, CancelGrace: 30 * time.Second, StallBatch: 100}
+}
+
+// problems lists the values of c that New refuses.
+func (c Config) problems() []string {
+	var out []string
+	if c.Issuer == "" {
+		out = append(out, "Issuer must be set")
+	}
+	for name, d := range map[string]time.Duration{"TokenTTL": c.TokenTTL, "QueuedTimeout": c.QueuedTimeout,
+		"StallTimeout": c.StallTimeout, "CancelGrace": c.CancelGrace} {
+		if d <= 0 {
+			out = append(out, name+" must be positive")
+		}
+	}
+	if c.StallBatch <= 0 {
+		out = append(out, "StallBatch must be positive")
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Service holds the use cases of runs.
@@ -75,31 +106,19 @@ type Patched struct {
 func (s *Service) OnPatched(f func(context.Context, Patched)) { s.onPatched = f }
 
 // New returns the runs service.
-func New(d Deps) *Service {
+func New(d Deps, cfg Config) *Service {
 	if d.Store == nil || d.Agents == nil || d.Structure == nil || d.UoW == nil || d.Events == nil || d.Authz == nil || d.Jobs == nil {
 		panic("runs: New needs Store, Agents, Structure, UoW, Events, Authz and Jobs")
+	}
+	if p := cfg.problems(); len(p) > 0 {
+		panic("runs: Config: " + strings.Join(p, "; "))
 	}
 	if d.Clock == nil {
 		d.Clock = kernel.SystemClock{}
 	}
-	if d.Issuer == "" {
-		d.Issuer = "bothy"
-	}
-	if d.TokenTTL <= 0 {
-		d.TokenTTL = DefaultTokenTTL
-	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
-		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: d.Issuer, tokenTTL: d.TokenTTL, jobs: d.Jobs,
-		queuedTimeout: orDefault(d.QueuedTimeout, DefaultQueuedTimeout), stallTimeout: orDefault(d.StallTimeout, DefaultStallTimeout),
-		cancelGrace: orDefault(d.CancelGrace, DefaultCancelGrace), stallBatch: orDefault(d.StallBatch, DefaultStallBatch)}
-}
-
-// orDefault is v, or def when v is not positive.
-func orDefault[T time.Duration | int](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
+		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: cfg.Issuer, tokenTTL: cfg.TokenTTL, jobs: d.Jobs,
+		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch}
 }
 
 // now is the clock's time at the precision the store keeps.

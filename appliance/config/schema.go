@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"bothy.dev/bothy/app/gateway"
+	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/storage/engine"
 )
 
@@ -47,6 +50,30 @@ type key struct {
 	normalize func(string) string
 }
 
+// The modules' defaults: a setting that a module takes shows the module's own default, so that
+// each default is written once.
+var (
+	gw    = gateway.DefaultConfig()
+	ident = identity.DefaultConfig()
+	run   = runs.DefaultConfig()
+	keys  = runs.DefaultKeyringOptions()
+)
+
+// dur writes a default duration as a person writes it in the configuration file: 720h, 10m, 50ms.
+func dur(d time.Duration) string {
+	for _, u := range []struct {
+		unit   time.Duration
+		suffix string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}} {
+		if d%u.unit == 0 {
+			return strconv.FormatInt(int64(d/u.unit), 10) + u.suffix
+		}
+	}
+	return d.String()
+}
+
+func num(n int) string { return strconv.Itoa(n) }
+
 // schema is every key of the configuration, in the order `config print` shows them. A key enters
 // the schema with the code that reads it: no key without an effect.
 var schema = []key{
@@ -63,9 +90,9 @@ var schema = []key{
 
 	{name: "cluster.mode", def: "single", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Cluster.Mode }, check: oneOf("single", "multi")},
-	{name: "cluster.presence_flush_interval", def: "2s", kind: kindDuration,
+	{name: "cluster.presence_flush_interval", def: dur(gw.PresenceFlushInterval), kind: kindDuration,
 		field: func(c *Config) any { return &c.Cluster.PresenceFlushInterval }, check: durationBetween(100*time.Millisecond, time.Minute)},
-	{name: "cluster.presence_ttl", def: "10s", kind: kindDuration,
+	{name: "cluster.presence_ttl", def: dur(gw.PresenceTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Cluster.PresenceTTL }, check: positive},
 
 	{name: "database.driver", def: "sqlite", kind: kindString,
@@ -104,18 +131,18 @@ var schema = []key{
 	{name: "http.idle_timeout", def: "120s", kind: kindDuration,
 		field: func(c *Config) any { return &c.HTTP.IdleTimeout }, check: positive},
 
-	{name: "auth.session_ttl", def: "720h", kind: kindDuration,
+	{name: "auth.session_ttl", def: dur(ident.SessionTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.SessionTTL }, check: positive},
-	{name: "auth.login_max_failures", def: "10", kind: kindInt,
+	{name: "auth.login_max_failures", def: num(ident.LoginFailuresPerHandle), kind: kindInt,
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailures }, check: between(1, 1000000)},
-	{name: "auth.login_max_failures_per_address", def: "30", kind: kindInt,
+	{name: "auth.login_max_failures_per_address", def: num(ident.LoginFailuresPerIP), kind: kindInt,
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailuresPerAddress }, check: between(1, 1000000)},
-	{name: "auth.login_failure_window", def: "10m", kind: kindDuration,
+	{name: "auth.login_failure_window", def: dur(ident.LoginFailureWindow), kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
 
-	{name: "sync.outbound_queue_max", def: "1024", kind: kindInt,
+	{name: "sync.outbound_queue_max", def: num(gw.OutboundQueueMax), kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
-	{name: "sync.run_patch_coalesce_interval", def: "50ms", kind: kindDuration,
+	{name: "sync.run_patch_coalesce_interval", def: dur(gw.RunPatchCoalesce), kind: kindDuration,
 		field: func(c *Config) any { return &c.Sync.RunPatchCoalesceInterval }, check: durationBetween(0, 10*time.Second)},
 	{name: "sync.idempotency_key_ttl", def: "24h", kind: kindDuration,
 		field: func(c *Config) any { return &c.Sync.IdempotencyKeyTTL }, check: durationBetween(time.Minute, 8760*time.Hour)},
@@ -124,32 +151,32 @@ var schema = []key{
 	{name: "sync.idempotency_cleanup_batch_size", def: "1000", kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupBatchSize }, check: between(1, 100000)},
 
-	{name: "gateway.heartbeat_interval", def: "30s", kind: kindDuration,
+	{name: "gateway.heartbeat_interval", def: dur(gw.HeartbeatInterval), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.HeartbeatInterval }, check: durationBetween(100*time.Millisecond, time.Hour)},
-	{name: "gateway.write_timeout", def: "10s", kind: kindDuration,
+	{name: "gateway.write_timeout", def: dur(gw.WriteTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.WriteTimeout }, check: positive},
 	{name: "gateway.max_frame_bytes", def: "65536", kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxFrameBytes }, check: between(1024, 16<<20)},
-	{name: "gateway.identify_timeout", def: "10s", kind: kindDuration,
+	{name: "gateway.identify_timeout", def: dur(gw.IdentifyTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.IdentifyTimeout }, check: positive},
-	{name: "gateway.replay_buffer_events", def: "10000", kind: kindInt,
+	{name: "gateway.replay_buffer_events", def: num(gw.ReplayBufferEvents), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.ReplayBufferEvents }, check: between(0, 1000000)},
-	{name: "gateway.max_connections_per_principal", def: "32", kind: kindInt,
+	{name: "gateway.max_connections_per_principal", def: num(gw.MaxConnectionsPerPrincipal), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerPrincipal }, check: between(0, 1000000)},
-	{name: "gateway.max_connections_per_address", def: "256", kind: kindInt,
+	{name: "gateway.max_connections_per_address", def: num(gw.MaxConnectionsPerAddress), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerAddress }, check: between(0, 1000000)},
 
-	{name: "agent.invocation_token_ttl", def: "15m", kind: kindDuration,
+	{name: "agent.invocation_token_ttl", def: dur(run.TokenTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},
-	{name: "agent.signing_key_rotation", def: "720h", kind: kindDuration,
+	{name: "agent.signing_key_rotation", def: dur(keys.Rotation), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.SigningKeyRotation }, check: durationBetween(time.Hour, 8760*time.Hour)},
-	{name: "agent.queued_timeout", def: "5m", kind: kindDuration,
+	{name: "agent.queued_timeout", def: dur(run.QueuedTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.QueuedTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
-	{name: "agent.stall_timeout", def: "5m", kind: kindDuration,
+	{name: "agent.stall_timeout", def: dur(run.StallTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.StallTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
 	{name: "agent.stall_check_interval", def: "30s", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.StallCheckInterval }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
-	{name: "agent.cancel_grace", def: "30s", kind: kindDuration,
+	{name: "agent.cancel_grace", def: dur(run.CancelGrace), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,

@@ -56,7 +56,7 @@ func newPeople(t *testing.T, handles ...string) people {
 	az := authz.New(authz.Deps{Store: azStore, Structure: azStore, UoW: db, Events: db, Clock: clock})
 	cheap := passwords.New(passwords.Params{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}, 0)
 	id := identity.New(identity.Deps{Store: storage.NewIdentityStore(db), UoW: db, Events: db, Authz: az, Hasher: cheap, Clock: clock},
-		identity.Config{})
+		identity.DefaultConfig())
 	p := people{db: db, clock: clock, az: az, id: id, api: &chatAPI{db: db, vars: map[string]map[string]any{}},
 		names: &namedTokens{id: id, tokens: map[string]string{}}}
 

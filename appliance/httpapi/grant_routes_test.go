@@ -32,7 +32,7 @@ func (a *idAPI) mustChannelRow(t *testing.T, ownerID kernel.ID, kind string) ker
 }
 
 func TestGrantRoutes(t *testing.T) {
-	a := newIDAPI(t, identity.Config{})
+	a := newIDAPI(t, identity.DefaultConfig())
 	owner := a.setup(t)
 	ownerID := kernel.ID(a.call(t, "GET", "/api/v1/me", owner, "").body["id"].(string))
 	aliceID, alice := a.person(t, owner, "alice")

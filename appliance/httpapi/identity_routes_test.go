@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
@@ -141,7 +142,7 @@ func (a *idAPI) run(t *testing.T, scenarios []scenario) {
 }
 
 func TestSetupAndLoginRoutes(t *testing.T) {
-	a := newIDAPI(t, identity.Config{LoginFailuresPerHandle: 3, LoginFailuresPerIP: 100})
+	a := newIDAPI(t, kerneltest.With(identity.DefaultConfig(), func(c *identity.Config) { c.LoginFailuresPerHandle, c.LoginFailuresPerIP = 3, 100 }))
 	a.run(t, []scenario{
 		{name: "setup with a wrong code is forbidden", method: "POST", path: "/api/v1/setup",
 			body: `{"code":"nope","handle":"olga","display_name":"Olga","password":"owner-password"}`, status: 403, code: "forbidden"},
@@ -205,7 +206,7 @@ func TestSetupAndLoginRoutes(t *testing.T) {
 }
 
 func TestUserAndTokenRoutes(t *testing.T) {
-	a := newIDAPI(t, identity.Config{})
+	a := newIDAPI(t, identity.DefaultConfig())
 	owner := a.setup(t)
 	aliceID, alice := a.person(t, owner, "alice")
 	bobID, bob := a.person(t, owner, "bob")

@@ -33,8 +33,7 @@ func newRunAPI(t *testing.T) (*chatAPI, *namedTokens) {
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{Store: msgStore, Threads: chats, Directory: msgStore, Redactor: db, UoW: db, Events: db,
 		Authz: az, Bus: bus, Clock: clock})
-	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock,
-		Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), TokenTTL: time.Minute, Jobs: &kerneltest.Tx{}})
+	svc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db, Authz: az, Clock: clock, Keys: runs.NewKeyring(storage.NewSigningKeyStore(db), clock), Jobs: &kerneltest.Tx{}}, kerneltest.With(runs.DefaultConfig(), func(c *runs.Config) { c.TokenTTL = time.Minute }))
 	kernel.Subscribe(bus, "runs.trigger", svc.OnMessageDeciding)
 	kernel.Subscribe(bus, "runs.invoke", svc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", svc.OnAgentDisabled)

@@ -193,3 +193,9 @@ func (w *tbWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// With returns c as tune changes it: a module's default configuration, tuned for one test.
+func With[T any](c T, tune func(*T)) T {
+	tune(&c)
+	return c
+}
