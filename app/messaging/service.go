@@ -167,20 +167,11 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		if _, err := chat.CleanOptional("title", in.Title, chat.MaxTitleLen); err != nil {
 			return err
 		}
-		if err := checkContent(in.Content); err != nil {
-			return err
-		}
-		if err := checkClientMsgID(in.ClientMsgID); err != nil {
-			return err
-		}
 		var again bool
-		if th, m, again, err = s.repeated(ctx, actor, in.ClientMsgID, func(pt chat.Thread) bool {
+		var mentions []kernel.ID
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
 			return pt.ChannelID == ch.ID && !pt.IsMain && pt.ParentMessageID == nil
 		}); err != nil || again {
-			return err
-		}
-		mentions, err := s.resolveMentions(ctx, in.Content)
-		if err != nil {
 			return err
 		}
 		if th, err = s.threads.CreateThread(ctx, actor.ID, ch, in.Title); err != nil {
@@ -194,6 +185,24 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		return nil
 	})
 	return th, m, created, err
+}
+
+// firstMessage checks the content and client_msg_id of a message that may start a thread, and
+// looks for its repeat: the steps a new thread and a reply under a message share. again reports
+// a repeat, answered with its stored thread and message (fits says whether that thread is the
+// one this request would make); otherwise mentions are those of the content.
+func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, content, clientMsgID string, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, mentions []kernel.ID, err error) {
+	if err := checkContent(content); err != nil {
+		return chat.Thread{}, Message{}, false, nil, err
+	}
+	if err := checkClientMsgID(clientMsgID); err != nil {
+		return chat.Thread{}, Message{}, false, nil, err
+	}
+	if th, m, again, err = s.repeated(ctx, actor, clientMsgID, fits); err != nil || again {
+		return th, m, again, nil, err
+	}
+	mentions, err = s.resolveMentions(ctx, content)
+	return chat.Thread{}, Message{}, false, mentions, err
 }
 
 // insertFirst inserts m into th (insert), which the caller has just found or made, after
@@ -289,20 +298,11 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		if err := s.authz.Authorize(ctx, actor, chat.ActThreadCreate, ch.Resource()); err != nil {
 			return err
 		}
-		if err := checkContent(in.Content); err != nil {
-			return err
-		}
-		if err := checkClientMsgID(in.ClientMsgID); err != nil {
-			return err
-		}
 		var again bool
-		if th, m, again, err = s.repeated(ctx, actor, in.ClientMsgID, func(pt chat.Thread) bool {
+		var mentions []kernel.ID
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
 			return pt.ParentMessageID != nil && *pt.ParentMessageID == parent.ID
 		}); err != nil || again {
-			return err
-		}
-		mentions, err := s.resolveMentions(ctx, in.Content)
-		if err != nil {
 			return err
 		}
 		th, err = s.threads.ThreadByParent(ctx, parent.ID)
