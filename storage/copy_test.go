@@ -104,6 +104,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO message_revisions VALUES ('m1', 1, 'hello', '` + t0 + `')`,
 		`INSERT INTO mentions VALUES ('m1', 'p2')`,
 		`INSERT INTO reactions VALUES ('m1', 'p2', '👍', '` + t0 + `')`,
+		`INSERT INTO message_pins VALUES ('m1', 'c1', 't1', 'p2', '` + t0 + `')`,
 		`INSERT INTO idempotency_keys VALUES ('p1', 'key-1', 'fp', 201, '{"id":"m1"}', '` + t0 + `')`,
 		`INSERT INTO gateway_presence VALUES ('n1', 'p1', 2, '` + t0 + `')`,
 		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `', '` + t0 + `')`,

@@ -156,31 +156,39 @@ func (s *MessageStore) Messages(ctx context.Context, threadID kernel.ID, p chat.
 		return nil, false, s.db.mapErr(err, "messages")
 	}
 	out, more := trimPage(out, p.Limit, desc)
+	if err := s.fillMentions(ctx, q, out); err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// fillMentions reads the mentions of the messages out in one query and adds them to each.
+func (s *MessageStore) fillMentions(ctx context.Context, q querier, out []messaging.Message) error {
 	if len(out) == 0 {
-		return out, more, nil
+		return nil
 	}
 	at := make(map[kernel.ID]int, len(out))
-	args = args[:0]
+	args := make([]any, 0, len(out))
 	for i, m := range out {
 		at[m.ID] = i
 		args = append(args, string(m.ID))
 	}
-	rows, err = q.QueryContext(ctx, `SELECT message_id, principal_id FROM mentions WHERE message_id IN (`+placeholders(len(args))+`)
+	rows, err := q.QueryContext(ctx, `SELECT message_id, principal_id FROM mentions WHERE message_id IN (`+placeholders(len(args))+`)
 		ORDER BY message_id, principal_id`, args...)
 	if err != nil {
-		return nil, false, s.db.mapErr(err, "mentions")
+		return s.db.mapErr(err, "mentions")
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var mid, pid kernel.ID
 		if err := rows.Scan(&mid, &pid); err != nil {
-			return nil, false, s.db.mapErr(err, "mentions")
+			return s.db.mapErr(err, "mentions")
 		}
 		if i, ok := at[mid]; ok {
 			out[i].Mentions = append(out[i].Mentions, pid)
 		}
 	}
-	return out, more, s.db.mapErr(rows.Err(), "mentions")
+	return s.db.mapErr(rows.Err(), "mentions")
 }
 
 func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, prev messaging.Revision) error {

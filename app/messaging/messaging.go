@@ -1,7 +1,7 @@
-// Package messaging is what people and agents say: messages with their revisions, mentions and
-// reactions, and the creation of a thread with its first message. It owns the tables messages,
-// message_revisions, mentions and reactions (through its Store port) and the durable events
-// message.* and reaction.*; it publishes the in-transaction events MessageDeciding,
+// Package messaging is what people and agents say: messages with their revisions, mentions,
+// reactions and pins, and the creation of a thread with its first message. It owns the tables
+// messages, message_revisions, mentions, reactions and message_pins (through its Store port) and
+// the durable events message.* and reaction.*; it publishes the in-transaction events MessageDeciding,
 // MessagePosted and MessageDeleted.
 //
 // It may use chat's Threads port (chat sits below it); it must not know the modules above it (runs, sync):
@@ -89,6 +89,22 @@ type Reaction struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
+// Pin marks a message of a channel (of its main thread or of a thread under it) as pinned; the
+// answer of PUT /messages/{id}/pin and the payload of message.pinned and message.unpinned.
+type Pin struct {
+	MessageID kernel.ID `json:"message_id"`
+	ChannelID kernel.ID `json:"channel_id"`
+	ThreadID  kernel.ID `json:"thread_id"`
+	PinnedBy  kernel.ID `json:"pinned_by"`
+	PinnedAt  time.Time `json:"pinned_at"`
+}
+
+// PinnedMessage is a pin with its message, as a channel's list of pins shows it.
+type PinnedMessage struct {
+	Pin
+	Message Message `json:"message"`
+}
+
 // MessageDeciding is published inside the Unit of Work that creates a message, before the
 // message is stored; runs subscribes to decide what it triggers, and puts that in Trigger. The
 // message is then stored with the trigger state, once, and message.created carries it. It is not
@@ -159,6 +175,18 @@ type Store interface {
 	AddReaction(ctx context.Context, r Reaction) (added bool, err error)
 	// RemoveReaction removes a reaction if it exists; removed reports which.
 	RemoveReaction(ctx context.Context, messageID, principalID kernel.ID, emoji string) (removed bool, err error)
+	// InsertPin stores p unless its message is pinned already; inserted reports which.
+	InsertPin(ctx context.Context, p Pin) (inserted bool, err error)
+	// Pin loads the pin of a message. Errors: not_found (the message is not pinned).
+	Pin(ctx context.Context, messageID kernel.ID) (Pin, error)
+	// DeletePin removes the pin of a message if there is one, and answers it; removed reports
+	// whether there was.
+	DeletePin(ctx context.Context, messageID kernel.ID) (p Pin, removed bool, err error)
+	// CountPins counts the pins of a channel.
+	CountPins(ctx context.Context, channelID kernel.ID) (int, error)
+	// Pins lists the pins of a channel with their messages, newest pin first (ties by message
+	// id, descending), at most limit.
+	Pins(ctx context.Context, channelID kernel.ID, limit int) ([]PinnedMessage, error)
 }
 
 // Directory resolves @handles (identity's principals, which messaging may not import:
