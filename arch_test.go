@@ -252,7 +252,7 @@ func exprString(e ast.Expr) string {
 var moduleRank = map[string]int{
 	"kernel":   0,
 	"instance": 1, "identity": 1, "chat": 1, "stats": 1, "catchup": 1,
-	"agents": 2, "messaging": 2,
+	"agents": 2, "messaging": 2, "dms": 2,
 	"runs":    3,
 	"authz":   4,
 	"gateway": 5,

@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/instance"
@@ -120,6 +121,8 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.InstanceRoutes(inst)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
+	dmSvc := dms.New(dms.Deps{Store: storage.NewDMStore(db), Chat: chatStore, Principals: chatStore, Grants: az, UoW: db, Events: db, Authz: az, Clock: clock})
+	router.Handle(httpapi.DMRoutes(dmSvc)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/storage/commit"
 )
@@ -40,12 +41,16 @@ func scanSpace(sc interface{ Scan(...any) error }) (chat.Space, error) {
 }
 
 func (s *ChatStore) Space(ctx context.Context, id kernel.ID) (chat.Space, error) {
+	// The space of the DM channels is no space anyone reads: it is never loaded nor listed.
+	if id == dms.SpaceID {
+		return chat.Space{}, kernel.ErrNotFound
+	}
 	sp, err := scanSpace(s.db.q(ctx).QueryRowContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE id = ? AND archived_at IS NULL`, string(id)))
 	return sp, s.db.mapErr(err, "space")
 }
 
 func (s *ChatStore) Spaces(ctx context.Context) ([]chat.Space, error) {
-	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE archived_at IS NULL ORDER BY id`)
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE archived_at IS NULL AND id <> ? ORDER BY id`, string(dms.SpaceID))
 	if err != nil {
 		return nil, s.db.mapErr(err, "spaces")
 	}

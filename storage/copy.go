@@ -20,7 +20,7 @@ import (
 // cannot be left behind.
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
-	"spaces", "channels", "threads", "grants", "messages", "runs", "run_output", "message_revisions", "mentions", "reactions",
+	"spaces", "channels", "dms", "threads", "grants", "messages", "runs", "run_output", "message_revisions", "mentions", "reactions",
 	"message_pins",
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers", "signing_keys",
 	// The job queue (storage/jobs): pending jobs move with the instance. Its times are text on

@@ -93,6 +93,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO threads VALUES ('t1', 'c1', 'sp1', '', 1, 'p1', '` + t0 + `', '` + t0 + `', '` + t0 + `', 2, NULL),
 			('t2', 'c1', 'sp1', '', 0, 'p2', '` + t0 + `', '` + t0 + `', '` + t0 + `', 1, 'm1')`,
 		`INSERT INTO grants VALUES ('g1', 'channel', 'c1', 'p2', 'post', 2, 'p1', '` + t0 + `')`,
+		`INSERT INTO dms VALUES ('c1', 'p1,p2', '` + t0 + `')`,
 		`INSERT INTO messages VALUES
 			('m1', 't1', 'c1', 'sp1', 'p1', 'hello @bot — ünïcode, "quotes", ? and $1', 'cm1', 2, '` + t0 + `', '` + t0 + `', NULL, NULL, 'triggered'),
 			('m2', 't1', 'c1', 'sp1', 'p2', '', NULL, 1, '` + t0 + `', NULL, '` + t0 + `', 'r1', NULL),

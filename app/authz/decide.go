@@ -7,6 +7,7 @@ import (
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
@@ -105,6 +106,12 @@ var rules = map[kernel.Action]rule{
 	runs.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
 	runs.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
 	runs.ActRunCancel:   {kind: ruleAuthorOrManage},
+
+	// Direct messages: anyone signed in starts one and lists their own; leaving needs to be a
+	// participant, which on a DM channel is a grant on that very channel.
+	dms.ActDMCreate: {kind: ruleAuthenticated},
+	dms.ActDMList:   {kind: ruleAuthenticated},
+	dms.ActDMLeave:  {kind: ruleChannelLevel, need: LevelView},
 }
 
 // Known reports whether authz has a rule for action; the HTTP router can refuse to start with a

@@ -216,3 +216,29 @@ func (s *Service) revoke(ctx context.Context, actor kernel.Actor, principalID ke
 		return s.changed(ctx, actor, t, principalID, nil)
 	})
 }
+
+// GrantParticipant gives principalID invoke on the DM channel ch (dms.Grants), in the caller's
+// Unit of Work, with its grant.changed event and a new permission version. It decides no
+// action: the DM's use case has decided dm.create.
+func (s *Service) GrantParticipant(ctx context.Context, actorID kernel.ID, ch kernel.Resource, principalID kernel.ID) error {
+	if _, err := s.store.UpsertGrant(ctx, Grant{ResourceKind: kernel.ResChannel, ResourceID: ch.ID, PrincipalID: principalID,
+		Level: LevelInvoke, CreatedBy: actorID, CreatedAt: s.clock.Now()}); err != nil {
+		return err
+	}
+	name := LevelInvoke.String()
+	return s.changed(ctx, kernel.Actor{ID: actorID}, participantTarget(ch), principalID, &name)
+}
+
+// RevokeParticipant removes principalID's grant on the DM channel ch (dms.Grants), in the
+// caller's Unit of Work, with its grant.changed event. It decides no action: the DM's use case
+// has decided dm.leave. Errors: not_found (no such grant).
+func (s *Service) RevokeParticipant(ctx context.Context, actorID kernel.ID, ch kernel.Resource, principalID kernel.ID) error {
+	if err := s.store.DeleteGrant(ctx, ch.ID, principalID); err != nil {
+		return err
+	}
+	return s.changed(ctx, kernel.Actor{ID: actorID}, participantTarget(ch), principalID, nil)
+}
+
+func participantTarget(ch kernel.Resource) target {
+	return target{kind: kernel.ResChannel, id: ch.ID, spaceID: ch.SpaceID, channelID: ch.ID, chanKind: ch.ChannelKind}
+}

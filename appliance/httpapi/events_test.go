@@ -16,6 +16,7 @@ import (
 	_ "bothy.dev/bothy/app/agents"
 	_ "bothy.dev/bothy/app/authz"
 	_ "bothy.dev/bothy/app/chat"
+	_ "bothy.dev/bothy/app/dms"
 	_ "bothy.dev/bothy/app/gateway"
 	_ "bothy.dev/bothy/app/identity"
 	_ "bothy.dev/bothy/app/instance"

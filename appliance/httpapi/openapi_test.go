@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel/names"
 	"bothy.dev/bothy/app/messaging"
@@ -57,6 +58,7 @@ var documentedBounds = map[string]bounds{
 	"schemas/UpdateChannelRequest/name":          {names.MinLen, names.MaxName},
 	"schemas/UpdateChannelRequest/topic":         {none, names.MaxTopic},
 	"schemas/CreateThreadRequest/title":          {none, names.MaxTitle},
+	"schemas/CreateDMRequest/participant_ids":    {none, dms.MaxOthers},
 	"schemas/CreateThreadRequest/content":        {1, messaging.MaxContentBytes},
 	"schemas/CreateThreadRequest/client_msg_id":  {names.MinLen, names.MaxClientMsgID},
 	"schemas/CreateMessageRequest/content":       {1, messaging.MaxContentBytes},
