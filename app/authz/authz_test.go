@@ -360,6 +360,13 @@ func decisions() []decision {
 			decision{"a viewer may not " + string(a), viewer, a, message(C, manager), forbidden},
 			decision{"a stranger may not see " + string(a), stranger, a, message(C, manager), notFound})
 	}
+	for _, a := range []kernel.Action{messaging.ActMessagePin, messaging.ActMessageUnpin} {
+		ds = append(ds,
+			decision{"a poster may " + string(a) + " another's message", poster, a, message(C, manager), ok},
+			decision{"a viewer may " + string(a) + " its own message", viewer, a, message(C, viewer), ok},
+			decision{"a viewer may not " + string(a) + " another's message", viewer, a, message(C, manager), forbidden},
+			decision{"a stranger does not see the message to " + string(a), stranger, a, message(C, stranger), notFound})
+	}
 	for _, a := range []kernel.Action{authz.ActGrantRead, authz.ActGrantCreate, authz.ActGrantRevoke} {
 		ds = append(ds,
 			decision{"a channel manager may " + string(a), manager, a, onChannel(C), ok},
@@ -445,6 +452,7 @@ var allActions = []kernel.Action{
 	chat.ActChannelUpdate, authz.ActGrantRead, authz.ActGrantCreate, authz.ActGrantRevoke, chat.ActThreadRead,
 	chat.ActThreadCreate, messaging.ActMessageRead, messaging.ActMessageCreate, messaging.ActMessageUpdate,
 	messaging.ActMessageDelete, messaging.ActRevisionsRead, messaging.ActReactionAdd, messaging.ActReactionRemove,
+	messaging.ActMessagePin, messaging.ActMessageUnpin,
 	catchup.ActEventsCatchUp, agents.ActAgentCreate, agents.ActAgentRead, agents.ActAgentDisable, agents.ActAgentEnable, catchup.ActAgentConsume,
 	chat.ActChannelOperatorSet,
 }

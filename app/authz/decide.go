@@ -38,6 +38,7 @@ const (
 	ruleAuthorPost                             // the author with post
 	ruleAuthorPostOrManage                     // the author with post, or manage (owners: manage on non-DM)
 	ruleAuthorOrManage                         // the author while it sees the channel, or manage (owners: manage on non-DM)
+	ruleAuthorOrLevel                          // the author while it sees the channel, or need on the channel or its space
 )
 
 // rules maps every action authz knows to its rule. An action missing here is a programming error
@@ -100,6 +101,11 @@ var rules = map[kernel.Action]rule{
 
 	messaging.ActMessageUpdate: {kind: ruleAuthorPost},
 	messaging.ActMessageDelete: {kind: ruleAuthorPostOrManage},
+
+	// Pins: whoever may post in the channel, or the message's author (who keeps its own
+	// message at hand even with view only).
+	messaging.ActMessagePin:   {kind: ruleAuthorOrLevel, need: LevelPost},
+	messaging.ActMessageUnpin: {kind: ruleAuthorOrLevel, need: LevelPost},
 
 	// Runs: the invoke level triggers agents; a run is read like its thread, and cancelled by the
 	// one who invoked it (Resource.OwnerID) or a manager of its channel.
@@ -232,6 +238,8 @@ func decide(ctx context.Context, src grantSource, actor kernel.Actor, action ker
 		allowed = author && level >= LevelPost || level >= LevelManage
 	case ruleAuthorOrManage:
 		allowed = author || level >= LevelManage
+	case ruleAuthorOrLevel:
+		allowed = author || level >= ru.need
 	default:
 		return fmt.Errorf("authz: action %q has no decision", action)
 	}

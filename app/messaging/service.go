@@ -450,7 +450,8 @@ var errDeleted = &kernel.Error{Code: CodeMessageDeleted, Message: "the message w
 // DeleteMessage turns a message into a tombstone (message.delete; authz decides who besides the
 // author may): content, mentions and revisions go, the version grows by one, message.deleted is
 // appended and the content of the message's earlier message.created and message.updated events
-// is redacted in the log. Errors: not_found, forbidden, message_deleted (deleted already).
+// is redacted in the log. A pinned message is unpinned in the same unit (message.unpinned, before
+// message.deleted). Errors: not_found, forbidden, message_deleted (deleted already).
 func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error {
 	return s.uow.Do(ctx, func(ctx context.Context) error {
 		m, err := s.store.Message(ctx, id)
@@ -468,6 +469,9 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 			return err
 		}
 		if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
+			return err
+		}
+		if _, err := s.unpin(ctx, actor, m); err != nil {
 			return err
 		}
 		if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(EvMessageDeleted.Name), m); err != nil {

@@ -56,6 +56,7 @@ type msgFixture struct {
 	authz    *kerneltest.Authz
 	threads  *threads
 	redactor *redactor
+	clock    *kernel.ManualClock
 	after    int64 // the log's seq after the fixture's own events
 
 	mu      sync.Mutex
@@ -82,7 +83,7 @@ func mustMessaging(tb testing.TB) *msgFixture {
 		storetest.Principal(tb, db, a)
 	}
 	f := &msgFixture{db: db, store: storage.NewMessageStore(db), chats: storage.NewChatStore(db), authz: &kerneltest.Authz{},
-		redactor: &redactor{db: db}}
+		redactor: &redactor{db: db}, clock: clock}
 	f.threads = &threads{Service: chat.New(chat.Deps{Store: f.chats, Principals: f.chats, UoW: db, Events: db, Authz: f.authz,
 		Scoper: kerneltest.Everything{}, Clock: clock})}
 	sp, err := f.threads.CreateSpace(ctx, alice, "home")
