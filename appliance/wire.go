@@ -93,8 +93,11 @@ func wire(ctx context.Context, a *App) error {
 	runConfig.CancelGrace = a.Config.Agent.CancelGrace
 	keys := runs.NewKeyringWith(storage.NewSigningKeyStore(db), clock, runs.KeyringOptions{
 		Rotation: a.Config.Agent.SigningKeyRotation, TokenTTL: a.Config.Agent.InvocationTokenTTL})
+	// Direct messages: their participants' rights are grants (authz writes them in the DM's Unit
+	// of Work), and runs reads their participants to invoke a DM's agents without a mention.
+	dmSvc := dms.New(dms.Deps{Store: storage.NewDMStore(db), Chat: chatStore, Principals: chatStore, Grants: az, UoW: db, Events: db, Authz: az, Clock: clock})
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
-		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue}, runConfig)
+		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue, DMs: dmSvc}, runConfig)
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
 
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
@@ -121,7 +124,6 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.InstanceRoutes(inst)...)
 	router.Handle(httpapi.GrantRoutes(az)...)
 	router.Handle(httpapi.ChatRoutes(chats)...)
-	dmSvc := dms.New(dms.Deps{Store: storage.NewDMStore(db), Chat: chatStore, Principals: chatStore, Grants: az, UoW: db, Events: db, Authz: az, Clock: clock})
 	router.Handle(httpapi.DMRoutes(dmSvc)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)

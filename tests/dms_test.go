@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -168,4 +170,41 @@ func (r *response) wantProblem(tb testing.TB, code string) {
 	if got := r.code(); got != code {
 		tb.Fatalf("%s: code %q, want %q", r, got, code)
 	}
+}
+
+// TestDirectMessageWithAnAgent: a DM with an agent is a conversation with it: a person's message
+// there, without a mention, invokes the agent, which answers in the DM; its answer invokes
+// nothing more.
+func TestDirectMessageWithAnAgent(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		a, ac := w.in.mustCreateAgent(t, "pinger")
+		start := w.in.owner.mustHead(t)
+		ac.do(t, http.MethodPost, api("agents", "me", "ack"), map[string]any{"seq": start}).want(t, http.StatusNoContent)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- botclient.NewAgent(w.in.srv.public, a.Token).Run(ctx, pong(t, nil)) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Agent.Run = %v", err)
+			}
+		})
+
+		dm := w.alice.mustDM(t, http.StatusCreated, a.ID)
+		mid, state := postedMessage(t, w.alice, dm.MainThreadID, "ping, without naming you")
+		if state != "triggered" {
+			t.Fatalf("trigger state %v", state)
+		}
+		answer := answerOf(t, w.alice, dm.MainThreadID, start)
+		if answer["content"] != "pong" || answer["author_id"] != a.ID {
+			t.Fatalf("answer %v", answer)
+		}
+		var pg page[runView]
+		w.alice.do(t, http.MethodGet, api("threads", dm.MainThreadID, "runs"), nil).want(t, http.StatusOK).decode(t, &pg)
+		if len(pg.Items) != 1 || pg.Items[0].TriggerMessageID == nil || *pg.Items[0].TriggerMessageID != mid {
+			t.Fatalf("runs in the DM %+v, want the one of alice's message", pg.Items)
+		}
+	})
 }

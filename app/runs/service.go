@@ -29,6 +29,9 @@ type Deps struct {
 	// Jobs enqueues runs.queued_expiry with each new run and runs.cancel_timeout with each
 	// cancel request of a started run, in their Units of Work (required).
 	Jobs kernel.Jobs
+	// DMs answers the participants of a direct message, whose agents a person's message there
+	// invokes without a mention (nil: none do).
+	DMs DMParticipants
 }
 
 // Config tunes runs. DefaultConfig holds the defaults, which the configuration schema shows
@@ -88,6 +91,8 @@ type Service struct {
 
 	// onPatched is told of every stored patch after its commit (OnPatched).
 	onPatched func(context.Context, Patched)
+
+	dms DMParticipants
 }
 
 // Patched is a patch after its commit: the run as it is now, with the whole document at the
@@ -118,7 +123,7 @@ func New(d Deps, cfg Config) *Service {
 	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
 		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: cfg.Issuer, tokenTTL: cfg.TokenTTL, jobs: d.Jobs,
-		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch}
+		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch, dms: d.DMs}
 }
 
 // now is the clock's time at the precision the store keeps.

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"slices"
 
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/chat"
@@ -14,8 +15,11 @@ import (
 // invokes and what its trigger state is (MessageDeciding.Trigger); OnMessagePosted then makes
 // their runs, after message.created.
 //
-// The agents it considers are those it mentions and, for the first message of a new thread, the
-// operator of the channel; never the author itself (an agent does not invoke itself by naming
+// The agents it considers are those it mentions, for the first message of a new thread the
+// operator of the channel and, for a person's message in a direct message, the agents taking
+// part in it (a DM with an agent is a conversation with it: it answers without being named;
+// only a person's message counts, so that two agents in one DM do not invoke each other without
+// end); never the author itself (an agent does not invoke itself by naming
 // itself or by opening a thread where it operates), and each agent once. An agent is invoked when
 //
 //   - for a mention: the author holds invoke on the channel (agent.invoke: level invoke or
@@ -49,6 +53,17 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 	for _, id := range m.Mentions {
 		if id != m.AuthorID && id != operator {
 			candidates = append(candidates, id)
+		}
+	}
+	if m.ChannelKind == chat.KindDM && ev.Author.Kind == kernel.KindPerson && s.dms != nil {
+		participants, _, err := s.dms.Participants(ctx, m.ChannelID)
+		if err != nil {
+			return err
+		}
+		for _, id := range participants {
+			if id != m.AuthorID && !slices.Contains(candidates, id) {
+				candidates = append(candidates, id)
+			}
 		}
 	}
 	if len(candidates) == 0 {
@@ -114,6 +129,12 @@ func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePoste
 		}
 	}
 	return nil
+}
+
+// DMParticipants reads the participants of a direct message; dms implements it.
+type DMParticipants interface {
+	// Participants returns the participants of the DM channelID; ok is false when it is no DM.
+	Participants(ctx context.Context, channelID kernel.ID) (ids []kernel.ID, ok bool, err error)
 }
 
 // allowed asks Authorize and reads a refusal (not_found, forbidden, unauthenticated) as false;

@@ -141,6 +141,7 @@ type fixture struct {
 	main      chat.Thread
 	threads   []kernel.ID // the channel's, the main one first
 	after     int64
+	dms       *fakeDMs
 }
 
 var (
@@ -187,7 +188,8 @@ func mustRuns(tb testing.TB) *fixture {
 	}
 	f.threads, f.after = []kernel.ID{f.main.ID}, db.Head()
 	f.authz = &kerneltest.Authz{Fn: f.decide}
-	f.svc = runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: db, Events: db, Authz: f.authz, Clock: f.clock, Keys: runs.NewKeyring(&fakeKeys{}, f.clock), Jobs: f.jobs}, kerneltest.With(runs.DefaultConfig(), func(c *runs.Config) {
+	f.dms = &fakeDMs{}
+	f.svc = runs.New(runs.Deps{Store: f.store, Agents: f.agents, Structure: f.structure, UoW: db, Events: db, Authz: f.authz, Clock: f.clock, Keys: runs.NewKeyring(&fakeKeys{}, f.clock), Jobs: f.jobs, DMs: f.dms}, kerneltest.With(runs.DefaultConfig(), func(c *runs.Config) {
 		c.TokenTTL, c.QueuedTimeout, c.StallTimeout, c.CancelGrace, c.StallBatch = time.Minute, 2*time.Minute, 3*time.Minute, 30*time.Second, 2
 	}))
 	return f
