@@ -24,6 +24,9 @@ type MessageUseCases interface {
 	ListRevisions(ctx context.Context, actor kernel.Actor, id kernel.ID) ([]messaging.Revision, error)
 	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
 	RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+	PinMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Pin, bool, error)
+	UnpinMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (bool, error)
+	ListPins(ctx context.Context, actor kernel.Actor, channelID kernel.ID) ([]messaging.PinnedMessage, error)
 }
 
 var _ MessageUseCases = (*messaging.Service)(nil)
@@ -137,7 +140,7 @@ type threadWithMessage struct {
 	Message messaging.Message `json:"message"`
 }
 
-// MessageRoutes serves threads with their first message, messages, revisions and reactions. An
+// MessageRoutes serves threads with their first message, messages, revisions, reactions and pins. An
 // agent posts its answer to a run with the run's Invocation-Token, checked by tokens (nil: no
 // token is taken), which links the message to the run.
 func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
@@ -156,6 +159,11 @@ func MessageRoutes(m MessageUseCases, tokens InvocationChecker) []Route {
 		{Method: http.MethodGet, Pattern: "/api/v1/messages/{id}/revisions", Action: messaging.ActRevisionsRead, Handler: withID(rt.listRevisions)},
 		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: messaging.ActReactionAdd, Handler: withID(rt.addReaction)},
 		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/reactions/{emoji}", Action: messaging.ActReactionRemove, Handler: withID(rt.removeReaction)},
+		// A pin is idempotent both ways: PUT answers 200 with the pin, new or as it was; DELETE
+		// answers 204 whether or not the message was pinned.
+		{Method: http.MethodPut, Pattern: "/api/v1/messages/{id}/pin", Action: messaging.ActMessagePin, Handler: withID(rt.pin)},
+		{Method: http.MethodDelete, Pattern: "/api/v1/messages/{id}/pin", Action: messaging.ActMessageUnpin, Handler: withID(rt.unpin)},
+		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/pins", Action: messaging.ActMessageRead, Handler: withID(rt.listPins)},
 	}
 }
 
@@ -267,4 +275,21 @@ func (rt messageRoutes) addReaction(r *Request, id kernel.ID) (int, any, error) 
 
 func (rt messageRoutes) removeReaction(r *Request, id kernel.ID) (int, any, error) {
 	return noContent(rt.m.RemoveReaction(r.Context(), r.Actor, id, r.PathValue("emoji")))
+}
+
+func (rt messageRoutes) pin(r *Request, id kernel.ID) (int, any, error) {
+	p, _, err := rt.m.PinMessage(r.Context(), r.Actor, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, p, nil
+}
+
+func (rt messageRoutes) unpin(r *Request, id kernel.ID) (int, any, error) {
+	_, err := rt.m.UnpinMessage(r.Context(), r.Actor, id)
+	return noContent(err)
+}
+
+func (rt messageRoutes) listPins(r *Request, channelID kernel.ID) (int, any, error) {
+	return list(rt.m.ListPins(r.Context(), r.Actor, channelID))
 }

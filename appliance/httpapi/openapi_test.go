@@ -65,6 +65,7 @@ var documentedBounds = map[string]bounds{
 	"schemas/CreateMessageRequest/client_msg_id": {names.MinLen, names.MaxClientMsgID},
 	"schemas/UpdateMessageRequest/content":       {1, messaging.MaxContentBytes},
 	"parameters/Emoji":                           {1, messaging.MaxEmojiBytes},
+	"schemas/PinList/items":                      {none, messaging.MaxPinsPerChannel},
 	"schemas/Instance/name":                      {names.MinLen, names.MaxInstanceName},
 	"schemas/UpdateInstanceRequest/name":         {names.MinLen, names.MaxInstanceName},
 
