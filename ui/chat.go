@@ -69,6 +69,7 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/messages/{id}/delete", signedIn, c.deleteMessage)
 	c.handle("GET /console/messages/{id}/reply", signedIn, c.replyPage)
 	c.handle("POST /console/messages/{id}/thread", signedIn, c.replyUnder)
+	c.handle("POST /console/dms", signedIn, c.newDM)
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -127,7 +128,11 @@ func (c *chatView) chatHome(rq *request) error {
 			return nil
 		}
 	}
-	v := pages.ChatView{Chrome: c.chrome(rq, "Chat", "chat"), Nav: nav}
+	dmNav, err := c.dmNav(rq, "")
+	if err != nil {
+		return err
+	}
+	v := pages.ChatView{Chrome: c.chrome(rq, "Chat", "chat"), Nav: nav, DMs: dmNav}
 	return c.render(rq, http.StatusOK, pages.Chat(v))
 }
 
@@ -216,7 +221,11 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	if err != nil {
 		return err
 	}
-	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, Thread: &tv}
+	dmNav, err := c.dmNav(rq, ch.ID)
+	if err != nil {
+		return err
+	}
+	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, DMs: dmNav, Thread: &tv}
 	return c.render(rq, status, pages.Chat(v))
 }
 

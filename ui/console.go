@@ -65,6 +65,9 @@ type Deps struct {
 	AgentsSeen  AgentsSeen
 	// Reactions reads the reactions under the chat view's messages (chat.go); nil shows none.
 	Reactions ReactionSource
+	// DMs lists and starts the person's direct messages in the chat view (chat_dms.go); nil
+	// leaves them out.
+	DMs DMUseCases
 	// LogHead is the event log's head, which the chat view's script identifies from (chat.go);
 	// nil: the script starts at the head it connects at.
 	LogHead LogHead

@@ -9,6 +9,8 @@ import (
 type ChatView struct {
 	Chrome layouts.Chrome
 	Nav    []SpaceNav
+	// DMs is the person's direct messages and the form that starts one; nil leaves them out.
+	DMs *DMNav
 	// Thread is the thread shown; nil when the person may see no channel yet.
 	Thread *ThreadView
 }
@@ -94,4 +96,17 @@ type ReplyView struct {
 type ThreadItem struct {
 	Message *components.MessageView
 	Run     *components.RunCardView
+}
+
+// DMNav is the "Direct messages" part of the left column: the person's DMs, newest activity
+// first, and the "New message" form, which picks people or agents among Options.
+type DMNav struct {
+	DMs     []ChannelNav
+	Options []DMOption
+	CSRF    string
+}
+
+// DMOption is a person or an agent the "New message" form offers.
+type DMOption struct {
+	ID, Name string
 }

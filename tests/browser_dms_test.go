@@ -1,0 +1,56 @@
+package tests
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp/kb"
+)
+
+// TestBrowserDirectMessage: a person starts a direct message from the console's "New message"
+// form, lands in it, writes there, and the other participant finds the DM and the message; the
+// sidebar lists the DM under "Direct messages", named by the other participant.
+func TestBrowserDirectMessage(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, false, func(t *testing.T, eng engine) {
+		f := mustChatFlow(t, eng)
+		w, b := f.w, f.alice
+		b.visit("/console/chat")
+		var dmID string
+		step(t, b, "the New message form starts a DM with bob and opens it", func(t *testing.T, b *tab) {
+			b.click(testID("new-dm") + " summary")
+			b.click(testID("dm-pick", `[value="`+w.bobU.ID+`"]`))
+			b.screenshot("dm-new.png")
+			if st := b.clickTo(testID("new-dm-submit")); st != http.StatusOK {
+				t.Fatalf("the form led to a page with status %d", st)
+			}
+			loc := b.location()
+			i := strings.Index(loc, "/console/channels/")
+			if i < 0 {
+				t.Fatalf("the form led to %s", loc)
+			}
+			dmID = loc[i+len("/console/channels/"):]
+			if got := b.text(testID("dm-link", `[aria-current="page"]`)); got != "Person bob" {
+				t.Fatalf("the current DM is named %q", got)
+			}
+		})
+		step(t, b, "what alice writes there reaches bob, who lists the DM", func(t *testing.T, b *tab) {
+			b.waitFor(testID("thread", `[data-live="1"]`))
+			b.typeInto(testID("composer-input"), "hello bob, just us")
+			b.press(testID("composer-input"), kb.Enter)
+			b.until("the message shows", `[...document.querySelectorAll('[data-testid="message-body"]')].some(m => m.textContent.includes("hello bob, just us"))`)
+			var mine page[dmView]
+			w.bob.do(t, http.MethodGet, api("dms"), nil).want(t, http.StatusOK).decode(t, &mine)
+			if len(mine.Items) != 1 || mine.Items[0].ID != dmID {
+				t.Fatalf("bob lists %+v, want the DM %s", mine.Items, dmID)
+			}
+			var msgs page[message]
+			w.bob.do(t, http.MethodGet, api("threads", mine.Items[0].MainThreadID, "messages"), nil).want(t, http.StatusOK).decode(t, &msgs)
+			if len(msgs.Items) != 1 || msgs.Items[0].Content != "hello bob, just us" {
+				t.Fatalf("bob reads %+v", msgs.Items)
+			}
+			w.in.owner.do(t, http.MethodGet, api("channels", dmID), nil).want(t, http.StatusNotFound)
+		})
+	})
+}
