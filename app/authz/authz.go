@@ -6,9 +6,11 @@
 // not import storage or net/http, and must never tell a caller that a resource it may not see
 // exists: what is invisible answers kernel.ErrNotFound, exactly like what is missing.
 //
-// Direct messages: there is no participants table yet. Until there is, a channel of kind "dm" is
-// visible only to holders of a grant on that very channel; a grant on its space does not cover it
-// and being an owner does not open it.
+// Direct messages: a channel of kind "dm" is visible only to holders of a grant on that very
+// channel; a grant on its space does not cover it and being an owner does not open it. Its
+// participants are those holders: app/dms writes their grants (GrantParticipant, level invoke)
+// in the Unit of Work that creates the DM, each with its grant.changed, so the decisions, the
+// warm cache and the hub's delivery treat a DM like any channel.
 //
 // # The warm permission cache: it follows the log
 //
