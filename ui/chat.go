@@ -59,6 +59,8 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/threads/{id}/messages", signedIn, c.postMessage)
 	c.handle("POST /console/channels/{id}/threads", signedIn, c.startThread)
 	c.handle("POST /console/messages/{id}/reactions", signedIn, c.toggleReaction)
+	c.handle("GET /console/messages/{id}/pin", signedIn, c.pinPage)
+	c.handle("POST /console/messages/{id}/pin", signedIn, c.togglePin)
 	c.handle("POST /console/runs/{id}/cancel", signedIn, c.cancelRun)
 	c.handle("GET /console/messages/{id}/fragment", signedIn, c.messageFragment)
 	c.handle("GET /console/runs/{id}/fragment", signedIn, c.runFragment)
@@ -390,7 +392,12 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	for i, r := range list {
 		cards[i] = c.runCard(ctx, rq, r, dir)
 	}
-	may := threadAbilities{react: canReact, reply: canPost, inThread: !th.IsMain}
+	pins, err := c.d.Messages.ListPins(ctx, rq.actor, ch.ID)
+	if err != nil {
+		return tv, err
+	}
+	may := threadAbilities{react: canReact, reply: canPost, inThread: !th.IsMain, pinned: pinnedSet(pins)}
+	tv.Pins = pinViews(pins)
 	tv.Items = placeRuns(msgs, list, cards, latest, func(m messaging.Message) components.MessageView {
 		return messageView(m, dir, reactions[m.ID], rq.actor.ID, c.messageAbilities(ctx, rq.actor, m, may), rq.csrf)
 	})
@@ -475,6 +482,8 @@ var reactionPalette = []string{"👍", "❤️", "😄", "🎉", "👀"}
 // thread. They are decided once for a page.
 type threadAbilities struct {
 	react, reply, inThread bool
+	// pinned holds the ids of the channel's pinned messages.
+	pinned map[kernel.ID]bool
 }
 
 // messageAbilities are what the person may do with one message: a thread's abilities, and edit
@@ -483,6 +492,8 @@ type threadAbilities struct {
 type messageAbilities struct {
 	threadAbilities
 	edit, delete bool
+	// pin offers Pin or Unpin (message.pin, as PUT /api/v1/messages/{id}/pin).
+	pin bool
 }
 
 func (c *chatView) messageAbilities(ctx context.Context, actor kernel.Actor, m messaging.Message, t threadAbilities) messageAbilities {
@@ -492,6 +503,7 @@ func (c *chatView) messageAbilities(ctx context.Context, actor kernel.Actor, m m
 	}
 	a.edit = m.AuthorID == actor.ID && c.allowed(ctx, actor, messaging.ActMessageUpdate, m.Resource())
 	a.delete = c.allowed(ctx, actor, messaging.ActMessageDelete, m.Resource())
+	a.pin = c.allowed(ctx, actor, messaging.ActMessagePin, m.Resource())
 	return a
 }
 
@@ -521,6 +533,7 @@ func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction
 		}
 		v.CanReply, v.InThread = may.reply, may.inThread
 		v.CanEdit, v.CanDelete = may.edit, may.delete
+		v.CanPin, v.Pinned = may.pin, may.pinned[m.ID]
 	}
 	if m.ReplyThreadID != nil {
 		r := &components.RepliesView{ThreadID: string(*m.ReplyThreadID), Href: "/console/threads/" + string(*m.ReplyThreadID)}
@@ -836,7 +849,12 @@ func (c *chatView) messageViewOf(rq *request, m messaging.Message, dir *principa
 		return components.MessageView{}, err
 	}
 	canPost := c.allowed(rq.ctx(), rq.actor, messaging.ActMessageCreate, th.Resource())
-	may := threadAbilities{react: c.allowed(rq.ctx(), rq.actor, messaging.ActReactionAdd, th.Resource()), reply: canPost, inThread: !th.IsMain}
+	pins, err := c.d.Messages.ListPins(rq.ctx(), rq.actor, m.ChannelID)
+	if err != nil {
+		return components.MessageView{}, err
+	}
+	may := threadAbilities{react: c.allowed(rq.ctx(), rq.actor, messaging.ActReactionAdd, th.Resource()), reply: canPost, inThread: !th.IsMain,
+		pinned: pinnedSet(pins)}
 	return messageView(m, dir, rs, rq.actor.ID, c.messageAbilities(rq.ctx(), rq.actor, m, may), rq.csrf), nil
 }
 

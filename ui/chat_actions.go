@@ -391,3 +391,73 @@ func truncateRunes(s string, n int) string {
 	}
 	return s
 }
+
+// pinPage asks before a message is pinned or unpinned: the page of the message's Pin or Unpin.
+func (c *chatView) pinPage(rq *request) error {
+	m, th, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	switch {
+	case m.Deleted:
+		c.refuse(rq, http.StatusGone, "The message was deleted: it cannot be pinned.")
+		return nil
+	case !c.allowed(rq.ctx(), rq.actor, messaging.ActMessagePin, m.Resource()):
+		c.refuse(rq, http.StatusForbidden, "Only who may post in the channel, or the message's author, may pin it.")
+		return nil
+	}
+	return c.actionPage(rq, http.StatusOK, "Pin the message", m, th, pages.MessageActionView{Action: "pin"})
+}
+
+// togglePin pins the message or takes its pin off, as the form's button says (pin=on or off),
+// through messaging as PUT and DELETE /api/v1/messages/{id}/pin do, and goes back to the thread
+// at the message, whose header then lists the channel's pins as they now are.
+func (c *chatView) togglePin(rq *request) error {
+	m, _, err := c.messageAndThread(rq)
+	if err != nil {
+		return err
+	}
+	flash := layouts.Flash{Kind: "ok", Text: "Message pinned."}
+	if rq.r.PostFormValue("pin") == "off" {
+		_, err = c.d.Messages.UnpinMessage(rq.ctx(), rq.actor, m.ID)
+		flash.Text = "Message unpinned."
+	} else {
+		_, _, err = c.d.Messages.PinMessage(rq.ctx(), rq.actor, m.ID)
+	}
+	switch {
+	case err == nil:
+	case refusal(err, messaging.CodePinLimit):
+		flash = layouts.Flash{Kind: "error", Text: formError(err)}
+	case refusal(err, kernel.CodeForbidden, messaging.CodeMessageDeleted):
+		c.refuseErr(rq, err)
+		return nil
+	default:
+		return err
+	}
+	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), flash)
+}
+
+// pinnedSet is the ids of the pinned messages, to mark them in a thread.
+func pinnedSet(pins []messaging.PinnedMessage) map[kernel.ID]bool {
+	out := make(map[kernel.ID]bool, len(pins))
+	for _, p := range pins {
+		out[p.MessageID] = true
+	}
+	return out
+}
+
+// pinTextRunes is how much of a pinned message's text the channel header shows.
+const pinTextRunes = 80
+
+// pinViews are the channel's pins as its header lists them, newest first.
+func pinViews(pins []messaging.PinnedMessage) []pages.PinView {
+	out := make([]pages.PinView, 0, len(pins))
+	for _, p := range pins {
+		text := strings.Join(strings.Fields(p.Message.Content), " ")
+		if utf8.RuneCountInString(text) > pinTextRunes {
+			text = string([]rune(text)[:pinTextRunes]) + "…"
+		}
+		out = append(out, pages.PinView{MessageID: string(p.MessageID), Text: text, Href: permalinkPath(p.MessageID)})
+	}
+	return out
+}

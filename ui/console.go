@@ -129,6 +129,9 @@ type MessageUseCases interface {
 	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
 	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
 	RemoveReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
+	PinMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Pin, bool, error)
+	UnpinMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (bool, error)
+	ListPins(ctx context.Context, actor kernel.Actor, channelID kernel.ID) ([]messaging.PinnedMessage, error)
 }
 
 var _ MessageUseCases = (*messaging.Service)(nil)

@@ -47,6 +47,8 @@ type MessageView struct {
 	// CanEdit (the author, who may still post) and CanDelete (the author, or a manager of the
 	// channel) offer those actions; authz decides both, as for the REST API.
 	CanEdit, CanDelete bool
+	// CanPin offers Pin, or Unpin when Pinned; Pinned also marks the message.
+	CanPin, Pinned bool
 	// Version is the message's version: the script keeps the newer of two renderings.
 	Version int
 	CSRF    string

@@ -57,6 +57,8 @@ type ThreadView struct {
 	ParentHref string
 	// CanPost shows the composer.
 	CanPost bool
+	// Pins are the channel's pinned messages, newest first, which the header's "Pinned" shows.
+	Pins []PinView
 	// CanStartThread shows the form of a new thread (on a channel's main thread).
 	CanStartThread bool
 	// Members are the handles of who may read the channel, for the composer's @ completion.
@@ -68,8 +70,8 @@ type ThreadView struct {
 	CSRF        string
 }
 
-// MessageActionView is the page of one action on a message (Action "edit", "delete" or
-// "reply"), for a browser without the script.
+// MessageActionView is the page of one action on a message (Action "edit", "delete", "reply"
+// or "pin", which pins or unpins as Message.Pinned says), for a browser without the script.
 type MessageActionView struct {
 	Chrome      layouts.Chrome
 	Action      string
@@ -109,4 +111,10 @@ type DMNav struct {
 // DMOption is a person or an agent the "New message" form offers.
 type DMOption struct {
 	ID, Name string
+}
+
+// PinView is one pinned message as the channel header lists it: the start of its text (or that
+// it was deleted) and its permalink.
+type PinView struct {
+	MessageID, Text, Href string
 }
