@@ -34,6 +34,9 @@ func TestBrowserDirectMessage(t *testing.T) {
 			if got := b.text(testID("dm-link", `[aria-current="page"]`)); got != "Person bob" {
 				t.Fatalf("the current DM is named %q", got)
 			}
+			if got := b.text("main h1"); got != "Person bob" {
+				t.Fatalf("the DM's page is headed %q, want the other participant's name", got)
+			}
 		})
 		step(t, b, "what alice writes there reaches bob, who lists the DM", func(t *testing.T, b *tab) {
 			b.waitFor(testID("thread", `[data-live="1"]`))

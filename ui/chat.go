@@ -305,6 +305,8 @@ func threadHref(th chat.Thread) string {
 
 func threadTitle(th chat.Thread, ch chat.Channel) string {
 	switch {
+	case th.IsMain && ch.Kind == chat.KindDM:
+		return ch.Name
 	case th.IsMain:
 		return "#" + ch.Name
 	case th.Title != "":
@@ -359,6 +361,10 @@ func (c *chatView) chatNav(rq *request, current, currentThread kernel.ID) ([]pag
 // the messages that invoked them, and what the person may do there.
 func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs []messaging.Message, more, latest bool) (pages.ThreadView, error) {
 	ctx := rq.ctx()
+	ch, err := c.named(rq, ch)
+	if err != nil {
+		return pages.ThreadView{}, err
+	}
 	tv := pages.ThreadView{ID: string(th.ID), ChannelID: string(ch.ID), Title: threadTitle(th, ch), ChannelName: ch.Name,
 		Topic: ch.Topic, Href: threadHref(th), Latest: latest, CSRF: rq.csrf, ClientMsgID: newClientMsgID()}
 	if more && len(msgs) > 0 {

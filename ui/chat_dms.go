@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/ui/layouts"
@@ -14,6 +15,7 @@ import (
 type DMUseCases interface {
 	Create(ctx context.Context, actor kernel.Actor, others []kernel.ID) (dms.DM, bool, error)
 	List(ctx context.Context, actor kernel.Actor) ([]dms.DM, error)
+	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (dms.DM, error)
 }
 
 var _ DMUseCases = (*dms.Service)(nil)
@@ -52,6 +54,24 @@ func (c *chatView) dmNav(rq *request, current kernel.ID) (*pages.DMNav, error) {
 		nav.Options = append(nav.Options, pages.DMOption{ID: string(p.ID), Name: name})
 	}
 	return nav, nil
+}
+
+// named gives a DM channel the name its page shows, its participants other than the reader: a
+// DM has no name of its own. Other channels come back as they are.
+func (c *chatView) named(rq *request, ch chat.Channel) (chat.Channel, error) {
+	if ch.Kind != chat.KindDM || c.d.DMs == nil {
+		return ch, nil
+	}
+	d, err := c.d.DMs.Get(rq.ctx(), rq.actor, ch.ID)
+	if err != nil {
+		return ch, err
+	}
+	dir, err := c.directory(rq.ctx(), rq.actor, d.Participants)
+	if err != nil {
+		return ch, err
+	}
+	ch.Name = dmName(d, dir, rq.actor.ID)
+	return ch, nil
 }
 
 // dmName names a DM by its participants other than me.
