@@ -55,5 +55,33 @@ func TestBrowserDirectMessage(t *testing.T) {
 			}
 			w.in.owner.do(t, http.MethodGet, api("channels", dmID), nil).want(t, http.StatusNotFound)
 		})
+		step(t, b, "a DM of two offers no Leave", func(t *testing.T, b *tab) {
+			b.visit("/console/channels/" + dmID)
+			if n := eval[int](b, `document.querySelectorAll('[data-testid="leave-dm"]').length`); n != 0 {
+				t.Fatalf("%d Leave controls on a DM of two", n)
+			}
+		})
+		step(t, b, "alice leaves a group DM with bob and the owner from its page, and no longer lists it", func(t *testing.T, b *tab) {
+			b.visit("/console/chat")
+			b.click(testID("new-dm") + " summary")
+			b.click(testID("dm-pick", `[value="`+w.bobU.ID+`"]`))
+			b.click(testID("dm-pick", `[value="`+w.in.me.ID+`"]`))
+			if st := b.clickTo(testID("new-dm-submit")); st != http.StatusOK {
+				t.Fatalf("the form led to a page with status %d", st)
+			}
+			loc := b.location()
+			group := loc[strings.Index(loc, "/console/channels/")+len("/console/channels/"):]
+			if st := b.clickTo(testID("leave-dm") + " button"); st != http.StatusOK {
+				t.Fatalf("Leave led to a page with status %d", st)
+			}
+			var mine page[dmView]
+			w.alice.do(t, http.MethodGet, api("dms"), nil).want(t, http.StatusOK).decode(t, &mine)
+			for _, d := range mine.Items {
+				if d.ID == group {
+					t.Fatalf("alice still lists the group DM %s", group)
+				}
+			}
+			w.alice.do(t, http.MethodGet, api("channels", group), nil).want(t, http.StatusNotFound)
+		})
 	})
 }

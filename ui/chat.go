@@ -72,6 +72,7 @@ func (con *Console) chatRoutes() {
 	c.handle("GET /console/messages/{id}/reply", signedIn, c.replyPage)
 	c.handle("POST /console/messages/{id}/thread", signedIn, c.replyUnder)
 	c.handle("POST /console/dms", signedIn, c.newDM)
+	c.handle("POST /console/dms/{id}/leave", signedIn, c.leaveDM)
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -361,7 +362,7 @@ func (c *chatView) chatNav(rq *request, current, currentThread kernel.ID) ([]pag
 // the messages that invoked them, and what the person may do there.
 func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs []messaging.Message, more, latest bool) (pages.ThreadView, error) {
 	ctx := rq.ctx()
-	ch, err := c.named(rq, ch)
+	ch, canLeave, err := c.named(rq, ch)
 	if err != nil {
 		return pages.ThreadView{}, err
 	}
@@ -410,6 +411,7 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	tv.CanPost = canPost
 	// A channel's page offers a new thread to whoever may open one there.
 	tv.CanStartThread = th.IsMain && c.allowed(ctx, rq.actor, chat.ActThreadCreate, ch.Resource())
+	tv.CanLeave = th.IsMain && canLeave
 	if canPost {
 		tv.Members = strings.Join(c.members(ctx, ch, dir), " ")
 	}

@@ -16,6 +16,7 @@ type DMUseCases interface {
 	Create(ctx context.Context, actor kernel.Actor, others []kernel.ID) (dms.DM, bool, error)
 	List(ctx context.Context, actor kernel.Actor) ([]dms.DM, error)
 	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (dms.DM, error)
+	Leave(ctx context.Context, actor kernel.Actor, id kernel.ID) (dms.DM, error)
 }
 
 var _ DMUseCases = (*dms.Service)(nil)
@@ -57,21 +58,41 @@ func (c *chatView) dmNav(rq *request, current kernel.ID) (*pages.DMNav, error) {
 }
 
 // named gives a DM channel the name its page shows, its participants other than the reader: a
-// DM has no name of its own. Other channels come back as they are.
-func (c *chatView) named(rq *request, ch chat.Channel) (chat.Channel, error) {
+// DM has no name of its own. Other channels come back as they are. It also reports whether the
+// reader may leave it: a group DM, never a 1:1 one.
+func (c *chatView) named(rq *request, ch chat.Channel) (chat.Channel, bool, error) {
 	if ch.Kind != chat.KindDM || c.d.DMs == nil {
-		return ch, nil
+		return ch, false, nil
 	}
 	d, err := c.d.DMs.Get(rq.ctx(), rq.actor, ch.ID)
 	if err != nil {
-		return ch, err
+		return ch, false, err
 	}
 	dir, err := c.directory(rq.ctx(), rq.actor, d.Participants)
 	if err != nil {
-		return ch, err
+		return ch, false, err
 	}
 	ch.Name = dmName(d, dir, rq.actor.ID)
-	return ch, nil
+	return ch, len(d.Participants) > 2, nil
+}
+
+// leaveDM takes the person out of a group DM and goes to the chat's first page.
+func (c *chatView) leaveDM(rq *request) error {
+	if c.d.DMs == nil {
+		return errNoChat
+	}
+	id, err := c.chatID(rq)
+	if err != nil {
+		return err
+	}
+	if _, err := c.d.DMs.Leave(rq.ctx(), rq.actor, id); refusal(err, dms.CodeCannotLeave) {
+		c.redirect(rq, "/console/channels/"+string(id), layouts.Flash{Kind: "error", Text: "A conversation of two cannot be left."})
+		return nil
+	} else if err != nil {
+		return err
+	}
+	c.redirect(rq, "/console/chat", layouts.Flash{Kind: "ok", Text: "You left the conversation."})
+	return nil
 }
 
 // dmName names a DM by its participants other than me.

@@ -61,6 +61,9 @@ type ThreadView struct {
 	Pins []PinView
 	// CanStartThread shows the form of a new thread (on a channel's main thread).
 	CanStartThread bool
+	// CanLeave shows Leave on a group direct message (three or more participants; a 1:1 DM
+	// cannot be left).
+	CanLeave bool
 	// Members are the handles of who may read the channel, for the composer's @ completion.
 	Members string
 	// Draft and Error are a refused message and why it was refused.
