@@ -13,56 +13,29 @@ import (
 func TestDMsMigration(t *testing.T) {
 	ctx := context.Background()
 	each(t, func(t *testing.T, eng engine.Name) {
-		w, r, _ := openEmpty(t, eng)
-		if _, err := up(ctx, w, until(t, eng, 14), eng, nil); err != nil {
-			t.Fatal(err)
+		dmChannel := func(id, thread string) string {
+			return `INSERT INTO channels (id, space_id, kind, name, main_thread_id, created_by, created_at, updated_at)
+				VALUES ('` + id + `', 's1', 'dm', '', '` + thread + `', 'p1', '` + fixtureAt + `', '` + fixtureAt + `')`
 		}
-		const at = "2026-03-01T10:00:00.000000Z"
-		for _, q := range []string{
-			`INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at)
-				VALUES ('p1', 'person', 'olga', 'olga', 'Olga', '` + at + `', '` + at + `')`,
-			`INSERT INTO spaces (id, name, created_by, created_at, updated_at) VALUES ('s1', 'Direct messages', 'p1', '` + at + `', '` + at + `')`,
-			`INSERT INTO channels (id, space_id, kind, name, main_thread_id, created_by, created_at, updated_at)
-				VALUES ('c1', 's1', 'dm', '', 't1', 'p1', '` + at + `', '` + at + `')`,
-			`INSERT INTO channels (id, space_id, kind, name, main_thread_id, created_by, created_at, updated_at)
-				VALUES ('c2', 's1', 'dm', '', 't2', 'p1', '` + at + `', '` + at + `')`,
-			`INSERT INTO channels (id, space_id, kind, name, main_thread_id, created_by, created_at, updated_at)
-				VALUES ('c3', 's1', 'dm', '', 't3', 'p1', '` + at + `', '` + at + `')`,
-		} {
-			if _, err := w.ExecContext(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		applied, err := Up(ctx, w, eng, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(applied) == 0 || applied[0].Version != 15 {
-			t.Fatalf("applied %v, want 0015 first", versions(applied))
-		}
-		dm := func(channel string, key any) error {
-			_, err := w.ExecContext(ctx, `INSERT INTO dms (channel_id, participant_key, created_at) VALUES ($1, $2, '`+at+`')`, channel, key)
+		w, r := across(t, eng, 15, chatFixture[0], chatFixture[1], dmChannel("c1", "t1"), dmChannel("c2", "t2"), dmChannel("c3", "t3"))
+		// key is the participant key as SQL: a quoted text, or NULL.
+		dm := func(channel, key string) error {
+			_, err := w.ExecContext(ctx, `INSERT INTO dms (channel_id, participant_key, created_at) VALUES ('`+channel+`', `+key+`, '`+fixtureAt+`')`)
 			return err
 		}
-		if eng == engine.SQLite {
-			dm = func(channel string, key any) error {
-				_, err := w.ExecContext(ctx, `INSERT INTO dms (channel_id, participant_key, created_at) VALUES (?, ?, '`+at+`')`, channel, key)
-				return err
-			}
-		}
-		if err := dm("c1", "p1,p2"); err != nil {
+		if err := dm("c1", "'p1,p2'"); err != nil {
 			t.Fatalf("dm: %v", err)
 		}
-		if err := dm("c2", "p1,p2"); err == nil {
+		if err := dm("c2", "'p1,p2'"); err == nil {
 			t.Fatal("a second DM with the key p1,p2 was stored")
 		}
-		if err := dm("c2", nil); err != nil {
+		if err := dm("c2", "NULL"); err != nil {
 			t.Fatalf("a DM without a key: %v", err)
 		}
-		if err := dm("c3", nil); err != nil {
+		if err := dm("c3", "NULL"); err != nil {
 			t.Fatalf("a second DM without a key: %v", err)
 		}
-		if err := dm("c9", "p1"); err == nil {
+		if err := dm("c9", "'p1'"); err == nil {
 			t.Fatal("a DM of a channel that does not exist was stored")
 		}
 		var n int

@@ -48,6 +48,48 @@ func each(t *testing.T, body func(t *testing.T, eng engine.Name)) {
 	}
 }
 
+// fixtureAt is the time the migrations' fixtures are stamped with.
+const fixtureAt = "2026-03-01T10:00:00.000000Z"
+
+// chatFixture is a person (p1), a space (s1), a channel (c1) with its main thread (t1) and a
+// message (m1): what a migration of a table that refers to them needs in the database.
+var chatFixture = []string{
+	`INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at)
+		VALUES ('p1', 'person', 'olga', 'olga', 'Olga', '` + fixtureAt + `', '` + fixtureAt + `')`,
+	`INSERT INTO spaces (id, name, created_by, created_at, updated_at) VALUES ('s1', 'Home', 'p1', '` + fixtureAt + `', '` + fixtureAt + `')`,
+	`INSERT INTO channels (id, space_id, name, main_thread_id, created_by, created_at, updated_at)
+		VALUES ('c1', 's1', 'general', 't1', 'p1', '` + fixtureAt + `', '` + fixtureAt + `')`,
+	`INSERT INTO threads (id, channel_id, space_id, created_by, created_at, updated_at)
+		VALUES ('t1', 'c1', 's1', 'p1', '` + fixtureAt + `', '` + fixtureAt + `')`,
+	`INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, created_at)
+		VALUES ('m1', 't1', 'c1', 's1', 'p1', 'hello', '` + fixtureAt + `')`,
+}
+
+// across migrates a fresh database of eng to the version before version, runs the fixture
+// there, and then migrates the rest, which must start with version: a test of one migration
+// over the rows that were there before it.
+func across(t *testing.T, eng engine.Name, version int, fixture ...string) (w, r *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	w, r, _ = openEmpty(t, eng)
+	if _, err := up(ctx, w, until(t, eng, version-1), eng, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range fixture {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied, err := Up(ctx, w, eng, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) == 0 || applied[0].Version != version {
+		t.Fatalf("applied %v, want %04d first", versions(applied), version)
+	}
+	return w, r
+}
+
 func versions(ms []Migration) []int {
 	var out []int
 	for _, m := range ms {
