@@ -53,10 +53,10 @@ type key struct {
 // The modules' defaults: a setting that a module takes shows the module's own default, so that
 // each default is written once.
 var (
-	gw    = gateway.DefaultConfig()
-	ident = identity.DefaultConfig()
-	run   = runs.DefaultConfig()
-	keys  = runs.DefaultKeyringOptions()
+	gatewayDefaults  = gateway.DefaultConfig()
+	identityDefaults = identity.DefaultConfig()
+	runsDefaults     = runs.DefaultConfig()
+	keyringDefaults  = runs.DefaultKeyringOptions()
 )
 
 // dur writes a default duration as a person writes it in the configuration file: 720h, 10m, 50ms.
@@ -90,9 +90,9 @@ var schema = []key{
 
 	{name: "cluster.mode", def: "single", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Cluster.Mode }, check: oneOf("single", "multi")},
-	{name: "cluster.presence_flush_interval", def: dur(gw.PresenceFlushInterval), kind: kindDuration,
+	{name: "cluster.presence_flush_interval", def: dur(gatewayDefaults.PresenceFlushInterval), kind: kindDuration,
 		field: func(c *Config) any { return &c.Cluster.PresenceFlushInterval }, check: durationBetween(100*time.Millisecond, time.Minute)},
-	{name: "cluster.presence_ttl", def: dur(gw.PresenceTTL), kind: kindDuration,
+	{name: "cluster.presence_ttl", def: dur(gatewayDefaults.PresenceTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Cluster.PresenceTTL }, check: positive},
 
 	{name: "database.driver", def: "sqlite", kind: kindString,
@@ -131,18 +131,18 @@ var schema = []key{
 	{name: "http.idle_timeout", def: "120s", kind: kindDuration,
 		field: func(c *Config) any { return &c.HTTP.IdleTimeout }, check: positive},
 
-	{name: "auth.session_ttl", def: dur(ident.SessionTTL), kind: kindDuration,
+	{name: "auth.session_ttl", def: dur(identityDefaults.SessionTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.SessionTTL }, check: positive},
-	{name: "auth.login_max_failures", def: num(ident.LoginFailuresPerHandle), kind: kindInt,
+	{name: "auth.login_max_failures", def: num(identityDefaults.LoginFailuresPerHandle), kind: kindInt,
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailures }, check: between(1, 1000000)},
-	{name: "auth.login_max_failures_per_address", def: num(ident.LoginFailuresPerIP), kind: kindInt,
+	{name: "auth.login_max_failures_per_address", def: num(identityDefaults.LoginFailuresPerIP), kind: kindInt,
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailuresPerAddress }, check: between(1, 1000000)},
-	{name: "auth.login_failure_window", def: dur(ident.LoginFailureWindow), kind: kindDuration,
+	{name: "auth.login_failure_window", def: dur(identityDefaults.LoginFailureWindow), kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
 
-	{name: "sync.outbound_queue_max", def: num(gw.OutboundQueueMax), kind: kindInt,
+	{name: "sync.outbound_queue_max", def: num(gatewayDefaults.OutboundQueueMax), kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
-	{name: "sync.run_patch_coalesce_interval", def: dur(gw.RunPatchCoalesce), kind: kindDuration,
+	{name: "sync.run_patch_coalesce_interval", def: dur(gatewayDefaults.RunPatchCoalesce), kind: kindDuration,
 		field: func(c *Config) any { return &c.Sync.RunPatchCoalesceInterval }, check: durationBetween(0, 10*time.Second)},
 	{name: "sync.idempotency_key_ttl", def: "24h", kind: kindDuration,
 		field: func(c *Config) any { return &c.Sync.IdempotencyKeyTTL }, check: durationBetween(time.Minute, 8760*time.Hour)},
@@ -151,32 +151,32 @@ var schema = []key{
 	{name: "sync.idempotency_cleanup_batch_size", def: "1000", kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupBatchSize }, check: between(1, 100000)},
 
-	{name: "gateway.heartbeat_interval", def: dur(gw.HeartbeatInterval), kind: kindDuration,
+	{name: "gateway.heartbeat_interval", def: dur(gatewayDefaults.HeartbeatInterval), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.HeartbeatInterval }, check: durationBetween(100*time.Millisecond, time.Hour)},
-	{name: "gateway.write_timeout", def: dur(gw.WriteTimeout), kind: kindDuration,
+	{name: "gateway.write_timeout", def: dur(gatewayDefaults.WriteTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.WriteTimeout }, check: positive},
 	{name: "gateway.max_frame_bytes", def: "65536", kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxFrameBytes }, check: between(1024, 16<<20)},
-	{name: "gateway.identify_timeout", def: dur(gw.IdentifyTimeout), kind: kindDuration,
+	{name: "gateway.identify_timeout", def: dur(gatewayDefaults.IdentifyTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.IdentifyTimeout }, check: positive},
-	{name: "gateway.replay_buffer_events", def: num(gw.ReplayBufferEvents), kind: kindInt,
+	{name: "gateway.replay_buffer_events", def: num(gatewayDefaults.ReplayBufferEvents), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.ReplayBufferEvents }, check: between(0, 1000000)},
-	{name: "gateway.max_connections_per_principal", def: num(gw.MaxConnectionsPerPrincipal), kind: kindInt,
+	{name: "gateway.max_connections_per_principal", def: num(gatewayDefaults.MaxConnectionsPerPrincipal), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerPrincipal }, check: between(0, 1000000)},
-	{name: "gateway.max_connections_per_address", def: num(gw.MaxConnectionsPerAddress), kind: kindInt,
+	{name: "gateway.max_connections_per_address", def: num(gatewayDefaults.MaxConnectionsPerAddress), kind: kindInt,
 		field: func(c *Config) any { return &c.Gateway.MaxConnectionsPerAddress }, check: between(0, 1000000)},
 
-	{name: "agent.invocation_token_ttl", def: dur(run.TokenTTL), kind: kindDuration,
+	{name: "agent.invocation_token_ttl", def: dur(runsDefaults.TokenTTL), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.InvocationTokenTTL }, check: durationBetween(time.Second, 24*time.Hour)},
-	{name: "agent.signing_key_rotation", def: dur(keys.Rotation), kind: kindDuration,
+	{name: "agent.signing_key_rotation", def: dur(keyringDefaults.Rotation), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.SigningKeyRotation }, check: durationBetween(time.Hour, 8760*time.Hour)},
-	{name: "agent.queued_timeout", def: dur(run.QueuedTimeout), kind: kindDuration,
+	{name: "agent.queued_timeout", def: dur(runsDefaults.QueuedTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.QueuedTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
-	{name: "agent.stall_timeout", def: dur(run.StallTimeout), kind: kindDuration,
+	{name: "agent.stall_timeout", def: dur(runsDefaults.StallTimeout), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.StallTimeout }, check: durationBetween(100*time.Millisecond, 168*time.Hour)},
 	{name: "agent.stall_check_interval", def: "30s", kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.StallCheckInterval }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
-	{name: "agent.cancel_grace", def: dur(run.CancelGrace), kind: kindDuration,
+	{name: "agent.cancel_grace", def: dur(runsDefaults.CancelGrace), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
