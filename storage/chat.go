@@ -224,29 +224,32 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 // UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its row
 // lock in whatever order the units came; one per thread per batch, in id order, does not.
 var threadCounts = commit.NewAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
-	if err := exec(bumpThreadSQL, b.n, b.n, b.last, b.last, b.last, string(id)); err != nil {
+	if err := exec(bumpThreadSQL, b.n, b.n, b.posted, b.last, b.last, b.last, string(id)); err != nil {
 		return fmt.Errorf("bump thread: %w", err)
 	}
 	return nil
 })
 
-// bumpThreadSQL adds a batch's net count (never below zero) and moves last_message_at forward
-// only (an empty last: the batch removed messages only).
+// bumpThreadSQL adds a batch's net count (never below zero) and the messages it posted (to
+// post_count, which read positions count against and deletions leave alone), and moves
+// last_message_at forward only (an empty last: the batch removed messages only).
 const bumpThreadSQL = `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END,
+	post_count = post_count + ?,
 	last_message_at = CASE WHEN ? <> '' AND (last_message_at IS NULL OR last_message_at < ?) THEN ? ELSE last_message_at END WHERE id = ?`
 
-// threadBump is what a batch adds to one thread: n messages, the latest posted at last
-// (fixed-width text; empty when the units only removed messages).
+// threadBump is what a batch adds to one thread: n messages net, posted of them new, the
+// latest posted at last (fixed-width text; empty when the units only removed messages).
 type threadBump struct {
-	n    int64
-	last string
+	n      int64
+	posted int64
+	last   string
 }
 
 func mergeBump(a, b threadBump) threadBump {
 	if b.last < a.last {
 		b.last = a.last
 	}
-	return threadBump{n: a.n + b.n, last: b.last}
+	return threadBump{n: a.n + b.n, posted: a.posted + b.posted, last: b.last}
 }
 
 func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
@@ -256,14 +259,14 @@ func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at 
 	if delta > 0 {
 		last = fmtTime(at)
 	}
-	if threadCounts.Record(ctx, id, threadBump{int64(delta), last}) {
+	if threadCounts.Record(ctx, id, threadBump{n: int64(delta), posted: int64(max(delta, 0)), last: last}) {
 		// Applied at the commit of the batch, with the batch's other messages. The caller has
 		// loaded the thread in this unit, so it exists.
 		return nil
 	}
 	if delta > 0 {
-		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, last_message_at = ? WHERE id = ?`,
-			delta, fmtTime(at), string(id))
+		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, post_count = post_count + ?, last_message_at = ? WHERE id = ?`,
+			delta, delta, fmtTime(at), string(id))
 	} else {
 		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END WHERE id = ?`,
 			delta, delta, string(id))

@@ -52,22 +52,24 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if n == 0 {
 		return false, nil
 	}
-	return true, s.insertMentions(ctx, q, m.ID, m.Mentions)
+	return true, s.insertMentions(ctx, q, m.ID, m.ThreadID, m.Mentions)
 }
 
-func (s *MessageStore) insertMentions(ctx context.Context, q querier, id kernel.ID, mentions []kernel.ID) error {
+// insertMentions records who message id of thread mentions; the thread lets a read position
+// count a thread's unread mentions as one range of mentions_thread.
+func (s *MessageStore) insertMentions(ctx context.Context, q querier, id, thread kernel.ID, mentions []kernel.ID) error {
 	if len(mentions) == 0 {
 		return nil
 	}
 	var sb strings.Builder
-	sb.WriteString(`INSERT INTO mentions (message_id, principal_id) VALUES `)
-	args := make([]any, 0, 2*len(mentions))
+	sb.WriteString(`INSERT INTO mentions (message_id, principal_id, thread_id) VALUES `)
+	args := make([]any, 0, 3*len(mentions))
 	for i, p := range mentions {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		sb.WriteString("(?, ?)")
-		args = append(args, string(id), string(p))
+		sb.WriteString("(?, ?, ?)")
+		args = append(args, string(id), string(p), string(thread))
 	}
 	_, err := q.ExecContext(ctx, sb.String(), args...)
 	return s.db.mapErr(err, "mentions")
@@ -205,7 +207,7 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	if _, err := q.ExecContext(ctx, `DELETE FROM mentions WHERE message_id = ?`, string(m.ID)); err != nil {
 		return s.db.mapErr(err, "mentions")
 	}
-	return s.insertMentions(ctx, q, m.ID, m.Mentions)
+	return s.insertMentions(ctx, q, m.ID, m.ThreadID, m.Mentions)
 }
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
