@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -367,7 +368,7 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 		return pages.ThreadView{}, err
 	}
 	tv := pages.ThreadView{ID: string(th.ID), ChannelID: string(ch.ID), Title: threadTitle(th, ch), ChannelName: ch.Name,
-		Topic: ch.Topic, Href: threadHref(th), Latest: latest, CSRF: rq.csrf, ClientMsgID: newClientMsgID()}
+		Topic: ch.Topic, Href: threadHref(th), Latest: latest, CSRF: rq.csrf, ClientMsgID: newClientMsgID(), Me: string(rq.actor.ID)}
 	if more && len(msgs) > 0 {
 		tv.OlderHref = tv.Href + "?before=" + string(msgs[0].ID)
 	}
@@ -413,7 +414,17 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	tv.CanStartThread = th.IsMain && c.allowed(ctx, rq.actor, chat.ActThreadCreate, ch.Resource())
 	tv.CanLeave = th.IsMain && canLeave
 	if canPost {
-		tv.Members = strings.Join(c.members(ctx, ch, dir), " ")
+		members := c.members(ctx, ch, dir)
+		handles := make([]string, len(members))
+		names := make(map[kernel.ID]string, len(members))
+		for i, p := range members {
+			handles[i], names[p.ID] = p.Handle, p.Name
+		}
+		tv.Members = strings.Join(handles, " ")
+		// The typing line names who types from this map; it is as long as the completion's.
+		if b, err := json.Marshal(names); err == nil {
+			tv.Names = string(b)
+		}
 	}
 	return tv, nil
 }

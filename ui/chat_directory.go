@@ -124,13 +124,13 @@ func (c *chatView) loadDirectory(ctx context.Context, actor kernel.Actor) (*prin
 // maxMembers bounds the handles the composer completes.
 const maxMembers = 500
 
-// members are the handles of the active people and agents who may read ch: whom a mention
-// there reaches. Authorize decides, from its warm cache.
-func (c *chatView) members(ctx context.Context, ch chat.Channel, d *principalDir) []string {
+// members are the active people and agents who may read ch, by handle: whom a mention there
+// reaches, and who may type there. Authorize decides, from its warm cache.
+func (c *chatView) members(ctx context.Context, ch chat.Channel, d *principalDir) []principalInfo {
 	if c.d.Authz == nil {
 		return nil
 	}
-	var out []string
+	var out []principalInfo
 	for _, p := range d.sorted {
 		if !p.Active {
 			continue
@@ -141,7 +141,7 @@ func (c *chatView) members(ctx context.Context, ch chat.Channel, d *principalDir
 		}
 		a := kernel.Actor{ID: p.ID, Kind: kind, Handle: p.Handle, IsOwner: p.IsOwner}
 		if c.d.Authz.Authorize(ctx, a, chat.ActChannelRead, ch.Resource()) == nil {
-			out = append(out, p.Handle)
+			out = append(out, p)
 			if len(out) == maxMembers {
 				break
 			}

@@ -261,19 +261,45 @@
     replies(e, d);
     if ((e.thread_id || d.thread_id) !== threadID) return;
     switch (e.type) {
-      case "message.created": case "message.updated": case "message.deleted": load("messages", d.id); break;
+      case "message.created": stoppedTyping(d.author_id); load("messages", d.id); break;
+      case "message.updated": case "message.deleted": load("messages", d.id); break;
       case "reaction.added": case "reaction.removed": load("messages", d.message_id); break;
       case "run.state_changed": load("runs", d.id); break;
       case "run.updated": applyRun(d); break;
+      case "typing.started": typed(d.principal_id); break;
     }
+  }
+
+  // Who types in this thread: a typing.started names them for a few seconds (the typer sends
+  // it again every few seconds while typing); a message of theirs ends it at once.
+  var typingLine = $(thread, "typing"), typers = {}, names = {};
+  try { var nf = $(thread, "composer"); if (nf && nf.dataset.names) names = JSON.parse(nf.dataset.names); } catch (x) { names = {}; }
+  function showTypers() {
+    if (!typingLine) return;
+    var who = Object.keys(typers).map(function (id) { return names[id] || "Someone"; }).sort();
+    typingLine.hidden = who.length === 0;
+    typingLine.textContent = who.length === 0 ? "" : who.length === 1 ? who[0] + " is typing…" :
+      who.length === 2 ? who[0] + " and " + who[1] + " are typing…" : "Several people are typing…";
+  }
+  function typed(id) {
+    if (!id || id === thread.dataset.me) return;
+    clearTimeout(typers[id]);
+    typers[id] = setTimeout(function () { delete typers[id]; showTypers(); }, 6000);
+    showTypers();
+  }
+  function stoppedTyping(id) {
+    if (typers[id] === undefined) return;
+    clearTimeout(typers[id]);
+    delete typers[id];
+    showTypers();
   }
 
   // The gateway: identify by the cookie, focus the thread, resume from the last seq after a
   // drop; stop on the close codes that say reconnecting would not help.
-  var cursor = thread.dataset.cursor ? +thread.dataset.cursor : null, backoff = 1000, beat = 0;
+  var cursor = thread.dataset.cursor ? +thread.dataset.cursor : null, backoff = 1000, beat = 0, sock = null;
+  function op(name, d) { if (sock && sock.readyState === 1) sock.send(JSON.stringify({ op: name, d: d })); }
   function connect() {
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/v1/gateway");
-    function op(name, d) { if (ws.readyState === 1) ws.send(JSON.stringify({ op: name, d: d })); }
+    var ws = sock = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/v1/gateway");
     ws.onmessage = function (m) {
       var f = JSON.parse(m.data), d = f.d || {};
       switch (f.op) {
@@ -461,6 +487,14 @@
     input.focus();
   }
   input.addEventListener("input", show);
+  // Typing: tell the thread at most every three seconds while the person writes.
+  var lastTyping = 0;
+  input.addEventListener("input", function () {
+    var now = Date.now();
+    if (!input.value.trim() || now - lastTyping < 3000) return;
+    lastTyping = now;
+    op("typing.start", { thread_id: threadID });
+  });
   input.addEventListener("blur", function () { menu.hidden = true; picks = []; });
   input.addEventListener("keydown", function (e) {
     if (picks.length) {

@@ -66,6 +66,10 @@ type ThreadView struct {
 	CanLeave bool
 	// Members are the handles of who may read the channel, for the composer's @ completion.
 	Members string
+	// Me is the reader's principal id: the typing line leaves them out.
+	Me string
+	// Names maps the members' ids to their names (a JSON object), for the typing line.
+	Names string
 	// Draft and Error are a refused message and why it was refused.
 	Draft, Error string
 	// ClientMsgID makes the composer's post idempotent: sending the same form twice posts once.
