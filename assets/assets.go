@@ -103,14 +103,22 @@ func Handler() http.Handler {
 // Favicon answers /favicon.ico, which browsers ask for by that fixed name wherever a page
 // names no icon (a JSON answer, an image): the console's icon, favicon.svg, under a name that
 // does not change with its content, hence cached for a day and not for a year.
-func Favicon() http.Handler {
-	a := byName["favicon.svg"]
+func Favicon() http.Handler { return Fixed("favicon.svg", "public, max-age=86400") }
+
+// Fixed serves the asset name under a name that does not change with its content, with the
+// caching cache: for what a browser asks for by a fixed name (the favicon, the console's
+// service worker, whose address is its identity, and the app icons its manifest names).
+func Fixed(name, cache string) http.Handler {
+	a, ok := byName[name]
+	if !ok {
+		panic("assets: no file " + name)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.NotFound(w, r)
 			return
 		}
-		a.serve(w, r, "public, max-age=86400")
+		a.serve(w, r, cache)
 	})
 }
 

@@ -25,6 +25,7 @@ func (c *Console) routes() {
 	c.ownerRoutes()
 	c.chatRoutes()
 	c.accountRoutes()
+	c.appRoutes()
 }
 
 // setupPage shows the form of the first owner, or, when the instance has its owner already

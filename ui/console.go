@@ -204,7 +204,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Strict: only this origin's scripts, styles and connections; no inline script or style,
 	// no frames, forms post only here.
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		"connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -67,6 +67,12 @@
   toggler(document.querySelector('[data-testid="menu-toggle"]'));
   toggler(document.querySelector('[data-testid="channels-toggle"]'));
 
+  // The service worker shows the Web Push notifications (static/sw.js). It is registered on
+  // every page of a signed-in person, so a subscription made once goes on working.
+  if ("serviceWorker" in navigator && document.querySelector('[data-testid="who"]')) {
+    navigator.serviceWorker.register("/console/sw.js", { scope: "/console/" }).catch(function () {});
+  }
+
   var thread = document.querySelector('[data-testid="thread"]');
   if (!thread) return;
   var threadID = thread.dataset.threadId;
