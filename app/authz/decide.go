@@ -12,6 +12,7 @@ import (
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
 )
@@ -55,6 +56,13 @@ var rules = map[kernel.Action]rule{
 	catchup.ActEventsCatchUp: {kind: ruleAuthenticated},
 
 	agents.ActAgentRead: {kind: rulePerson},
+
+	// Web Push: a person's browsers; the subscriptions a person lists and deletes are their own
+	// (the store answers not_found for another's).
+	push.ActSubscriptionCreate: {kind: rulePerson},
+	push.ActSubscriptionList:   {kind: rulePerson},
+	push.ActSubscriptionDelete: {kind: rulePerson},
+	push.ActVAPIDKeyRead:       {kind: rulePerson},
 
 	catchup.ActAgentConsume: {kind: ruleAgent},
 
