@@ -115,6 +115,9 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO agent_consumers VALUES ('p2', 7, '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO signing_keys VALUES ('k1', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `', NULL)`,
 		`INSERT INTO signing_keys VALUES ('k0', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `', '` + t0 + `')`,
+		`INSERT INTO push_subscriptions VALUES ('ps1', 'p1', 'https://push.example.com/send/ü?x=1', 'BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4', 'BTBZMqHH6r4Tts7J_aSIgg', 1, '` + t0 + `', NULL),
+			('ps2', 'p1', 'https://push.example.com/send/2', 'BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4', 'BTBZMqHH6r4Tts7J_aSIgg', 0, '` + t0 + `', 'the push service answered 503')`,
+		`INSERT INTO vapid_keys VALUES (1, 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `')`,
 		// A pending job, in goqite's text times (UTC, milliseconds), which PostgreSQL reads into
 		// timestamptz; received 1: a job between two attempts moves as it is.
 		`INSERT INTO goqite VALUES ('k:runs.queued_expiry:r1', '2025-01-02T03:04:05.000Z', '2025-01-02T03:04:06.000Z', 'bothy',
