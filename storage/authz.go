@@ -248,10 +248,10 @@ func (s *AuthzStore) SpaceExists(ctx context.Context, id kernel.ID) (bool, error
 
 // snapshotQuery reads the whole permission cache in one statement, so that both engines answer
 // from one snapshot: event_seq and the rows it is the head of. Each row is a tag and four
-// columns: ('h', -, -, -, event_seq), ('p', id, status, -, is_owner), ('c', id, space_id, kind,
+// columns: ('h', -, -, -, event_seq), ('p', id, status, kind, is_owner), ('c', id, space_id, kind,
 // -), ('g', principal_id, resource_id, resource_kind, level_rank).
 const snapshotQuery = `SELECT 'h', '', '', '', value FROM sequence_counters WHERE name = 'event_seq'
-	UNION ALL SELECT 'p', id, status, '', is_owner FROM principals
+	UNION ALL SELECT 'p', id, status, kind, is_owner FROM principals
 	UNION ALL SELECT 'c', id, space_id, kind, 0 FROM channels
 	UNION ALL SELECT 'g', principal_id, resource_id, resource_kind, level_rank FROM grants`
 
@@ -274,7 +274,8 @@ func (s *AuthzStore) Snapshot(ctx context.Context) (authz.Snapshot, error) {
 		case "h":
 			snap.Seq, head = n, true
 		case "p":
-			snap.Principals = append(snap.Principals, authz.PrincipalRef{ID: kernel.ID(a), Active: b == "active", IsOwner: n != 0})
+			snap.Principals = append(snap.Principals, authz.PrincipalRef{ID: kernel.ID(a), Active: b == "active", IsOwner: n != 0,
+				Kind: kernel.PrincipalKind(c)})
 		case "c":
 			snap.Channels = append(snap.Channels, authz.ChannelRef{ID: kernel.ID(a), SpaceID: kernel.ID(b), Kind: c})
 		case "g":

@@ -151,6 +151,9 @@ type PrincipalRef struct {
 	ID      kernel.ID
 	Active  bool // status active (not disabled)
 	IsOwner bool
+	// Kind tells a person from an agent or an app: a channel's members (ChannelMembers) are
+	// its people.
+	Kind kernel.PrincipalKind
 }
 
 // ChannelRef is what authz needs to know about a channel.

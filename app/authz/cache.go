@@ -46,6 +46,7 @@ type channelInfo struct {
 // principal's own row or user.created not seen) is not known: delivery treats it as nobody.
 type principalState struct {
 	known, active, owner bool
+	person               bool                       // a person, not an agent or an app
 	channels             map[kernel.ID]channelGrant // channel grants, by channel
 	spaces               map[kernel.ID]Level        // space grants, by space
 	// reach counts the channel grants held in each space: any grant on a space's channel makes
@@ -216,7 +217,7 @@ func (s *Service) Warm(ctx context.Context) (int64, error) {
 	}
 	for _, p := range snap.Principals {
 		st := m.principal(p.ID)
-		st.known, st.active, st.owner = true, p.Active, p.IsOwner
+		st.known, st.active, st.owner, st.person = true, p.Active, p.IsOwner, p.Kind == kernel.KindPerson
 	}
 	for _, g := range snap.Grants {
 		if !g.Level.Valid() {
@@ -513,6 +514,8 @@ func (c change) apply(m *model) (disabled kernel.ID) {
 		if c.kind == evUserCreated.Name || c.kind == evAgentCreated.Name || !p.known {
 			p.known, p.active = true, true
 		}
+		// user.* are people's, agent.* agents': an event names the kind of its principal.
+		p.person = c.kind == evUserCreated.Name || c.kind == evUserUpdated.Name
 		if c.status != "" {
 			p.active = c.status == "active"
 		}
