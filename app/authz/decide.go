@@ -9,6 +9,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/inbox"
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
@@ -126,6 +127,17 @@ var rules = map[kernel.Action]rule{
 	dms.ActDMCreate: {kind: ruleAuthenticated},
 	dms.ActDMList:   {kind: ruleAuthenticated},
 	dms.ActDMLeave:  {kind: ruleChannelLevel, need: LevelView},
+
+	// The inbox: a read position is moved by whoever may read the thread; one's own unread
+	// counts and mentions are read by anyone signed in (what they count is filtered by Visible).
+	inbox.ActReadMark:     {kind: ruleChannelLevel, need: LevelView},
+	inbox.ActUnreadRead:   {kind: ruleAuthenticated},
+	inbox.ActMentionsRead: {kind: ruleAuthenticated},
+
+	// @here and @channel: whoever may post, or only a manager, as instance.broadcast_mentions
+	// says (messaging asks for the one the setting names).
+	messaging.ActMentionBroadcast:        {kind: ruleChannelLevel, need: LevelPost},
+	messaging.ActMentionBroadcastManaged: {kind: ruleChannelLevel, need: LevelManage},
 }
 
 // Known reports whether authz has a rule for action; the HTTP router can refuse to start with a

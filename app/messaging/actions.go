@@ -13,4 +13,9 @@ const (
 	ActReactionRemove kernel.Action = "reaction.remove"
 	ActMessagePin     kernel.Action = "message.pin"
 	ActMessageUnpin   kernel.Action = "message.unpin"
+	// ActMentionBroadcast and ActMentionBroadcastManaged decide who may mention a whole channel
+	// (@here, @channel): the first when instance.broadcast_mentions is 'post', the second when
+	// it is 'manage'. Without the right the words stay plain text.
+	ActMentionBroadcast        kernel.Action = "message.mention_broadcast"
+	ActMentionBroadcastManaged kernel.Action = "message.mention_broadcast.managed"
 )

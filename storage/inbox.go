@@ -1,0 +1,232 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"bothy.dev/bothy/app/inbox"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/storage/commit"
+)
+
+// InboxStore is the repository of the inbox: read positions, and the unread and mention counts
+// read from them (implements inbox.Store).
+type InboxStore struct{ db *DB }
+
+var _ inbox.Store = (*InboxStore)(nil)
+
+// NewInboxStore returns the inbox's repository on db.
+func NewInboxStore(db *DB) *InboxStore { return &InboxStore{db: db} }
+
+// readAdvances are the read positions the units of a batch move, written once per principal and
+// thread at the batch's commit. It is declared after threadCounts (chat.go, which sorts before
+// this file, so its package variable is made first), so the batch's messages are counted in
+// their threads' post_count before a position counts against it: a position taken at a message
+// posted in the same batch is exact.
+var readAdvances = commit.NewAtCommit(mergeAdvance, func(exec func(q string, args ...any) error, _ string, a readAdvance) error {
+	if err := exec(advanceReadSQL, a.args()...); err != nil {
+		return fmt.Errorf("advance read position: %w", err)
+	}
+	return nil
+})
+
+// advanceReadSQL sets a read position at a message with its read_count: the thread's post_count
+// less the messages after the one read (usually none: one reads the newest), so one COUNT over
+// the thread's few newest index entries at the write and none at the read. It only moves
+// forward: an older message leaves a position as it is.
+const advanceReadSQL = `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
+	VALUES (?, ?, ?, ?, (SELECT post_count FROM threads WHERE id = ?) - (SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ?), ?)
+	ON CONFLICT (principal_id, thread_id) DO UPDATE SET last_read_message_id = excluded.last_read_message_id,
+		read_count = excluded.read_count, updated_at = excluded.updated_at
+	WHERE excluded.last_read_message_id > read_states.last_read_message_id`
+
+// readAdvance is one read position to move: principal's in thread of channel, to message, at
+// (fixed-width text).
+type readAdvance struct {
+	principal, thread, channel, message kernel.ID
+	at                                  string
+}
+
+func (a readAdvance) args() []any {
+	return []any{string(a.principal), string(a.thread), string(a.channel), string(a.message),
+		string(a.thread), string(a.thread), string(a.message), a.at}
+}
+
+// mergeAdvance keeps the newer of two positions of one principal in one thread.
+func mergeAdvance(a, b readAdvance) readAdvance {
+	if b.message > a.message {
+		return b
+	}
+	return a
+}
+
+// Advance implements inbox.Store.
+func (s *InboxStore) Advance(ctx context.Context, principalID kernel.ID, st inbox.ReadState, at time.Time) error {
+	a := readAdvance{principal: principalID, thread: st.ThreadID, channel: st.ChannelID, message: st.LastReadMessageID, at: fmtTime(at)}
+	// Ids are fixed-width text, so the key sorts by principal, then thread.
+	key := string(principalID) + " " + string(st.ThreadID)
+	if readAdvances.Record(ctx, key, a) {
+		return nil
+	}
+	// Outside a Unit of Work: a unit of its own, whose commit makes the write.
+	return s.db.Do(ctx, func(ctx context.Context) error {
+		if !readAdvances.Record(ctx, key, a) {
+			return fmt.Errorf("storage: a read position outside a Unit of Work inside one")
+		}
+		return nil
+	})
+}
+
+// MessageThread implements inbox.Store.
+func (s *InboxStore) MessageThread(ctx context.Context, messageID kernel.ID) (kernel.ID, error) {
+	var th kernel.ID
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT thread_id FROM messages WHERE id = ?`, string(messageID)).Scan(&th)
+	return th, s.db.mapErr(err, "message")
+}
+
+// Position implements inbox.Store.
+func (s *InboxStore) Position(ctx context.Context, principalID, threadID kernel.ID) (inbox.Position, bool, error) {
+	var p inbox.Position
+	var posts int64
+	var last sql.NullString
+	var read sql.NullInt64
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT t.channel_id, t.post_count, r.last_read_message_id, r.read_count
+		FROM threads t LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id WHERE t.id = ?`,
+		string(principalID), string(threadID)).Scan(&p.ChannelID, &posts, &last, &read)
+	if err != nil {
+		return p, false, s.db.mapErr(err, "thread")
+	}
+	p.ThreadID, p.LastReadMessageID = threadID, kernel.ID(last.String)
+	p.UnreadCount = max(posts-read.Int64, 0)
+	return p, last.Valid, nil
+}
+
+// unreadCols are the columns of an unread candidate, t a thread, c its channel and r the
+// principal's read position in it (LEFT JOIN): the unread count, and only for a thread with
+// something unread its unread mentions (a range of mentions_thread after the position) and
+// newest message (the last entry of messages_thread). Its one ? is the principal.
+const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - COALESCE(r.read_count, 0),
+	CASE WHEN t.post_count > COALESCE(r.read_count, 0) THEN (SELECT COUNT(*) FROM mentions n
+		WHERE n.principal_id = ? AND n.thread_id = t.id AND n.message_id > COALESCE(r.last_read_message_id, '')) ELSE 0 END,
+	CASE WHEN t.post_count > COALESCE(r.read_count, 0) THEN (SELECT m.id FROM messages m WHERE m.thread_id = t.id
+		ORDER BY m.id DESC LIMIT 1) ELSE '' END`
+
+// unreadMainSQL reads the main threads of the channels a principal's grants show (a grant on the
+// channel, or on its space for a channel that is not a DM; an owner sees every channel that is
+// not a DM): grants_principal answers both conditions. The ? are the principal (for
+// unreadCols, the read position and the channel grants), the owner flag and the principal (the
+// space grants).
+const unreadMainSQL = `SELECT ` + unreadCols + ` FROM channels c JOIN threads t ON t.id = c.main_thread_id
+	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
+	WHERE c.archived_at IS NULL AND (c.id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?)
+		OR c.kind <> 'dm' AND (? = 1 OR c.space_id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?)))`
+
+// unreadThreadsSQL reads the other threads a principal follows (a subscription of level all or
+// mentions) or holds a read position in, unless muted (level none).
+const unreadThreadsSQL = `SELECT ` + unreadCols + ` FROM threads t JOIN channels c ON c.id = t.channel_id
+	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
+	LEFT JOIN thread_subscriptions s ON s.principal_id = ? AND s.thread_id = t.id
+	WHERE t.id IN (SELECT x.thread_id FROM read_states x WHERE x.principal_id = ?
+		UNION SELECT y.thread_id FROM thread_subscriptions y WHERE y.principal_id = ? AND y.level <> 'none')
+	AND t.is_main = 0 AND c.archived_at IS NULL AND (s.level IS NULL OR s.level <> 'none')`
+
+// UnreadCandidates implements inbox.Store in two statements, whatever the number of channels.
+func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]inbox.Candidate, error) {
+	p := string(principalID)
+	out := []inbox.Candidate{}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{unreadMainSQL, []any{p, p, p, sqlBool(owner), p}},
+		{unreadThreadsSQL, []any{p, p, p, p, p}},
+	} {
+		rows, err := s.db.q(ctx).QueryContext(ctx, q.sql, q.args...)
+		if err != nil {
+			return nil, s.db.mapErr(err, "unread")
+		}
+		for rows.Next() {
+			var c inbox.Candidate
+			var thread kernel.ID
+			var isMain int
+			if err := rows.Scan(&c.ChannelID, &c.SpaceID, &c.ChannelKind, &thread, &isMain, &c.UnreadCount, &c.MentionCount, &c.LastMessageID); err != nil {
+				rows.Close()
+				return nil, s.db.mapErr(err, "unread")
+			}
+			if c.UnreadCount <= 0 {
+				continue
+			}
+			if isMain == 0 {
+				c.ThreadID = &thread
+			}
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, s.db.mapErr(err, "unread")
+		}
+	}
+	return out, nil
+}
+
+// Mentions implements inbox.Store on mentions_principal, newest first.
+func (s *InboxStore) Mentions(ctx context.Context, principalID, before kernel.ID, limit int) ([]inbox.Mention, bool, error) {
+	q := s.db.q(ctx)
+	cond, args := ``, []any{string(principalID), string(principalID)}
+	if !before.IsZero() {
+		cond, args = ` AND n.message_id < ?`, append(args, string(before))
+	}
+	args = append(args, limit+1)
+	rows, err := q.QueryContext(ctx, `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
+		m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, c.kind, x.id, x.message_count, x.last_message_at,
+		COALESCE(r.last_read_message_id, '') >= m.id
+		FROM mentions n JOIN messages m ON m.id = n.message_id JOIN channels c ON c.id = m.channel_id
+		LEFT JOIN threads x ON x.parent_message_id = m.id
+		LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = m.thread_id
+		WHERE n.principal_id = ?`+cond+` AND m.deleted_at IS NULL AND c.archived_at IS NULL
+		ORDER BY n.message_id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, false, s.db.mapErr(err, "mentions")
+	}
+	out := make([]inbox.Mention, 0, limit+1)
+	for rows.Next() {
+		var read bool
+		m, err := scanMessage(scanWith{rows, &read})
+		if err != nil {
+			rows.Close()
+			return nil, false, s.db.mapErr(err, "mentions")
+		}
+		out = append(out, inbox.Mention{Message: m, Read: read})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, s.db.mapErr(err, "mentions")
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	msgs := make([]messaging.Message, len(out))
+	for i := range out {
+		msgs[i] = out[i].Message
+	}
+	if err := (&MessageStore{db: s.db}).fillMentions(ctx, q, msgs); err != nil {
+		return nil, false, err
+	}
+	for i := range out {
+		out[i].Message = msgs[i]
+	}
+	return out, more, nil
+}
+
+// scanWith scans a row into what a scanner of the leading columns asks for, and the columns
+// after them into extra.
+type scanWith struct {
+	rows  *sql.Rows
+	extra *bool
+}
+
+func (s scanWith) Scan(dst ...any) error { return s.rows.Scan(append(dst, s.extra)...) }
