@@ -26,3 +26,10 @@ func (s *InstanceStore) SetName(ctx context.Context, name string) error {
 	_, err := s.db.q(ctx).ExecContext(ctx, `UPDATE instance SET name = ? WHERE id = 1`, name)
 	return s.db.mapErr(err, "instance")
 }
+
+// BroadcastMentions implements messaging.BroadcastPolicy: who may mention a whole channel.
+func (s *InstanceStore) BroadcastMentions(ctx context.Context) (string, error) {
+	var v string
+	err := s.db.q(ctx).QueryRowContext(ctx, `SELECT broadcast_mentions FROM instance WHERE id = 1`).Scan(&v)
+	return v, s.db.mapErr(err, "instance")
+}

@@ -52,7 +52,16 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if n == 0 {
 		return false, nil
 	}
-	return true, s.insertMentions(ctx, q, m.ID, m.ThreadID, m.Mentions)
+	return true, s.insertMentions(ctx, q, m.ID, m.ThreadID, mentionRows(m))
+}
+
+// mentionRows are everyone m mentions: its explicit mentions and whom @here or @channel
+// reached besides them, one row each.
+func mentionRows(m messaging.Message) []kernel.ID {
+	if len(m.BroadcastTo) == 0 {
+		return m.Mentions
+	}
+	return append(append(make([]kernel.ID, 0, len(m.Mentions)+len(m.BroadcastTo)), m.Mentions...), m.BroadcastTo...)
 }
 
 // insertMentions records who message id of thread mentions; the thread lets a read position
@@ -111,19 +120,9 @@ func (s *MessageStore) oneMessage(ctx context.Context, where string, args ...any
 	if err != nil {
 		return m, s.db.mapErr(err, "message")
 	}
-	rows, err := q.QueryContext(ctx, `SELECT principal_id FROM mentions WHERE message_id = ? ORDER BY principal_id`, string(m.ID))
-	if err != nil {
-		return m, s.db.mapErr(err, "mentions")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p kernel.ID
-		if err := rows.Scan(&p); err != nil {
-			return m, s.db.mapErr(err, "mentions")
-		}
-		m.Mentions = append(m.Mentions, p)
-	}
-	return m, s.db.mapErr(rows.Err(), "mentions")
+	out := []messaging.Message{m}
+	err = s.fillMentions(ctx, q, out)
+	return out[0], err
 }
 
 func (s *MessageStore) MessageByClientID(ctx context.Context, author kernel.ID, clientMsgID string) (messaging.Message, error) {
@@ -175,22 +174,34 @@ func (s *MessageStore) fillMentions(ctx context.Context, q querier, out []messag
 		at[m.ID] = i
 		args = append(args, string(m.ID))
 	}
-	rows, err := q.QueryContext(ctx, `SELECT message_id, principal_id FROM mentions WHERE message_id IN (`+placeholders(len(args))+`)
-		ORDER BY message_id, principal_id`, args...)
+	rows, err := q.QueryContext(ctx, `SELECT n.message_id, n.principal_id, p.handle_key FROM mentions n JOIN principals p ON p.id = n.principal_id
+		WHERE n.message_id IN (`+placeholders(len(args))+`) ORDER BY n.message_id, n.principal_id`, args...)
 	if err != nil {
 		return s.db.mapErr(err, "mentions")
 	}
 	defer rows.Close()
+	found := make([][]messaging.MentionRow, len(out))
 	for rows.Next() {
-		var mid, pid kernel.ID
-		if err := rows.Scan(&mid, &pid); err != nil {
+		var mid kernel.ID
+		var r messaging.MentionRow
+		if err := rows.Scan(&mid, &r.PrincipalID, &r.HandleKey); err != nil {
 			return s.db.mapErr(err, "mentions")
 		}
 		if i, ok := at[mid]; ok {
-			out[i].Mentions = append(out[i].Mentions, pid)
+			found[i] = append(found[i], r)
 		}
 	}
-	return s.db.mapErr(rows.Err(), "mentions")
+	if err := rows.Err(); err != nil {
+		return s.db.mapErr(err, "mentions")
+	}
+	// The rows carry everyone a message mentions; its JSON form shows the explicit ones and
+	// whether @here or @channel reached more.
+	for i := range out {
+		if len(found[i]) > 0 {
+			out[i].Mentions, out[i].Broadcast = messaging.ReadMentions(out[i].Content, found[i])
+		}
+	}
+	return nil
 }
 
 func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, prev messaging.Revision) error {
@@ -207,7 +218,7 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	if _, err := q.ExecContext(ctx, `DELETE FROM mentions WHERE message_id = ?`, string(m.ID)); err != nil {
 		return s.db.mapErr(err, "mentions")
 	}
-	return s.insertMentions(ctx, q, m.ID, m.ThreadID, m.Mentions)
+	return s.insertMentions(ctx, q, m.ID, m.ThreadID, mentionRows(m))
 }
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {

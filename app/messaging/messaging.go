@@ -28,6 +28,13 @@ type Message struct {
 	Content     string      `json:"content"`
 	ClientMsgID ClientMsgID `json:"client_msg_id"`
 	Mentions    []kernel.ID `json:"mentions"`
+	// Broadcast is "here" or "channel" when the message mentions its whole channel (@here,
+	// @channel) and that reached someone Mentions does not name; empty otherwise. Mentions
+	// keeps the explicit @handles; the store's mention rows carry everyone (BroadcastTo too).
+	Broadcast string `json:"broadcast,omitempty"`
+	// BroadcastTo are the members @here or @channel mentions besides Mentions, written as
+	// mention rows with the message; never read back nor shown.
+	BroadcastTo []kernel.ID `json:"-"`
 	Version     int         `json:"version"`
 	CreatedAt   time.Time   `json:"created_at"`
 	EditedAt    *time.Time  `json:"edited_at"`
@@ -195,6 +202,22 @@ type Directory interface {
 	// ResolveHandles maps handle keys (lower-case handles) to the ids of the principals that hold
 	// them; unknown handles are absent from the answer.
 	ResolveHandles(ctx context.Context, keys []string) (map[string]kernel.ID, error)
+}
+
+// Audience lists who a mention of a whole channel reaches (authz implements it from its warm
+// cache, which messaging, below authz, may not import).
+type Audience interface {
+	// ChannelMembers lists the active people who may read the channel, in id order.
+	// Errors: internal (the permission cache is not warm).
+	ChannelMembers(ctx context.Context, channelID kernel.ID) ([]kernel.ID, error)
+}
+
+// BroadcastPolicy says who may mention a whole channel (the instance's setting
+// broadcast_mentions; storage implements it).
+type BroadcastPolicy interface {
+	// BroadcastMentions answers "post" (whoever may post in the channel) or "manage" (only its
+	// managers).
+	BroadcastMentions(ctx context.Context) (string, error)
 }
 
 // Redactor rewrites logged events (storage implements it on the event log): a deleted message's

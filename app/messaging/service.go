@@ -21,6 +21,10 @@ type Deps struct {
 	// Bus carries MessageDeciding, MessagePosted and MessageDeleted to their in-transaction subscribers.
 	Bus   *kernel.TxBus
 	Clock kernel.Clock
+	// Audience and Policy make @here and @channel mention a channel's members; without
+	// Audience they are plain text. Policy nil is the setting "post".
+	Audience Audience
+	Policy   BroadcastPolicy
 }
 
 // Service holds the use cases of messaging.
@@ -34,6 +38,8 @@ type Service struct {
 	authz    kernel.Authorizer
 	bus      *kernel.TxBus
 	clock    kernel.Clock
+	audience Audience
+	policy   BroadcastPolicy
 }
 
 // New returns the messaging service.
@@ -46,7 +52,7 @@ func New(d Deps) *Service {
 		d.Clock = kernel.SystemClock{}
 	}
 	return &Service{store: d.Store, threads: d.Threads, dir: d.Directory, redactor: d.Redactor, uow: d.UoW,
-		events: d.Events, authz: d.Authz, bus: d.Bus, clock: d.Clock}
+		events: d.Events, authz: d.Authz, bus: d.Bus, clock: d.Clock, audience: d.Audience, policy: d.Policy}
 }
 
 // now is the clock's time at the precision the store keeps.
@@ -84,7 +90,7 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
 			return err
 		}
-		mentions, err := s.resolveMentions(ctx, in.Content)
+		mentions, err := s.resolveMentions(ctx, actor, th.Resource(), in.Content)
 		if err != nil {
 			return err
 		}
@@ -115,10 +121,10 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 }
 
 // newMessage is the first version of a message of actor in th, posted now.
-func (s *Service) newMessage(actor kernel.Actor, th chat.Thread, content, clientMsgID string, mentions []kernel.ID) Message {
+func (s *Service) newMessage(actor kernel.Actor, th chat.Thread, content, clientMsgID string, mentions mentionSet) Message {
 	return Message{ID: kernel.NewID(), ThreadID: th.ID, ChannelID: th.ChannelID, SpaceID: th.SpaceID,
-		AuthorID: actor.ID, Content: content, ClientMsgID: ClientMsgID(clientMsgID), Mentions: mentions,
-		Version: 1, CreatedAt: s.now(), ChannelKind: th.ChannelKind}
+		AuthorID: actor.ID, Content: content, ClientMsgID: ClientMsgID(clientMsgID), Mentions: mentions.explicit,
+		Broadcast: mentions.broadcast, BroadcastTo: mentions.to, Version: 1, CreatedAt: s.now(), ChannelKind: th.ChannelKind}
 }
 
 // insert decides what the new message m triggers (MessageDeciding), stores it with that
@@ -168,8 +174,8 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 			return err
 		}
 		var again bool
-		var mentions []kernel.ID
-		if th, m, again, mentions, err = s.firstMessage(ctx, actor, in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
+		var mentions mentionSet
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
 			return pt.ChannelID == ch.ID && !pt.IsMain && pt.ParentMessageID == nil
 		}); err != nil || again {
 			return err
@@ -190,18 +196,18 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 // firstMessage checks the content and client_msg_id of a message that may start a thread, and
 // looks for its repeat: the steps a new thread and a reply under a message share. again reports
 // a repeat, answered with its stored thread and message (fits says whether that thread is the
-// one this request would make); otherwise mentions are those of the content.
-func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, content, clientMsgID string, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, mentions []kernel.ID, err error) {
+// one this request would make); otherwise mentions are those of the content in the channel ch.
+func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, ch kernel.Resource, content, clientMsgID string, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, mentions mentionSet, err error) {
 	if err := checkContent(content); err != nil {
-		return chat.Thread{}, Message{}, false, nil, err
+		return chat.Thread{}, Message{}, false, mentionSet{}, err
 	}
 	if err := checkClientMsgID(clientMsgID); err != nil {
-		return chat.Thread{}, Message{}, false, nil, err
+		return chat.Thread{}, Message{}, false, mentionSet{}, err
 	}
 	if th, m, again, err = s.repeated(ctx, actor, clientMsgID, fits); err != nil || again {
-		return th, m, again, nil, err
+		return th, m, again, mentionSet{}, err
 	}
-	mentions, err = s.resolveMentions(ctx, content)
+	mentions, err = s.resolveMentions(ctx, actor, ch, content)
 	return chat.Thread{}, Message{}, false, mentions, err
 }
 
@@ -299,8 +305,8 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 			return err
 		}
 		var again bool
-		var mentions []kernel.ID
-		if th, m, again, mentions, err = s.firstMessage(ctx, actor, in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
+		var mentions mentionSet
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
 			return pt.ParentMessageID != nil && *pt.ParentMessageID == parent.ID
 		}); err != nil || again {
 			return err
@@ -336,27 +342,81 @@ func (s *Service) posted(ctx context.Context, actor kernel.Actor, m Message, new
 	return kernel.Publish(ctx, s.bus, MessagePosted{Message: m, NewThread: newThread, Author: actor, Invoke: invoke})
 }
 
+// mentionSet is who a message's content mentions: explicit by @handle, and to, the members
+// @here or @channel (broadcast) reaches besides those.
+type mentionSet struct {
+	explicit  []kernel.ID
+	broadcast string
+	to        []kernel.ID
+}
+
 // resolveMentions finds the @handles of content and resolves them in one read; unknown handles
-// are plain text. The answer is never nil, so the JSON form is always a list.
-func (s *Service) resolveMentions(ctx context.Context, content string) ([]kernel.ID, error) {
-	keys := scanMentions(content)
-	if len(keys) == 0 {
-		return []kernel.ID{}, nil
+// are plain text. @here and @channel mention every member of the channel of where (people who
+// may read it, not the author) when actor may use them there (mayBroadcast); otherwise they are
+// plain text too. explicit is never nil, so the JSON form is always a list.
+func (s *Service) resolveMentions(ctx context.Context, actor kernel.Actor, where kernel.Resource, content string) (mentionSet, error) {
+	keys, broadcast := splitBroadcast(scanMentions(content))
+	out := mentionSet{explicit: []kernel.ID{}}
+	if len(keys) > 0 {
+		found, err := s.dir.ResolveHandles(ctx, keys)
+		if err != nil {
+			return mentionSet{}, err
+		}
+		seen := make(map[kernel.ID]bool, len(found))
+		for _, k := range keys {
+			if id, ok := found[k]; ok && !seen[id] {
+				seen[id] = true
+				out.explicit = append(out.explicit, id)
+			}
+		}
+		slices.Sort(out.explicit) // the order the store reads them back in
 	}
-	found, err := s.dir.ResolveHandles(ctx, keys)
+	if broadcast == "" {
+		return out, nil
+	}
+	may, err := s.mayBroadcast(ctx, actor, where)
+	if err != nil || !may {
+		return out, err
+	}
+	members, err := s.audience.ChannelMembers(ctx, where.ChannelID)
 	if err != nil {
-		return nil, err
+		return mentionSet{}, err
 	}
-	out := make([]kernel.ID, 0, len(found))
-	seen := make(map[kernel.ID]bool, len(found))
-	for _, k := range keys {
-		if id, ok := found[k]; ok && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+	for _, id := range members {
+		if id != actor.ID && !slices.Contains(out.explicit, id) {
+			out.to = append(out.to, id)
 		}
 	}
-	slices.Sort(out) // the order the store reads them back in
+	if len(out.to) > 0 {
+		out.broadcast = broadcast
+	}
 	return out, nil
+}
+
+// mayBroadcast reports whether actor may mention the whole channel of where: with post on it, or
+// with manage when the instance's setting says only managers may.
+func (s *Service) mayBroadcast(ctx context.Context, actor kernel.Actor, where kernel.Resource) (bool, error) {
+	if s.audience == nil {
+		return false, nil
+	}
+	action := ActMentionBroadcast
+	if s.policy != nil {
+		p, err := s.policy.BroadcastMentions(ctx)
+		if err != nil {
+			return false, err
+		}
+		if p == BroadcastManage {
+			action = ActMentionBroadcastManaged
+		}
+	}
+	switch err := s.authz.Authorize(ctx, actor, action, where); {
+	case err == nil:
+		return true, nil
+	case kernel.IsCode(err, kernel.CodeForbidden) || kernel.IsCode(err, kernel.CodeNotFound):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // ListMessages returns one page of a thread's messages, oldest first (message.read on the
@@ -430,9 +490,11 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 		if m.EditedAt != nil {
 			prev.CreatedAt = *m.EditedAt
 		}
-		if m.Mentions, err = s.resolveMentions(ctx, content); err != nil {
+		mentions, err := s.resolveMentions(ctx, actor, m.Resource(), content)
+		if err != nil {
 			return err
 		}
+		m.Mentions, m.Broadcast, m.BroadcastTo = mentions.explicit, mentions.broadcast, mentions.to
 		now := s.now()
 		m.Content, m.Version, m.EditedAt = content, m.Version+1, &now
 		if err := s.store.UpdateMessage(ctx, m, prev); err != nil {
@@ -464,7 +526,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if m.Deleted {
 			return errDeleted
 		}
-		m.Content, m.Mentions, m.Deleted, m.Version = "", []kernel.ID{}, true, m.Version+1
+		m.Content, m.Mentions, m.Broadcast, m.Deleted, m.Version = "", []kernel.ID{}, "", true, m.Version+1
 		if err := s.store.DeleteMessage(ctx, m, s.now()); err != nil {
 			return err
 		}

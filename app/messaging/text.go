@@ -87,6 +87,69 @@ func checkEmoji(s string) error {
 	return nil
 }
 
+// The settings of instance.broadcast_mentions: who may mention a whole channel.
+const (
+	BroadcastPost   = "post"
+	BroadcastManage = "manage"
+)
+
+// The words that mention a whole channel instead of a handle: @here and @channel.
+const (
+	broadcastHere    = "here"
+	broadcastChannel = "channel"
+)
+
+// splitBroadcast takes the words that mention a whole channel out of the handle keys and
+// answers the first of them ("" for none): they are no handles, even of a principal named so.
+func splitBroadcast(keys []string) (handles []string, broadcast string) {
+	handles = keys[:0:0]
+	for _, k := range keys {
+		if k == broadcastHere || k == broadcastChannel {
+			if broadcast == "" {
+				broadcast = k
+			}
+			continue
+		}
+		handles = append(handles, k)
+	}
+	return handles, broadcast
+}
+
+// MentionRow is a mention as the store reads it back: the principal and its handle key.
+type MentionRow struct {
+	PrincipalID kernel.ID
+	HandleKey   string
+}
+
+// ReadMentions splits a stored message's mention rows (in principal id order) into what its
+// JSON form shows: the explicit mentions, and Broadcast when @here or @channel reached more.
+// The store writes a row for everyone a message mentions; a message whose content has no
+// @here or @channel has only explicit ones. A handle renamed since the message was posted is
+// no longer in its content: on a broadcast message, that person then counts as reached by the
+// broadcast.
+func ReadMentions(content string, rows []MentionRow) (mentions []kernel.ID, broadcast string) {
+	mentions = make([]kernel.ID, 0, len(rows))
+	keys, word := splitBroadcast(scanMentions(content))
+	if word == "" {
+		for _, r := range rows {
+			mentions = append(mentions, r.PrincipalID)
+		}
+		return mentions, ""
+	}
+	for _, r := range rows {
+		for _, k := range keys {
+			if k == r.HandleKey {
+				mentions = append(mentions, r.PrincipalID)
+				break
+			}
+		}
+	}
+	if len(mentions) < len(rows) {
+		broadcast = word
+	}
+	return mentions, broadcast
+}
+
 // isHandleByte reports the bytes a handle is made of.
 func isHandleByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
