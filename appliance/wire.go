@@ -15,6 +15,7 @@ import (
 	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
+	"bothy.dev/bothy/app/inbox"
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
@@ -78,7 +79,13 @@ func wire(ctx context.Context, a *App) error {
 		Authz:     az,
 		Bus:       bus,
 		Clock:     clock,
+		// @here and @channel reach the channel's members as the permission cache knows them,
+		// when the instance's setting lets the poster use them.
+		Audience: az,
+		Policy:   storage.NewInstanceStore(db),
 	})
+	// Read positions and what is unread: a person's own message is read for them at once.
+	inboxSvc := inbox.New(inbox.Deps{Store: storage.NewInboxStore(db), Threads: chats, UoW: db, Events: db, Authz: az, Clock: clock}, az)
 	catchUp := catchup.New(catchup.Deps{Log: db, Scoper: az})
 	// The invocation tokens are signed with the instance's key, made by the first node that
 	// needs it, shared through the database and rotated by runs.signing_key_rotation (migrate
@@ -105,6 +112,7 @@ func wire(ctx context.Context, a *App) error {
 	// state) and fails the runs of a disabled agent.
 	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessageDeciding)
 	kernel.Subscribe(bus, "runs.invoke", runSvc.OnMessagePosted)
+	kernel.Subscribe(bus, "inbox.own_message_read", inboxSvc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", runSvc.OnAgentDisabled)
 	bus.Seal()
 
@@ -128,6 +136,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
+	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
 
