@@ -25,6 +25,7 @@ import (
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
@@ -69,6 +70,9 @@ type App struct {
 	// link (IssueSetupCode) and `setup bootstrap-owner` to create the first owner; while it is
 	// nil, serve prints no setup link.
 	Identity *identity.Service
+
+	// Push holds the Web Push use cases; the notifier enqueues through it. wire sets it.
+	Push *push.Service
 
 	// signals is the channel ephemeral between the nodes of a cluster (cluster.mode multi on
 	// PostgreSQL; nil otherwise). openPostgres makes it, wire hands it to the gateway.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/storage"
@@ -72,6 +73,39 @@ func runJob(fn func(context.Context, kernel.ID) error) jobs.Handler {
 		}
 		return fn(ctx, args.RunID)
 	}
+}
+
+// registerPushJobs registers push.send, the send of one notification to one browser: it fails,
+// to be tried again with the queue's backoff, when the push service is out of reach or answers
+// 429 or 5xx; a subscription the push service says is gone is deleted, and a notification it
+// refuses for good is dropped, both with a line in the log (ids and status only).
+func registerPushJobs(q *jobs.Queue, svc *push.Service, logger *slog.Logger) {
+	q.Register(push.JobSend, func(ctx context.Context, raw json.RawMessage) error {
+		var args push.SendArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		outcome, status, err := svc.Send(ctx, args)
+		switch outcome {
+		case push.Removed:
+			logger.Info("push subscription removed: the push service says it is gone", "subscription", args.SubscriptionID, "status", status)
+		case push.Refused:
+			logger.Warn("push notification refused by the push service; dropped", "subscription", args.SubscriptionID, "status", status)
+		}
+		return err
+	})
+}
+
+// pushConfig is push's configuration from the settings: the VAPID contact is push.subject, else
+// the public URL.
+func pushConfig(cfg config.Config) push.Config {
+	c := push.DefaultConfig()
+	c.AllowPrivateEndpoints = cfg.Push.AllowPrivateEndpoints
+	c.Subject = cfg.Push.Subject
+	if c.Subject == "" {
+		c.Subject = cfg.Server.PublicURL
+	}
+	return c
 }
 
 // wireJobs registers the appliance's own jobs on q and sets a.Jobs; in roles all and worker it

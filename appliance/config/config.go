@@ -28,6 +28,7 @@ type Config struct {
 	Sync     SyncConfig
 	Gateway  GatewayConfig
 	Agent    AgentConfig
+	Push     PushConfig
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -157,6 +158,18 @@ type AgentConfig struct {
 	// CancelGrace is how long an agent has to confirm a cancel request before the job
 	// runs.cancel_timeout ends the run cancelled with cancel_timeout.
 	CancelGrace time.Duration
+}
+
+// PushConfig is the push.* group: Web Push to people's browsers.
+type PushConfig struct {
+	// AllowPrivateEndpoints takes push endpoints on private, loopback and local hosts and over
+	// http, and lets the sender connect to them: for a push service of one's own on the local
+	// network, or a test's fake. Off, an endpoint must be https on a public host and every
+	// connection to a private address is refused.
+	AllowPrivateEndpoints bool
+	// Subject is the VAPID contact (a mailto: or https: URL) the push services may write to;
+	// empty means the instance's public URL.
+	Subject string
 }
 
 // GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.

@@ -179,6 +179,11 @@ var schema = []key{
 	{name: "agent.cancel_grace", def: dur(runsDefaults.CancelGrace), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 
+	{name: "push.allow_private_endpoints", def: "false", kind: kindBool,
+		field: func(c *Config) any { return &c.Push.AllowPrivateEndpoints }, check: func(any) string { return "" }},
+	{name: "push.subject", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Push.Subject }, check: pushSubject},
+
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
 	{name: "log.format", def: "text", kind: kindString, normalize: strings.ToLower,
@@ -186,6 +191,18 @@ var schema = []key{
 
 	{name: "shutdown.total_timeout", def: "30s", kind: kindDuration,
 		field: func(c *Config) any { return &c.Shutdown.TotalTimeout }, check: positive},
+}
+
+// pushSubject holds the VAPID contact to a mailto: or https: URL, or nothing (the public URL).
+func pushSubject(v any) string {
+	s := v.(string)
+	if s == "" || strings.HasPrefix(s, "mailto:") && len(s) > len("mailto:") {
+		return ""
+	}
+	if u, err := url.Parse(s); err == nil && u.Scheme == "https" && u.Host != "" {
+		return ""
+	}
+	return "must be a mailto: or https: URL"
 }
 
 // Indexes of the schema, built once from the table above.

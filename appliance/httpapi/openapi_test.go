@@ -11,6 +11,7 @@ import (
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel/names"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 )
 
@@ -86,6 +87,9 @@ var documentedBounds = map[string]bounds{
 	"parameters/IfMatch":               {1, none},
 	"parameters/IdempotencyKey":        {1, maxIdempotencyKeyBytes},
 	"headers/CorrelationId":            {1, none},
+
+	// Web Push: a browser's endpoint.
+	"schemas/CreatePushSubscriptionRequest/endpoint": {1, push.MaxEndpointBytes},
 }
 
 // TestDocumentedBoundsAreTheServers walks every schema of the OpenAPI document and compares
