@@ -19,8 +19,10 @@ import (
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
+	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/appliance/wstransport"
@@ -106,6 +108,12 @@ func wire(ctx context.Context, a *App) error {
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
 		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue, DMs: dmSvc}, runConfig)
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
+	// Web Push: a notification enqueues one push.send job per browser of the person (in the
+	// notifier's Unit of Work); the job posts through the egress client, whose dialer refuses
+	// private addresses unless push.allow_private_endpoints.
+	pushSvc := push.New(push.Deps{Store: storage.NewPushStore(db), Jobs: jobQueue, UoW: db, Authz: az, Clock: clock,
+		Sender: egress.New(egress.Options{AllowPrivate: a.Config.Push.AllowPrivateEndpoints})}, pushConfig(a.Config))
+	registerPushJobs(jobQueue, pushSvc, a.Logger)
 
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger
@@ -136,6 +144,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
+	router.Handle(httpapi.PushRoutes(pushSvc)...)
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
@@ -241,6 +250,7 @@ func wire(ctx context.Context, a *App) error {
 	}
 
 	a.Identity = ident
+	a.Push = pushSvc
 	a.Public = router
 	return nil
 }
