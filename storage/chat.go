@@ -197,6 +197,12 @@ func (s *ChatStore) Thread(ctx context.Context, id kernel.ID) (chat.Thread, erro
 	return t, s.db.mapErr(err, "thread")
 }
 
+func (s *ChatStore) UpdateThread(ctx context.Context, t chat.Thread) error {
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET title = ?, updated_at = ? WHERE id = ?`,
+		t.Title, fmtTime(t.UpdatedAt), string(t.ID))
+	return s.db.oneRowOrNotFound(res, err, "thread")
+}
+
 func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error) {
 	q, args, desc := keysetQuery(threadSelect+` WHERE t.channel_id = ?`, "t.id", []any{string(channelID)}, p)
 	rows, err := s.db.q(ctx).QueryContext(ctx, q, args...)

@@ -103,6 +103,9 @@ var rules = map[kernel.Action]rule{
 
 	chat.ActChannelOperatorSet: {kind: ruleChannelLevel, need: LevelManage},
 
+	// A thread's title: its author while it sees the channel, or a manager of the channel.
+	chat.ActThreadUpdate: {kind: ruleAuthorOrManage},
+
 	chat.ActThreadCreate:        {kind: ruleChannelLevel, need: LevelPost},
 	messaging.ActMessageCreate:  {kind: ruleChannelLevel, need: LevelPost},
 	messaging.ActReactionAdd:    {kind: ruleChannelLevel, need: LevelPost},

@@ -13,4 +13,5 @@ const (
 	ActChannelOperatorSet kernel.Action = "channel.operator.set"
 	ActThreadRead         kernel.Action = "thread.read"
 	ActThreadCreate       kernel.Action = "thread.create"
+	ActThreadUpdate       kernel.Action = "thread.update"
 )

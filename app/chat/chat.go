@@ -164,6 +164,8 @@ type Store interface {
 	ThreadByParent(ctx context.Context, messageID kernel.ID) (Thread, error)
 	// Thread loads a thread with the kind of its channel. Errors: not_found.
 	Thread(ctx context.Context, id kernel.ID) (Thread, error)
+	// UpdateThread writes the title and updated_at of t. Errors: not_found.
+	UpdateThread(ctx context.Context, t Thread) error
 	// Threads lists one page of a channel's threads (see Page) and whether more lie beyond it
 	// in the direction of the page.
 	Threads(ctx context.Context, channelID kernel.ID, p Page) ([]Thread, bool, error)
@@ -171,6 +173,10 @@ type Store interface {
 	// last_message_at to at. Errors: not_found.
 	BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error
 }
+
+// CodeMainThread refuses on a channel's main thread what only a thread of its own has (a title,
+// a subscription): the main thread is the channel itself, named and followed as the channel.
+var CodeMainThread = kernel.NewCode("main_thread", kernel.ClassConflict)
 
 // PrincipalRef is what chat knows of a principal: enough to hold that a channel's operator is an
 // active agent.

@@ -375,6 +375,54 @@ func (s *Service) ListThreads(ctx context.Context, actor kernel.Actor, channelID
 	return s.store.Threads(ctx, c.ID, p)
 }
 
+// GetThread returns one thread (thread.read on its channel). Errors: not_found, unauthenticated.
+func (s *Service) GetThread(ctx context.Context, actor kernel.Actor, id kernel.ID) (Thread, error) {
+	th, err := s.store.Thread(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, ActThreadRead, th.Resource()); err != nil {
+		return Thread{}, err
+	}
+	return th, nil
+}
+
+// ThreadPatch changes the fields that are set; an empty title clears it.
+type ThreadPatch struct {
+	Title *string
+}
+
+// UpdateThread applies p to a thread (thread.update: its author while it sees the channel, or a
+// manager of the channel) and appends thread.updated. A main thread has no title of its own (the
+// channel's name is its title). A patch that changes nothing answers the thread as it is and
+// appends no event. Errors: not_found, forbidden, main_thread, validation_failed.
+func (s *Service) UpdateThread(ctx context.Context, actor kernel.Actor, id kernel.ID, p ThreadPatch) (Thread, error) {
+	var th Thread
+	err := s.uow.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if th, err = s.store.Thread(ctx, id); err != nil {
+			return err
+		}
+		if err := s.authz.Authorize(ctx, actor, ActThreadUpdate, th.Resource()); err != nil {
+			return err
+		}
+		if th.IsMain {
+			return kernel.Errorf(CodeMainThread, "a channel's main thread has no title: rename the channel instead")
+		}
+		changed, err := patchText(&th.Title, p.Title, "title", MaxTitleLen, CleanOptional)
+		if err != nil || !changed {
+			return err
+		}
+		th.UpdatedAt = s.now()
+		if err := s.store.UpdateThread(ctx, th); err != nil {
+			return err
+		}
+		s.events.Append(ctx, EvThreadUpdated.Event(kernel.Event{Scope: th.Scope(), SubjectID: th.ID, ActorID: actor.ID}, th))
+		return nil
+	})
+	return th, err
+}
+
 // Channel implements Threads.
 func (s *Service) Channel(ctx context.Context, id kernel.ID) (Channel, error) {
 	return s.store.Channel(ctx, id)

@@ -20,6 +20,8 @@ type ChatUseCases interface {
 	GetChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
 	UpdateChannel(ctx context.Context, actor kernel.Actor, id kernel.ID, p chat.ChannelPatch) (chat.Channel, error)
 	ListThreads(ctx context.Context, actor kernel.Actor, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error)
+	GetThread(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Thread, error)
+	UpdateThread(ctx context.Context, actor kernel.Actor, id kernel.ID, p chat.ThreadPatch) (chat.Thread, error)
 	SetOperator(ctx context.Context, actor kernel.Actor, channelID, agentID kernel.ID) (chat.Channel, error)
 	ClearOperator(ctx context.Context, actor kernel.Actor, channelID kernel.ID) (chat.Channel, error)
 	ArchiveChannel(ctx context.Context, actor kernel.Actor, id kernel.ID) (chat.Channel, error)
@@ -74,7 +76,8 @@ func keysetPage(r *Request) (chat.Page, error) {
 	return p, nil
 }
 
-// ChatRoutes serves spaces, channels, the operator of a channel and the thread list of a channel.
+// ChatRoutes serves spaces, channels, the operator of a channel, the thread list of a channel
+// and one thread (read, title).
 func ChatRoutes(c ChatUseCases) []Route {
 	rt := chatRoutes{c: c}
 	return []Route{
@@ -91,6 +94,8 @@ func ChatRoutes(c ChatUseCases) []Route {
 		{Method: http.MethodPost, Pattern: "/api/v1/spaces/{id}/archive", Action: chat.ActSpaceUpdate, Handler: withID(rt.archiveSpace)},
 		{Method: http.MethodPost, Pattern: "/api/v1/channels/{id}/archive", Action: chat.ActChannelUpdate, Handler: withID(rt.archiveChannel)},
 		{Method: http.MethodGet, Pattern: "/api/v1/channels/{id}/threads", Action: chat.ActThreadRead, Handler: withID(rt.listThreads)},
+		{Method: http.MethodGet, Pattern: "/api/v1/threads/{id}", Action: chat.ActThreadRead, Handler: withID(rt.getThread)},
+		{Method: http.MethodPatch, Pattern: "/api/v1/threads/{id}", Action: chat.ActThreadUpdate, Handler: withIDBody(rt.updateThread)},
 	}
 }
 
@@ -113,6 +118,10 @@ type channelBody struct {
 type channelPatchBody struct {
 	Name  *string `json:"name"`
 	Topic *string `json:"topic"`
+}
+
+type threadPatchBody struct {
+	Title *string `json:"title"`
 }
 
 type operatorBody struct {
@@ -181,4 +190,12 @@ func (rt chatRoutes) listThreads(r *Request, channelID kernel.ID) (int, any, err
 		return 0, nil, err
 	}
 	return page(rt.c.ListThreads(r.Context(), r.Actor, channelID, p))
+}
+
+func (rt chatRoutes) getThread(r *Request, id kernel.ID) (int, any, error) {
+	return ok(rt.c.GetThread(r.Context(), r.Actor, id))
+}
+
+func (rt chatRoutes) updateThread(r *Request, id kernel.ID, in threadPatchBody) (int, any, error) {
+	return ok(rt.c.UpdateThread(r.Context(), r.Actor, id, chat.ThreadPatch{Title: in.Title}))
 }

@@ -59,6 +59,7 @@ var documentedBounds = map[string]bounds{
 	"schemas/UpdateChannelRequest/name":          {names.MinLen, names.MaxName},
 	"schemas/UpdateChannelRequest/topic":         {none, names.MaxTopic},
 	"schemas/CreateThreadRequest/title":          {none, names.MaxTitle},
+	"schemas/UpdateThreadRequest/title":          {none, names.MaxTitle},
 	"schemas/CreateDMRequest/participant_ids":    {none, dms.MaxOthers},
 	"schemas/CreateThreadRequest/content":        {1, messaging.MaxContentBytes},
 	"schemas/CreateThreadRequest/client_msg_id":  {names.MinLen, names.MaxClientMsgID},
