@@ -114,15 +114,22 @@ const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - CO
 	CASE WHEN t.post_count > COALESCE(r.read_count, 0) THEN (SELECT m.id FROM messages m WHERE m.thread_id = t.id
 		ORDER BY m.id DESC LIMIT 1) ELSE '' END`
 
-// unreadMainSQL reads the main threads of the channels a principal's grants show (a grant on the
-// channel, or on its space for a channel that is not a DM; an owner sees every channel that is
-// not a DM): grants_principal answers both conditions. The ? are the principal (for
-// unreadCols, the read position and the channel grants), the owner flag and the principal (the
-// space grants).
-const unreadMainSQL = `SELECT ` + unreadCols + ` FROM channels c JOIN threads t ON t.id = c.main_thread_id
+// unreadMainSQL reads the main threads of the channels a principal's grants show: a grant on the
+// channel, or on its space for a channel that is not a DM, and for an owner every channel that is
+// not a DM. The ids come from grants_principal (and channels_space), so the channels are looked
+// up by id, not scanned; only an owner's variant reads every channel. The ? are the principal
+// four times (unreadCols, the read position, the channel grants, the space grants).
+func unreadMainSQL(owner bool) string {
+	q := `SELECT ` + unreadCols + ` FROM channels c JOIN threads t ON t.id = c.main_thread_id
 	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
-	WHERE c.archived_at IS NULL AND (c.id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?)
-		OR c.kind <> 'dm' AND (? = 1 OR c.space_id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?)))`
+	WHERE c.archived_at IS NULL AND c.id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?
+		UNION SELECT s.id FROM grants g JOIN channels s ON s.space_id = g.resource_id WHERE g.principal_id = ? AND s.kind <> 'dm'`
+	if owner {
+		q += `
+		UNION SELECT o.id FROM channels o WHERE o.kind <> 'dm'`
+	}
+	return q + `)`
+}
 
 // unreadThreadsSQL reads the other threads a principal follows (a subscription of level all or
 // mentions) or holds a read position in, unless muted (level none).
@@ -141,7 +148,7 @@ func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID
 		sql  string
 		args []any
 	}{
-		{unreadMainSQL, []any{p, p, p, sqlBool(owner), p}},
+		{unreadMainSQL(owner), []any{p, p, p, p}},
 		{unreadThreadsSQL, []any{p, p, p, p, p}},
 	} {
 		rows, err := s.db.q(ctx).QueryContext(ctx, q.sql, q.args...)

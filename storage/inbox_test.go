@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -229,4 +230,21 @@ func (e *runEnv) postIn(t *testing.T, by kernel.Actor, thread kernel.ID, content
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestUnreadPlan holds the read of GET /me/unread to index lookups on SQLite: no statement
+// scans a table, so its cost follows the caller's channels and threads, not the database.
+func TestUnreadPlan(t *testing.T) {
+	db := storetest.SQLite.Open(t, storage.Options{})
+	plans, err := storage.UnreadPlans(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lines := range plans {
+		for _, line := range lines {
+			if strings.HasPrefix(line, "SCAN ") {
+				t.Errorf("the plan scans: %s\n%s", line, strings.Join(lines, "\n"))
+			}
+		}
+	}
 }
