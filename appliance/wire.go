@@ -19,6 +19,7 @@ import (
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/notify"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
@@ -114,6 +115,8 @@ func wire(ctx context.Context, a *App) error {
 	pushSvc := push.New(push.Deps{Store: storage.NewPushStore(db), Jobs: jobQueue, UoW: db, Authz: az, Clock: clock,
 		Sender: egress.New(egress.Options{AllowPrivate: a.Config.Push.AllowPrivateEndpoints})}, pushConfig(a.Config))
 	registerPushJobs(jobQueue, pushSvc, a.Logger)
+	notifyStore := storage.NewNotifyStore(db)
+	notifySvc := notify.New(notify.Deps{Store: notifyStore, Threads: chats, UoW: db, Authz: az, Clock: clock})
 
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger
@@ -121,6 +124,8 @@ func wire(ctx context.Context, a *App) error {
 	kernel.Subscribe(bus, "runs.trigger", runSvc.OnMessageDeciding)
 	kernel.Subscribe(bus, "runs.invoke", runSvc.OnMessagePosted)
 	kernel.Subscribe(bus, "inbox.own_message_read", inboxSvc.OnMessagePosted)
+	// The writers of a thread follow it (notify): a lookup in memory for a main-thread message.
+	kernel.Subscribe(bus, "notify.follow", notifySvc.OnMessagePosted)
 	kernel.Subscribe(bus, "runs.agent_disabled", runSvc.OnAgentDisabled)
 	bus.Seal()
 
@@ -145,6 +150,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.PushRoutes(pushSvc)...)
+	router.Handle(httpapi.NotifyRoutes(notifySvc)...)
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
@@ -221,6 +227,16 @@ func wire(ctx context.Context, a *App) error {
 	}
 	a.OnStop("gateway", gw.Shutdown)
 	a.Gateway = gw
+
+	// The notifier (notify): a consumer of the log with its cursor in log_cursors, in the roles
+	// that run jobs. This process's commits wake it right after COMMIT; other nodes' are read
+	// by its poll. It skips whoever has a connection to this node focused on the thread.
+	notifier := notify.NewNotifier(notify.NotifierDeps{Log: db, Store: notifyStore, Threads: chats, DMs: dmSvc, Authz: az,
+		UoW: db, Events: db, Focus: gw, Pusher: notifyPusher{pushSvc}, Clock: clock, Logger: a.Logger})
+	if runsJobs(a.Config.Server.Role) {
+		db.OnCommit(notifier.Observe)
+		a.Background("notifier", notifier.Run)
+	}
 
 	// The console (ui/) and its embedded assets sit outside the JSON chain: pages answer HTML,
 	// authenticate with the session cookie and call the same use cases as the routes above. The

@@ -30,6 +30,9 @@ var contractRoutes = []string{
 	"PUT /api/v1/messages/{id}/pin", "DELETE /api/v1/messages/{id}/pin", "GET /api/v1/channels/{id}/pins",
 	"POST /api/v1/dms", "GET /api/v1/dms", "POST /api/v1/dms/{id}/leave",
 	"POST /api/v1/threads/{id}/read", "GET /api/v1/me/unread", "GET /api/v1/me/mentions", // read positions and what is new
+	"GET /api/v1/threads/{id}", "PATCH /api/v1/threads/{id}", // one thread and its title
+	"GET /api/v1/channels/{id}/notifications", "PUT /api/v1/channels/{id}/notifications", // a person's notification level
+	"GET /api/v1/threads/{id}/subscription", "PUT /api/v1/threads/{id}/subscription", // a person's subscription of a thread
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",

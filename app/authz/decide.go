@@ -13,6 +13,7 @@ import (
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/notify"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
@@ -105,6 +106,13 @@ var rules = map[kernel.Action]rule{
 
 	// A thread's title: its author while it sees the channel, or a manager of the channel.
 	chat.ActThreadUpdate: {kind: ruleAuthorOrManage},
+
+	// A person's own notification level of a channel and subscription of a thread: whoever may
+	// read it.
+	notify.ActLevelRead:        {kind: ruleChannelLevel, need: LevelView},
+	notify.ActLevelSet:         {kind: ruleChannelLevel, need: LevelView},
+	notify.ActSubscriptionRead: {kind: ruleChannelLevel, need: LevelView},
+	notify.ActSubscriptionSet:  {kind: ruleChannelLevel, need: LevelView},
 
 	chat.ActThreadCreate:        {kind: ruleChannelLevel, need: LevelPost},
 	messaging.ActMessageCreate:  {kind: ruleChannelLevel, need: LevelPost},

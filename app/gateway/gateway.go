@@ -550,6 +550,16 @@ func (g *Gateway) dropSession(s *session) {
 	g.mu.Unlock()
 }
 
+// Focused reports whether principal has a connection to this node focused on thread (the
+// notifier's Focus: one looking at a thread is not notified of it). Connections to other nodes
+// are not known here.
+func (g *Gateway) Focused(principal, thread kernel.ID) bool {
+	if thread.IsZero() {
+		return false
+	}
+	return g.hub.focusedBy(principal, thread)
+}
+
 func (g *Gateway) setFocus(s *session, thread kernel.ID) {
 	g.mu.Lock()
 	s.focus = thread

@@ -228,6 +228,21 @@ func (h *hub) unfocusLocked(c *conn) {
 	}
 }
 
+// focusedBy reports whether a connection of principal is focused on thread.
+func (h *hub) focusedBy(principal, thread kernel.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.focused[thread] {
+		c.mu.Lock()
+		id := c.actor.ID
+		c.mu.Unlock()
+		if id == principal {
+			return true
+		}
+	}
+	return false
+}
+
 // Focused returns the connections focused on thread (for run updates, later).
 func (h *hub) focusedOn(thread kernel.ID) []*conn {
 	h.mu.Lock()

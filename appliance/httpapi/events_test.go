@@ -22,6 +22,7 @@ import (
 	_ "bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 	_ "bothy.dev/bothy/app/messaging"
+	_ "bothy.dev/bothy/app/notify"
 	_ "bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/httpapi"
 )

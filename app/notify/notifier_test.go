@@ -1,0 +1,367 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/kernel/kerneltest"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/notify"
+)
+
+// fakeLog is a log in memory.
+type fakeLog struct {
+	mu  sync.Mutex
+	evs []kernel.LoggedEvent
+}
+
+func (l *fakeLog) EventsAfter(_ context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []kernel.LoggedEvent
+	for _, e := range l.evs {
+		if e.Seq > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (l *fakeLog) ReadHead(context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.evs)), nil
+}
+
+func (l *fakeLog) append(tb testing.TB, typ string, payload any) int64 {
+	tb.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq := int64(len(l.evs) + 1)
+	l.evs = append(l.evs, kernel.LoggedEvent{Seq: seq, Type: typ, Payload: b})
+	return seq
+}
+
+// fakeStore is notify.Store in memory; the reads the notifier makes come from its maps.
+type fakeStore struct {
+	levels   map[[2]kernel.ID]notify.Level // principal, channel
+	subs     map[[2]kernel.ID]notify.Level // principal, thread
+	mentions map[kernel.ID][]kernel.ID
+	people   map[kernel.ID]notify.Person
+	cursor   *int64
+	moves    int
+}
+
+var _ notify.Store = (*fakeStore)(nil)
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{levels: map[[2]kernel.ID]notify.Level{}, subs: map[[2]kernel.ID]notify.Level{},
+		mentions: map[kernel.ID][]kernel.ID{}, people: map[kernel.ID]notify.Person{}}
+}
+
+func (s *fakeStore) Level(_ context.Context, p, c kernel.ID) (notify.Level, bool, error) {
+	l, ok := s.levels[[2]kernel.ID{p, c}]
+	return l, ok, nil
+}
+func (s *fakeStore) SetLevel(_ context.Context, p, c kernel.ID, l notify.Level, _ time.Time) error {
+	s.levels[[2]kernel.ID{p, c}] = l
+	return nil
+}
+func (s *fakeStore) Subscription(_ context.Context, p, th kernel.ID) (notify.Level, bool, error) {
+	l, ok := s.subs[[2]kernel.ID{p, th}]
+	return l, ok, nil
+}
+func (s *fakeStore) SetSubscription(_ context.Context, p, th kernel.ID, l notify.Level, _ time.Time) error {
+	s.subs[[2]kernel.ID{p, th}] = l
+	return nil
+}
+func (s *fakeStore) Follow(_ context.Context, th, p, parent kernel.ID, _ time.Time) error {
+	if _, ok := s.subs[[2]kernel.ID{p, th}]; !ok && !p.IsZero() {
+		s.subs[[2]kernel.ID{p, th}] = notify.LevelAll
+	}
+	return nil
+}
+func (s *fakeStore) Mentioned(_ context.Context, m kernel.ID) ([]kernel.ID, error) {
+	return s.mentions[m], nil
+}
+func (s *fakeStore) ChannelChoosing(_ context.Context, c kernel.ID, l notify.Level) ([]kernel.ID, error) {
+	var out []kernel.ID
+	for k, v := range s.levels {
+		if k[1] == c && v == l {
+			out = append(out, k[0])
+		}
+	}
+	return out, nil
+}
+func (s *fakeStore) ChannelLevels(_ context.Context, c kernel.ID, ids []kernel.ID) (map[kernel.ID]notify.Level, error) {
+	out := map[kernel.ID]notify.Level{}
+	for _, id := range ids {
+		if l, ok := s.levels[[2]kernel.ID{id, c}]; ok {
+			out[id] = l
+		}
+	}
+	return out, nil
+}
+func (s *fakeStore) ThreadLevels(_ context.Context, th kernel.ID) (map[kernel.ID]notify.Level, error) {
+	out := map[kernel.ID]notify.Level{}
+	for k, v := range s.subs {
+		if k[1] == th {
+			out[k[0]] = v
+		}
+	}
+	return out, nil
+}
+func (s *fakeStore) People(_ context.Context, ids []kernel.ID) (map[kernel.ID]notify.Person, error) {
+	out := map[kernel.ID]notify.Person{}
+	for _, id := range ids {
+		if p, ok := s.people[id]; ok {
+			out[id] = p
+		}
+	}
+	return out, nil
+}
+func (s *fakeStore) Cursor(_ context.Context, _ string, start int64) (int64, error) {
+	if s.cursor == nil {
+		s.cursor = &start
+	}
+	return *s.cursor, nil
+}
+func (s *fakeStore) MoveCursor(ctx context.Context, _ string, from, to int64, _ time.Time) (bool, error) {
+	if !kerneltest.InUnit(ctx) {
+		panic("MoveCursor outside a unit")
+	}
+	if *s.cursor != from {
+		return false, nil
+	}
+	*s.cursor = to
+	s.moves++
+	return true, nil
+}
+
+type fakeThreads map[kernel.ID]chat.Thread
+
+func (f fakeThreads) Channel(context.Context, kernel.ID) (chat.Channel, error) {
+	return chat.Channel{}, kernel.ErrNotFound
+}
+func (f fakeThreads) Thread(_ context.Context, id kernel.ID) (chat.Thread, error) {
+	if th, ok := f[id]; ok {
+		return th, nil
+	}
+	return chat.Thread{}, kernel.ErrNotFound
+}
+func (f fakeThreads) ThreadRef(ctx context.Context, id kernel.ID) (chat.Thread, error) {
+	return f.Thread(ctx, id)
+}
+
+type fakeDMs map[kernel.ID][]kernel.ID
+
+func (f fakeDMs) Participants(_ context.Context, id kernel.ID) ([]kernel.ID, bool, error) {
+	p, ok := f[id]
+	return p, ok, nil
+}
+
+type fakeFocus map[[2]kernel.ID]bool
+
+func (f fakeFocus) Focused(p, th kernel.ID) bool { return f[[2]kernel.ID{p, th}] }
+
+type fakePusher struct{ got []notify.Push }
+
+func (f *fakePusher) Enqueue(ctx context.Context, _ kernel.ID, p notify.Push) error {
+	if !kerneltest.InUnit(ctx) {
+		panic("Enqueue outside a unit")
+	}
+	f.got = append(f.got, p)
+	return nil
+}
+
+// notifierWorld is a channel, a DM and a thread under the channel's main thread, with people,
+// an agent and one person who may not read the channel.
+type notifierWorld struct {
+	log                          *fakeLog
+	store                        *fakeStore
+	tx                           *kerneltest.Tx
+	az                           *kerneltest.Authz
+	focus                        fakeFocus
+	push                         *fakePusher
+	n                            *notify.Notifier
+	space, channel, main, thread kernel.ID
+	dm, dmMain                   kernel.ID
+	ann, ben, cat, outsider, bot kernel.ID
+}
+
+func newNotifierWorld(t *testing.T) *notifierWorld {
+	w := &notifierWorld{log: &fakeLog{}, store: newFakeStore(), tx: &kerneltest.Tx{}, focus: fakeFocus{}, push: &fakePusher{}}
+	for _, p := range []*kernel.ID{&w.space, &w.channel, &w.main, &w.thread, &w.dm, &w.dmMain, &w.ann, &w.ben, &w.cat, &w.outsider, &w.bot} {
+		*p = kernel.NewID()
+	}
+	for _, p := range []kernel.ID{w.ann, w.ben, w.cat, w.outsider} {
+		w.store.people[p] = notify.Person{ID: p}
+	}
+	threads := fakeThreads{
+		w.main:   {ID: w.main, ChannelID: w.channel, SpaceID: w.space, IsMain: true, ChannelKind: chat.KindChannel},
+		w.thread: {ID: w.thread, ChannelID: w.channel, SpaceID: w.space, ChannelKind: chat.KindChannel},
+		w.dmMain: {ID: w.dmMain, ChannelID: w.dm, SpaceID: w.space, IsMain: true, ChannelKind: chat.KindDM},
+	}
+	w.az = &kerneltest.Authz{Fn: func(a kernel.Actor, act kernel.Action, r kernel.Resource) error {
+		if a.ID == w.outsider && r.ChannelID == w.channel {
+			return kernel.ErrNotFound
+		}
+		return nil
+	}}
+	w.n = notify.NewNotifier(notify.NotifierDeps{Log: w.log, Store: w.store, Threads: threads,
+		DMs: fakeDMs{w.dm: {w.ann, w.ben}}, Authz: w.az, UoW: w.tx, Events: w.tx, Focus: w.focus, Pusher: w.push})
+	return w
+}
+
+func (w *notifierWorld) post(t *testing.T, author, thread kernel.ID, content string, mentions ...kernel.ID) messaging.Message {
+	t.Helper()
+	ch := w.channel
+	if thread == w.dmMain {
+		ch = w.dm
+	}
+	m := messaging.Message{ID: kernel.NewID(), ThreadID: thread, ChannelID: ch, SpaceID: w.space, AuthorID: author, Content: content,
+		Mentions: mentions}
+	w.store.mentions[m.ID] = mentions
+	w.log.append(t, messaging.EvMessageCreated.Name, m)
+	return m
+}
+
+// step runs the notifier over what the log holds and returns the notifications it appended.
+func (w *notifierWorld) step(t *testing.T) []kernel.Event {
+	t.Helper()
+	before := len(w.tx.Events())
+	for {
+		more, err := w.n.Step(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
+	return w.tx.Events()[before:]
+}
+
+// to lists the recipients and reasons of evs as "recipient:reason".
+func to(t *testing.T, evs []kernel.Event, names map[kernel.ID]string) []string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		n := e.Payload.(notify.Notification)
+		if e.Type != notify.EvNotificationCreated.Name || e.Scope != (kernel.Scope{PrincipalID: e.Scope.PrincipalID}) || e.SubjectID != n.MessageID {
+			t.Fatalf("event %+v", e)
+		}
+		out = append(out, names[e.Scope.PrincipalID]+":"+n.Reason)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestNotifier(t *testing.T) {
+	ctx := context.Background()
+	w := newNotifierWorld(t)
+	names := map[kernel.ID]string{w.ann: "ann", w.ben: "ben", w.cat: "cat", w.outsider: "outsider", w.bot: "bot"}
+	w.post(t, w.ann, w.main, "history @ben", w.ben)
+	if err := w.n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("what the log held before the first start is never notified", func(t *testing.T) {
+		if got := w.step(t); len(got) != 0 || w.store.cursor == nil || *w.store.cursor != 1 {
+			t.Fatalf("got %v, cursor %v", to(t, got, names), w.store.cursor)
+		}
+	})
+
+	t.Run("the mentioned people who may read the channel are notified, not the author, an agent or an outsider", func(t *testing.T) {
+		m := w.post(t, w.ann, w.main, "@ben @cat @bot @outsider @ann look", w.ben, w.cat, w.bot, w.outsider, w.ann)
+		got := to(t, w.step(t), names)
+		if want := []string{"ben:mention", "cat:mention"}; !slices.Equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		if len(w.push.got) != 2 || w.push.got[0].MessageID != m.ID || w.push.got[0].Preview != m.Content || w.push.got[0].Reason != notify.ReasonMention {
+			t.Fatalf("pushes %+v", w.push.got)
+		}
+	})
+
+	t.Run("a plain message notifies only who chose level all, and level none silences a mention", func(t *testing.T) {
+		w.store.levels[[2]kernel.ID{w.cat, w.channel}] = notify.LevelAll
+		w.store.levels[[2]kernel.ID{w.ben, w.channel}] = notify.LevelNone
+		w.post(t, w.ann, w.main, "@ben lunch?", w.ben)
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"cat:all"}) {
+			t.Fatalf("got %v", got)
+		}
+		delete(w.store.levels, [2]kernel.ID{w.cat, w.channel})
+		delete(w.store.levels, [2]kernel.ID{w.ben, w.channel})
+	})
+
+	t.Run("a DM's other participant is notified of every message", func(t *testing.T) {
+		w.post(t, w.ann, w.dmMain, "hi")
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:dm"}) {
+			t.Fatalf("got %v", got)
+		}
+	})
+
+	t.Run("a thread's followers hear of its replies, unless they look at it", func(t *testing.T) {
+		w.store.subs[[2]kernel.ID{w.ben, w.thread}] = notify.LevelAll
+		w.store.subs[[2]kernel.ID{w.cat, w.thread}] = notify.LevelAll
+		w.store.subs[[2]kernel.ID{w.ann, w.thread}] = notify.LevelAll
+		w.focus[[2]kernel.ID{w.cat, w.thread}] = true
+		w.post(t, w.ann, w.thread, "a reply")
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:thread"}) {
+			t.Fatalf("got %v", got)
+		}
+	})
+
+	t.Run("each batch that notifies moves the cursor once, to its last event", func(t *testing.T) {
+		moves := w.store.moves
+		w.post(t, w.ann, w.main, "@ben one", w.ben)
+		w.post(t, w.ann, w.main, "@ben two", w.ben)
+		w.post(t, w.ann, w.main, "@ben three", w.ben)
+		if got := w.step(t); len(got) != 3 {
+			t.Fatalf("got %d notifications", len(got))
+		}
+		if w.store.moves != moves+1 || *w.store.cursor != int64(len(w.log.evs)) {
+			t.Fatalf("moves %d (was %d), cursor %d, head %d", w.store.moves, moves, *w.store.cursor, len(w.log.evs))
+		}
+	})
+
+	t.Run("a batch another node notified first appends nothing, and the notifier goes on from that node's cursor", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "@ben raced", w.ben)
+		*w.store.cursor = int64(len(w.log.evs)) // the other node did it
+		if got := w.step(t); len(got) != 0 {
+			t.Fatalf("got %v", to(t, got, names))
+		}
+		w.post(t, w.ann, w.main, "@ben after", w.ben)
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:mention"}) {
+			t.Fatalf("got %v", got)
+		}
+	})
+
+	t.Run("a batch with nothing to notify writes no cursor", func(t *testing.T) {
+		moves := w.store.moves
+		w.post(t, w.ann, w.main, "nobody hears this")
+		if got := w.step(t); len(got) != 0 || w.store.moves != moves {
+			t.Fatalf("got %d notifications, %d moves", len(got), w.store.moves-moves)
+		}
+	})
+
+	t.Run("a long message's preview is cut", func(t *testing.T) {
+		w.push.got = nil
+		w.post(t, w.ann, w.main, "@ben "+strings.Repeat("ü", 300), w.ben)
+		w.step(t)
+		if len(w.push.got) != 1 || len([]rune(w.push.got[0].Preview)) != notify.PreviewLen {
+			t.Fatalf("pushes %+v", w.push.got)
+		}
+	})
+}
