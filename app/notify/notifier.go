@@ -56,7 +56,13 @@ type DMs interface {
 	Participants(ctx context.Context, channelID kernel.ID) ([]kernel.ID, bool, error)
 }
 
-// NotifierDeps are what the notifier needs; Focus, Pusher, Clock, Logger, PollInterval and
+// Waker tells when the log's head next advances, with other nodes' commits too (on PostgreSQL
+// its LISTEN); *storage.DB implements it.
+type Waker interface {
+	Changed() <-chan struct{}
+}
+
+// NotifierDeps are what the notifier needs; Focus, Pusher, Wake, Clock, Logger, PollInterval and
 // BatchSize may be left empty.
 type NotifierDeps struct {
 	Log     Log
@@ -68,8 +74,11 @@ type NotifierDeps struct {
 	Events  kernel.EventLog
 	Focus   Focus
 	Pusher  Pusher
-	Clock   kernel.Clock
-	Logger  *slog.Logger
+	// Wake, when set, wakes the notifier at every advance of the head, another node's commit
+	// included, so that a message posted on a node of role api is not left to the poll.
+	Wake   Waker
+	Clock  kernel.Clock
+	Logger *slog.Logger
 	// PollInterval is how often the log is read without a wake-up (Observe): the commits of
 	// other nodes. Default 1 s.
 	PollInterval time.Duration
@@ -136,6 +145,11 @@ func (n *Notifier) Run(ctx context.Context) error {
 	defer tick.Stop()
 	failing := false
 	for {
+		// Taken before the read, so that a commit during it wakes the next wait.
+		var changed <-chan struct{}
+		if n.d.Wake != nil {
+			changed = n.d.Wake.Changed()
+		}
 		more, err := n.Step(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -154,6 +168,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-n.wake:
+		case <-changed:
 		case <-tick.C:
 			if err := n.flush(ctx); err != nil && ctx.Err() == nil {
 				n.d.Logger.Warn("notifier: cannot save the cursor", "seq", n.pos, "err", err)

@@ -55,6 +55,7 @@ func (l *fakeLog) append(tb testing.TB, typ string, payload any) int64 {
 
 // fakeStore is notify.Store in memory; the reads the notifier makes come from its maps.
 type fakeStore struct {
+	mu       sync.Mutex                    // the cursor, which Run's goroutine moves
 	levels   map[[2]kernel.ID]notify.Level // principal, channel
 	subs     map[[2]kernel.ID]notify.Level // principal, thread
 	mentions map[kernel.ID][]kernel.ID
@@ -131,7 +132,17 @@ func (s *fakeStore) People(_ context.Context, ids []kernel.ID) (map[kernel.ID]no
 	}
 	return out, nil
 }
+
+// cursorIs is the cursor, nil before the first start.
+func (s *fakeStore) cursorIs() *int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cursor
+}
+
 func (s *fakeStore) Cursor(_ context.Context, _ string, start int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cursor == nil {
 		s.cursor = &start
 	}
@@ -141,6 +152,8 @@ func (s *fakeStore) MoveCursor(ctx context.Context, _ string, from, to int64, _ 
 	if !kerneltest.InUnit(ctx) {
 		panic("MoveCursor outside a unit")
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if *s.cursor != from {
 		return false, nil
 	}
@@ -195,6 +208,7 @@ type notifierWorld struct {
 	focus                        fakeFocus
 	push                         *fakePusher
 	n                            *notify.Notifier
+	threads                      fakeThreads
 	space, channel, main, thread kernel.ID
 	dm, dmMain                   kernel.ID
 	ann, ben, cat, outsider, bot kernel.ID
@@ -208,7 +222,7 @@ func newNotifierWorld(t *testing.T) *notifierWorld {
 	for _, p := range []kernel.ID{w.ann, w.ben, w.cat, w.outsider} {
 		w.store.people[p] = notify.Person{ID: p}
 	}
-	threads := fakeThreads{
+	w.threads = fakeThreads{
 		w.main:   {ID: w.main, ChannelID: w.channel, SpaceID: w.space, IsMain: true, ChannelKind: chat.KindChannel},
 		w.thread: {ID: w.thread, ChannelID: w.channel, SpaceID: w.space, ChannelKind: chat.KindChannel},
 		w.dmMain: {ID: w.dmMain, ChannelID: w.dm, SpaceID: w.space, IsMain: true, ChannelKind: chat.KindDM},
@@ -219,7 +233,7 @@ func newNotifierWorld(t *testing.T) *notifierWorld {
 		}
 		return nil
 	}}
-	w.n = notify.NewNotifier(notify.NotifierDeps{Log: w.log, Store: w.store, Threads: threads,
+	w.n = notify.NewNotifier(notify.NotifierDeps{Log: w.log, Store: w.store, Threads: w.threads,
 		DMs: fakeDMs{w.dm: {w.ann, w.ben}}, Authz: w.az, UoW: w.tx, Events: w.tx, Focus: w.focus, Pusher: w.push})
 	return w
 }
@@ -363,5 +377,80 @@ func TestNotifier(t *testing.T) {
 		if len(w.push.got) != 1 || len([]rune(w.push.got[0].Preview)) != notify.PreviewLen {
 			t.Fatalf("pushes %+v", w.push.got)
 		}
+	})
+}
+
+// fakeWaker is a head that advances when told.
+type fakeWaker struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *fakeWaker) Changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+func (w *fakeWaker) advance() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+	}
+	w.ch = make(chan struct{})
+}
+
+func TestNotifierRun(t *testing.T) {
+	w := newNotifierWorld(t)
+	wk := &fakeWaker{}
+	w.n = notify.NewNotifier(notify.NotifierDeps{Log: w.log, Store: w.store, Threads: w.threads, DMs: fakeDMs{},
+		Authz: w.az, UoW: w.tx, Events: w.tx, Wake: wk, PollInterval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.n.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	wait := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for len(w.tx.Events()) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d notifications, want %d", len(w.tx.Events()), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Run's start stores the head: wait for it before the first message.
+	deadline := time.Now().Add(5 * time.Second)
+	for w.store.cursorIs() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no cursor")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	t.Run("this process's commit of a message.created wakes it (Observe)", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "@ben one", w.ben)
+		w.n.Observe([]kernel.LoggedEvent{{Type: messaging.EvMessageCreated.Name}})
+		wait(1)
+	})
+
+	t.Run("a commit without one does not, and the head's advance (another node) does", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "@ben two", w.ben)
+		w.n.Observe([]kernel.LoggedEvent{{Type: notify.EvNotificationCreated.Name}})
+		time.Sleep(50 * time.Millisecond)
+		if n := len(w.tx.Events()); n != 1 {
+			t.Fatalf("%d notifications before the wake", n)
+		}
+		wk.advance()
+		wait(2)
 	})
 }
