@@ -83,28 +83,29 @@ func (s *NotifyStore) Follow(ctx context.Context, threadID, principalID, parentI
 }
 
 func (s *NotifyStore) Mentioned(ctx context.Context, messageID kernel.ID) ([]kernel.ID, error) {
-	return s.ids(ctx, `SELECT principal_id FROM mentions WHERE message_id = ?`, string(messageID))
+	return s.db.queryIDs(ctx, "mentions", `SELECT principal_id FROM mentions WHERE message_id = ?`, string(messageID))
 }
 
 func (s *NotifyStore) ChannelChoosing(ctx context.Context, channelID kernel.ID, l notify.Level) ([]kernel.ID, error) {
-	return s.ids(ctx, `SELECT principal_id FROM notification_levels WHERE channel_id = ? AND level = ?`, string(channelID), string(l))
+	return s.db.queryIDs(ctx, "notification levels", `SELECT principal_id FROM notification_levels WHERE channel_id = ? AND level = ?`, string(channelID), string(l))
 }
 
-func (s *NotifyStore) ids(ctx context.Context, q string, args ...any) ([]kernel.ID, error) {
-	rows, err := s.db.q(ctx).QueryContext(ctx, q, args...)
+// queryIDs runs q, which selects one id column, and answers the ids; what names the rows in errors.
+func (db *DB) queryIDs(ctx context.Context, what, q string, args ...any) ([]kernel.ID, error) {
+	rows, err := db.q(ctx).QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.db.mapErr(err, "principals")
+		return nil, db.mapErr(err, what)
 	}
 	defer rows.Close()
 	var out []kernel.ID
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, s.db.mapErr(err, "principals")
+			return nil, db.mapErr(err, what)
 		}
 		out = append(out, kernel.ID(id))
 	}
-	return out, s.db.mapErr(rows.Err(), "principals")
+	return out, db.mapErr(rows.Err(), what)
 }
 
 // maxInList bounds the ids of one IN list; longer lists are read in parts.
