@@ -232,7 +232,7 @@ func wire(ctx context.Context, a *App) error {
 	// that run jobs. This process's commits wake it right after COMMIT; other nodes' are read
 	// by its poll. It skips whoever has a connection to this node focused on the thread.
 	notifier := notify.NewNotifier(notify.NotifierDeps{Log: db, Store: notifyStore, Threads: chats, DMs: dmSvc, Authz: az,
-		UoW: db, Events: db, Focus: gw, Pusher: notifyPusher{pushSvc}, Clock: clock, Logger: a.Logger})
+		UoW: db, Events: db, Focus: gw, Pusher: notifyPusher{pushSvc}, Wake: notifierWake(engineOf(a.Config), db), Clock: clock, Logger: a.Logger})
 	if runsJobs(a.Config.Server.Role) {
 		db.OnCommit(notifier.Observe)
 		a.Background("notifier", notifier.Run)
