@@ -75,25 +75,22 @@ func runJob(fn func(context.Context, kernel.ID) error) jobs.Handler {
 	}
 }
 
-// registerPushJobs registers push.send, the send of one notification to one browser: it fails,
-// to be tried again with the queue's backoff, when the push service is out of reach or answers
-// 429 or 5xx; a subscription the push service says is gone is deleted, and a notification it
-// refuses for good is dropped, both with a line in the log (ids and status only).
+// registerPushJobs registers push.deliver, which drains the outbox of Web Push sends, and its
+// periodic safety net push.deliver_sweep. A subscription the push service says is gone is
+// deleted and a send it refuses for good is dropped, each with a line in the log (counts only).
 func registerPushJobs(q *jobs.Queue, svc *push.Service, logger *slog.Logger) {
-	q.Register(push.JobSend, func(ctx context.Context, raw json.RawMessage) error {
-		var args push.SendArgs
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return fmt.Errorf("decode the job's arguments: %w", err)
+	deliver := func(ctx context.Context, _ json.RawMessage) error {
+		r, err := svc.Deliver(ctx)
+		if r.Removed > 0 {
+			logger.Info("push subscriptions removed: their push service says they are gone", "subscriptions", r.Removed)
 		}
-		outcome, status, err := svc.Send(ctx, args)
-		switch outcome {
-		case push.Removed:
-			logger.Info("push subscription removed: the push service says it is gone", "subscription", args.SubscriptionID, "status", status)
-		case push.Refused:
-			logger.Warn("push notification refused by the push service; dropped", "subscription", args.SubscriptionID, "status", status)
+		if r.Refused > 0 || r.Dropped > 0 {
+			logger.Warn("push notifications dropped", "refused", r.Refused, "after_last_attempt", r.Dropped)
 		}
 		return err
-	})
+	}
+	q.Register(push.JobDeliver, deliver)
+	q.RegisterPeriodic(push.JobSweep, push.SweepInterval, deliver)
 }
 
 // pushConfig is push's configuration from the settings: the VAPID contact is push.subject, else

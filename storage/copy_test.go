@@ -117,6 +117,7 @@ func mustFill(tb testing.TB, w *sql.DB) {
 		`INSERT INTO signing_keys VALUES ('k0', 'invocation', 'EdDSA', 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO push_subscriptions VALUES ('ps1', 'p1', 'https://push.example.com/send/ü?x=1', 'BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4', 'BTBZMqHH6r4Tts7J_aSIgg', 1, '` + t0 + `', NULL),
 			('ps2', 'p1', 'https://push.example.com/send/2', 'BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4', 'BTBZMqHH6r4Tts7J_aSIgg', 0, '` + t0 + `', 'the push service answered 503')`,
+		`INSERT INTO push_outbox VALUES ('po1', 'ps2', 'm1', 'c1', 't1', 'mention', 2, '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO vapid_keys VALUES (1, 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=', '` + t0 + `')`,
 		// A pending job, in goqite's text times (UTC, milliseconds), which PostgreSQL reads into
 		// timestamptz; received 1: a job between two attempts moves as it is.

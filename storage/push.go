@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"fmt"
+	"strings"
+	"time"
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/push"
@@ -107,6 +109,7 @@ func (s *PushStore) DeleteSubscription(ctx context.Context, id, principalID kern
 	return n > 0, err
 }
 
+// SetLastError records why the last send to subscription id did not deliver ("": it did).
 func (s *PushStore) SetLastError(ctx context.Context, id kernel.ID, msg string) error {
 	return s.db.Do(ctx, func(ctx context.Context) error {
 		_, err := s.db.q(ctx).ExecContext(ctx, `UPDATE push_subscriptions SET last_error = ? WHERE id = ?`, nullText(msg), string(id))
@@ -145,4 +148,102 @@ func (s *PushStore) Preview(ctx context.Context, messageID kernel.ID) (string, e
 		return "", nil
 	}
 	return text, s.db.mapErr(err, "message")
+}
+
+const pendingColumns = `id, subscription_id, message_id, channel_id, thread_id, reason, attempts, due_at, created_at`
+
+func (s *PushStore) AddPending(ctx context.Context, rows []push.Pending) error {
+	return s.db.Do(ctx, func(ctx context.Context) error {
+		for _, p := range rows {
+			if _, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO push_outbox (`+pendingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				string(p.ID), string(p.SubscriptionID), string(p.MessageID), string(p.ChannelID), string(p.ThreadID), p.Reason,
+				p.Attempts, fmtTime(p.DueAt), fmtTime(p.CreatedAt)); err != nil {
+				return s.db.mapErr(err, "push send")
+			}
+		}
+		return nil
+	})
+}
+
+// ClaimPending implements push.Store with one UPDATE … RETURNING: of two senders claiming at
+// once on PostgreSQL, the second waits on the first's row locks and then finds the rows' due
+// time moved past now, so no send is claimed twice.
+func (s *PushStore) ClaimPending(ctx context.Context, now, leaseUntil time.Time, limit int) ([]push.Pending, error) {
+	var out []push.Pending
+	err := s.db.Do(ctx, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.db.q(ctx).QueryContext(ctx, `UPDATE push_outbox SET due_at = ?
+			WHERE id IN (SELECT id FROM push_outbox WHERE due_at <= ? ORDER BY due_at, id LIMIT ?) AND due_at <= ?
+			RETURNING `+pendingColumns, fmtTime(leaseUntil), fmtTime(now), limit, fmtTime(now))
+		if err != nil {
+			return s.db.mapErr(err, "push sends")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p push.Pending
+			var due, created string
+			if err := rows.Scan(&p.ID, &p.SubscriptionID, &p.MessageID, &p.ChannelID, &p.ThreadID, &p.Reason, &p.Attempts, &due, &created); err != nil {
+				return s.db.mapErr(err, "push sends")
+			}
+			p.DueAt, p.CreatedAt = parseTime(due), parseTime(created)
+			out = append(out, p)
+		}
+		return s.db.mapErr(rows.Err(), "push sends")
+	})
+	return out, err
+}
+
+func (s *PushStore) FinishPending(ctx context.Context, done []kernel.ID, retry []push.Pending, gone []kernel.ID, notes []push.Note) error {
+	return s.db.Do(ctx, func(ctx context.Context) error {
+		if err := s.deleteIn(ctx, `DELETE FROM push_outbox WHERE id IN `, done); err != nil {
+			return err
+		}
+		for _, p := range retry {
+			if _, err := s.db.q(ctx).ExecContext(ctx, `UPDATE push_outbox SET attempts = ?, due_at = ? WHERE id = ?`,
+				p.Attempts, fmtTime(p.DueAt), string(p.ID)); err != nil {
+				return s.db.mapErr(err, "push send")
+			}
+		}
+		// The subscriptions' sends go with them (ON DELETE CASCADE).
+		if err := s.deleteIn(ctx, `DELETE FROM push_subscriptions WHERE id IN `, gone); err != nil {
+			return err
+		}
+		last := map[kernel.ID]string{}
+		for _, n := range notes {
+			last[n.SubscriptionID] = n.Error
+		}
+		for id, msg := range last {
+			if err := s.SetLastError(ctx, id, msg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// deleteIn runs del (a DELETE ending in "IN ") on ids, 500 at a time.
+func (s *PushStore) deleteIn(ctx context.Context, del string, ids []kernel.ID) error {
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = string(id)
+		}
+		if _, err := s.db.q(ctx).ExecContext(ctx, del+`(?`+strings.Repeat(`, ?`, n-1)+`)`, args...); err != nil {
+			return s.db.mapErr(err, "push sends")
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+func (s *PushStore) NextPendingDue(ctx context.Context) (time.Time, bool, error) {
+	var due sql.NullString
+	if err := s.db.q(ctx).QueryRowContext(ctx, `SELECT MIN(due_at) FROM push_outbox`).Scan(&due); err != nil {
+		return time.Time{}, false, s.db.mapErr(err, "push sends")
+	}
+	if !due.Valid {
+		return time.Time{}, false, nil
+	}
+	return parseTime(due.String), true, nil
 }

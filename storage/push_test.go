@@ -107,6 +107,73 @@ func TestPushStore(t *testing.T) {
 				t.Fatal("the second candidate replaced the first key")
 			}
 		})
+		t.Run("the outbox hands out due sends once until their lease ends, and finishes them", func(t *testing.T) {
+			s1 := sub(a.ID, "https://push.example.com/o1", t0)
+			s2 := sub(a.ID, "https://push.example.com/o2", t0)
+			for _, s := range []push.Subscription{s1, s2} {
+				if err := st.InsertSubscription(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pend := func(s push.Subscription, due time.Time) push.Pending {
+				return push.Pending{ID: kernel.NewID(), SubscriptionID: s.ID, MessageID: kernel.NewID(), ChannelID: kernel.NewID(),
+					ThreadID: kernel.NewID(), Reason: "mention", DueAt: due, CreatedAt: t0}
+			}
+			p1, p2, p3, later := pend(s1, t0), pend(s1, t0.Add(time.Second)), pend(s2, t0), pend(s2, t0.Add(time.Hour))
+			if err := db.Do(ctx, func(ctx context.Context) error { return st.AddPending(ctx, []push.Pending{p1, p2, p3, later}) }); err != nil {
+				t.Fatal(err)
+			}
+			now := t0.Add(2 * time.Second)
+			got, err := st.ClaimPending(ctx, now, now.Add(time.Minute), 2)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("%+v %v", got, err)
+			}
+			rest, err := st.ClaimPending(ctx, now, now.Add(time.Minute), 10)
+			if err != nil || len(rest) != 1 || rest[0].ID == got[0].ID || rest[0].ID == got[1].ID || rest[0].ID == later.ID {
+				t.Fatalf("second claim %+v %v", rest, err)
+			}
+			if again, _ := st.ClaimPending(ctx, now, now.Add(time.Minute), 10); len(again) != 0 {
+				t.Fatalf("claimed twice: %+v", again)
+			}
+			if back, _ := st.ClaimPending(ctx, now.Add(time.Minute), now.Add(2*time.Minute), 10); len(back) != 3 {
+				t.Fatalf("after the lease: %+v", back)
+			}
+			byID := map[kernel.ID]push.Pending{}
+			for _, p := range append(got, rest...) {
+				byID[p.ID] = p
+			}
+			if c := byID[p1.ID]; c.SubscriptionID != s1.ID || c.MessageID != p1.MessageID || c.Reason != "mention" || c.Attempts != 0 {
+				t.Fatalf("%+v", c)
+			}
+			retry := p2
+			retry.Attempts, retry.DueAt = 1, t0.Add(10*time.Minute)
+			if err := db.Do(ctx, func(ctx context.Context) error {
+				return st.FinishPending(ctx, []kernel.ID{p1.ID}, []push.Pending{retry}, []kernel.ID{s2.ID},
+					[]push.Note{{SubscriptionID: s1.ID, Error: "the push service answered 500"}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Subscription(ctx, s2.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+				t.Fatalf("the gone subscription: %v", err)
+			}
+			if got, _ := st.Subscription(ctx, s1.ID); got.LastError != "the push service answered 500" {
+				t.Fatalf("%+v", got)
+			}
+			next, ok, err := st.NextPendingDue(ctx)
+			if err != nil || !ok || !next.Equal(retry.DueAt) {
+				t.Fatalf("next %v %v %v: the retry alone is left (the gone subscription's sends went with it)", next, ok, err)
+			}
+			left, _ := st.ClaimPending(ctx, retry.DueAt, retry.DueAt.Add(time.Minute), 10)
+			if len(left) != 1 || left[0].ID != p2.ID || left[0].Attempts != 1 {
+				t.Fatalf("%+v", left)
+			}
+			if err := db.Do(ctx, func(ctx context.Context) error { return st.FinishPending(ctx, []kernel.ID{p2.ID}, nil, nil, nil) }); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := st.NextPendingDue(ctx); ok {
+				t.Fatal("the outbox is not empty")
+			}
+		})
 		t.Run("a preview is the text of a message that is not deleted", func(t *testing.T) {
 			if text, err := st.Preview(ctx, kernel.NewID()); err != nil || text != "" {
 				t.Fatalf("%q, %v", text, err)

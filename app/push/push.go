@@ -1,9 +1,16 @@
 // Package push is Web Push for people (RFC 8030, with message encryption per RFC 8291 and VAPID
 // per RFC 8292): a person's browsers register push subscriptions; the notifier hands a
-// notification to Enqueue inside its Unit of Work, which enqueues one job per subscription; the
-// job (Send) encrypts a small payload of ids for the subscription and posts it to the browser's
-// push service, deletes a subscription the push service says is gone, and fails (to be tried
-// again with the queue's backoff) when the push service is busy or out of reach.
+// notification to Enqueue inside its Unit of Work, which writes one send per subscription into
+// the outbox (push_outbox) and enqueues the push.deliver job; the job (Deliver) encrypts a small
+// payload of ids for each subscription and posts it to the browser's push service, many at
+// once, deletes a subscription the push service says is gone, and sends again after a backoff
+// when the push service is busy or out of reach.
+//
+// Why an outbox and not one job per send: the job queue hands out its jobs one receive (one
+// write transaction) at a time, which on SQLite with synchronous=FULL caps it near 250 jobs a
+// second on a small machine; one job draining the outbox in batches sends thousands a second
+// (bench/push). The outbox keeps the queue's rules: its rows commit with the notification, hold
+// ids only, and a send is tried a bounded number of times with a doubling wait.
 //
 // It must not do HTTP itself nor resolve names: the request goes through the Sender port, which
 // the appliance implements with its egress client (the address check in the dialer). A job's
@@ -47,16 +54,37 @@ var (
 	CodeEndpointTaken = kernel.NewCode("push_endpoint_taken", kernel.ClassConflict)
 )
 
-// JobSend is the job that sends one notification to one subscription; its args are SendArgs.
-const JobSend = "push.send"
+// The jobs of push: JobDeliver drains the outbox (Enqueue and Deliver enqueue it, keyed, so
+// that one waits however many sends do); JobSweep is the periodic safety net that drains what a
+// JobDeliver enqueued while the last one was finishing would otherwise leave until the next.
+const (
+	JobDeliver = "push.deliver"
+	JobSweep   = "push.deliver_sweep"
+)
 
-// SendArgs are the arguments of a JobSend job: ids and the reason, never content.
-type SendArgs struct {
-	SubscriptionID kernel.ID `json:"subscription_id"`
-	MessageID      kernel.ID `json:"message_id"`
-	ChannelID      kernel.ID `json:"channel_id"`
-	ThreadID       kernel.ID `json:"thread_id"`
-	Reason         string    `json:"reason"`
+// SweepInterval is how often JobSweep runs.
+const SweepInterval = 10 * time.Second
+
+// Pending is one send in the outbox: a notification for one subscription. Ids and the reason
+// only.
+type Pending struct {
+	ID             kernel.ID
+	SubscriptionID kernel.ID
+	MessageID      kernel.ID
+	ChannelID      kernel.ID
+	ThreadID       kernel.ID
+	Reason         string
+	// Attempts is how many sends failed so far.
+	Attempts int
+	// DueAt is when it may be sent (again).
+	DueAt     time.Time
+	CreatedAt time.Time
+}
+
+// Note is a subscription's new last error ("" clears it).
+type Note struct {
+	SubscriptionID kernel.ID
+	Error          string
 }
 
 // Subscription is one browser's push subscription of one person.
@@ -113,8 +141,17 @@ type Store interface {
 	// DeleteSubscription deletes subscription id when it is principal's, or whoever's when
 	// principal is zero; it reports whether it deleted one.
 	DeleteSubscription(ctx context.Context, id, principalID kernel.ID) (bool, error)
-	// SetLastError records why the last send to subscription id did not deliver ("": it did).
-	SetLastError(ctx context.Context, id kernel.ID, msg string) error
+	// AddPending adds sends to the outbox, in the Unit of Work of ctx.
+	AddPending(ctx context.Context, p []Pending) error
+	// ClaimPending returns up to limit sends due at now, earliest first, and makes them due
+	// again only at leaseUntil, so that no other sender takes them meanwhile.
+	ClaimPending(ctx context.Context, now, leaseUntil time.Time, limit int) ([]Pending, error)
+	// FinishPending, in the Unit of Work of ctx, deletes the sends done, writes the attempts
+	// and due time of those to retry, deletes the subscriptions gone (and their sends), and
+	// writes the notes.
+	FinishPending(ctx context.Context, done []kernel.ID, retry []Pending, gone []kernel.ID, notes []Note) error
+	// NextPendingDue returns the earliest due time of the outbox, if it holds a send.
+	NextPendingDue(ctx context.Context) (time.Time, bool, error)
 	// EnsureVAPIDKey stores candidate as the instance's key unless there is one, and returns
 	// the one there is.
 	EnsureVAPIDKey(ctx context.Context, candidate VAPIDKey) (VAPIDKey, error)
@@ -154,11 +191,21 @@ type Config struct {
 	MaxSubscriptions int
 	// PreviewRunes is the length of a preview, in runes.
 	PreviewRunes int
+	// Batch is how many sends Deliver claims at a time, and Senders how many of them it sends
+	// at once.
+	Batch, Senders int
+	// Lease is how long a claimed send stays away from other senders.
+	Lease time.Duration
+	// MaxAttempts is how often a send is tried before it is dropped; BackoffMin and BackoffMax
+	// bound the wait before the next try (doubling from the first), as the job queue's own.
+	MaxAttempts            int
+	BackoffMin, BackoffMax time.Duration
 }
 
 // DefaultConfig is push's configuration without settings.
 func DefaultConfig() Config {
-	return Config{TTL: 24 * time.Hour, MaxSubscriptions: 20, PreviewRunes: 100}
+	return Config{TTL: 24 * time.Hour, MaxSubscriptions: 20, PreviewRunes: 100, Batch: 256, Senders: 32,
+		Lease: 2 * time.Minute, MaxAttempts: 5, BackoffMin: time.Second, BackoffMax: 10 * time.Minute}
 }
 
 // Service holds push's use cases.
@@ -198,6 +245,25 @@ func New(d Deps, c Config) *Service {
 	if c.PreviewRunes <= 0 {
 		c.PreviewRunes = def.PreviewRunes
 	}
+	if c.Batch <= 0 {
+		c.Batch = def.Batch
+	}
+	if c.Senders <= 0 {
+		c.Senders = def.Senders
+	}
+	if c.Lease <= 0 {
+		c.Lease = def.Lease
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = def.MaxAttempts
+	}
+	if c.BackoffMin <= 0 {
+		c.BackoffMin = def.BackoffMin
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = def.BackoffMax
+	}
+	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
 	return &Service{d: d, c: c, tokens: map[string]cachedToken{}}
 }
 
@@ -318,31 +384,30 @@ func (s *Service) vapid(ctx context.Context) (*ecdsa.PrivateKey, string, error) 
 	return s.key, s.public, nil
 }
 
-// Enqueue enqueues the sends of n to every subscription of principal, in the Unit of Work of
-// ctx (in one of its own when ctx carries none), so that they commit with the notification. A
-// person without subscriptions costs one indexed read. A notification of a message is sent to a
-// subscription once for each reason, however often it is enqueued while the first is in the
-// queue. Errors: validation_failed for a bad reason; the store's and the queue's.
+// Enqueue queues the sends of n to every subscription of principal, in the Unit of Work of ctx
+// (in one of its own when ctx carries none), so that they commit with the notification: one row
+// of the outbox per subscription, and the push.deliver job, which is one job however many
+// notifications wait (the queue keeps one per key). A person without subscriptions costs one
+// indexed read. Errors: validation_failed for a bad reason; the store's and the queue's.
 func (s *Service) Enqueue(ctx context.Context, principalID kernel.ID, n Notification) error {
 	if !validReason(n.Reason) {
 		return kernel.Invalid("reason", "a notification's reason is lower case letters, digits and '_', at most 40 bytes")
 	}
 	return s.d.UoW.Do(ctx, func(ctx context.Context) error {
 		subs, err := s.d.Store.Subscriptions(ctx, principalID)
-		if err != nil {
+		if err != nil || len(subs) == 0 {
 			return err
 		}
+		now := s.d.Clock.Now()
+		rows := make([]Pending, 0, len(subs))
 		for _, sub := range subs {
-			j := kernel.Job{Name: JobSend, Args: SendArgs{SubscriptionID: sub.ID, MessageID: n.MessageID,
-				ChannelID: n.ChannelID, ThreadID: n.ThreadID, Reason: n.Reason}}
-			if !n.MessageID.IsZero() {
-				j.Key = string(sub.ID) + ":" + string(n.MessageID) + ":" + n.Reason
-			}
-			if err := s.d.Jobs.Enqueue(ctx, j); err != nil {
-				return err
-			}
+			rows = append(rows, Pending{ID: kernel.NewID(), SubscriptionID: sub.ID, MessageID: n.MessageID, ChannelID: n.ChannelID,
+				ThreadID: n.ThreadID, Reason: n.Reason, DueAt: now, CreatedAt: now})
 		}
-		return nil
+		if err := s.d.Store.AddPending(ctx, rows); err != nil {
+			return err
+		}
+		return s.d.Jobs.Enqueue(ctx, kernel.Job{Name: JobDeliver, Key: "now"})
 	})
 }
 
@@ -369,6 +434,9 @@ const (
 	// Refused: the push service refused the request for good (another 4xx); it is dropped and
 	// the subscription's last error says why.
 	Refused Outcome = "refused"
+	// Retry: no answer, 429 or 5xx; the send is tried again after a backoff, or dropped after
+	// its last attempt.
+	Retry Outcome = "retry"
 	// NoSubscription: the subscription was deleted before the send.
 	NoSubscription Outcome = "no_subscription"
 )
@@ -382,42 +450,141 @@ type payload struct {
 	Preview   string    `json:"preview,omitempty"`
 }
 
-// Send is the handler of JobSend: it sends one notification to one subscription. It returns an
-// error, so that the queue tries again after its backoff, when the push service could not be
-// reached or answered 429 or 5xx; the Outcome otherwise, with status the push service's
-// answer (0 when none was sent).
-func (s *Service) Send(ctx context.Context, a SendArgs) (Outcome, int, error) {
-	sub, err := s.d.Store.Subscription(ctx, a.SubscriptionID)
-	if kernel.IsCode(err, kernel.CodeNotFound) {
-		return NoSubscription, 0, nil
-	}
-	if err != nil {
-		return "", 0, err
-	}
-	p := payload{MessageID: a.MessageID, ChannelID: a.ChannelID, ThreadID: a.ThreadID, Reason: a.Reason}
-	if sub.Previews && !a.MessageID.IsZero() {
-		text, err := s.d.Store.Preview(ctx, a.MessageID)
+// Report is what one Deliver did.
+type Report struct {
+	Delivered, Removed, Refused, Retried, Dropped int
+}
+
+// Deliver is the handler of push.deliver (and of the periodic push.deliver_sweep): it claims the
+// due sends of the outbox, batch by batch, sends each batch at once (Config.Senders at a time),
+// and records the outcomes in one Unit of Work per batch, until nothing is due. A send without
+// an answer, or answered 429 or 5xx, is due again after a backoff (Config.BackoffMin doubling
+// to BackoffMax) and dropped after Config.MaxAttempts; 404 and 410 delete the subscription;
+// another 4xx drops the send and notes the error on the subscription. When retries remain, it
+// enqueues a push.deliver job at the earliest. Claimed sends are leased: a process that dies
+// while sending leaves them due again when the lease ends. It returns an error only when the
+// store or the queue fails, so that the queue runs it again.
+func (s *Service) Deliver(ctx context.Context) (Report, error) {
+	var rep Report
+	for ctx.Err() == nil {
+		now := s.d.Clock.Now()
+		batch, err := s.d.Store.ClaimPending(ctx, now, now.Add(s.c.Lease), s.c.Batch)
 		if err != nil {
-			return "", 0, err
+			return rep, err
 		}
-		p.Preview = cut(text, s.c.PreviewRunes)
+		if len(batch) == 0 {
+			break
+		}
+		results := s.sendAll(ctx, batch)
+		var done []kernel.ID
+		var retry []Pending
+		var notes []Note
+		var gone []kernel.ID
+		for i, r := range results {
+			p := batch[i]
+			switch r.outcome {
+			case Delivered, NoSubscription:
+				rep.Delivered += boolCount(r.outcome == Delivered)
+				done = append(done, p.ID)
+			case Removed:
+				rep.Removed++
+				gone = append(gone, p.SubscriptionID)
+			case Refused:
+				rep.Refused++
+				done = append(done, p.ID)
+			case Retry:
+				if p.Attempts+1 >= s.c.MaxAttempts {
+					rep.Dropped++
+					done = append(done, p.ID)
+				} else {
+					rep.Retried++
+					p.Attempts++
+					p.DueAt = s.d.Clock.Now().Add(s.backoff(p.Attempts))
+					retry = append(retry, p)
+				}
+			}
+			if r.note != nil {
+				notes = append(notes, Note{SubscriptionID: p.SubscriptionID, Error: *r.note})
+			}
+		}
+		if err := s.d.UoW.Do(ctx, func(ctx context.Context) error {
+			return s.d.Store.FinishPending(ctx, done, retry, gone, notes)
+		}); err != nil {
+			return rep, err
+		}
 	}
-	plain, err := json.Marshal(p)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	if next, ok, err := s.d.Store.NextPendingDue(ctx); err != nil {
+		return rep, err
+	} else if ok {
+		// The key names the second, so that the retries due in one second share one job.
+		if err := s.d.Jobs.Enqueue(ctx, kernel.Job{Name: JobDeliver, At: next, Key: "at:" + strconv.FormatInt(next.Unix(), 10)}); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// backoff is the wait after the attempt-th failed send.
+func (s *Service) backoff(attempt int) time.Duration {
+	d := s.c.BackoffMin
+	for i := 1; i < attempt && d < s.c.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, s.c.BackoffMax)
+}
+
+// result is the outcome of one send and, when it changes, the subscription's last error ("" to
+// clear it).
+type result struct {
+	outcome Outcome
+	note    *string
+}
+
+// sendAll sends the batch, Config.Senders at a time, and returns the results in its order.
+func (s *Service) sendAll(ctx context.Context, batch []Pending) []result {
+	out := make([]result, len(batch))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.c.Senders, len(batch)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = s.send(ctx, batch[i])
+			}
+		}()
+	}
+	for i := range batch {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// send sends one notification to its subscription.
+func (s *Service) send(ctx context.Context, p Pending) result {
+	note := func(o Outcome, msg string) result { return result{outcome: o, note: &msg} }
+	sub, err := s.d.Store.Subscription(ctx, p.SubscriptionID)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return result{outcome: NoSubscription}
+	}
 	if err != nil {
-		return "", 0, fmt.Errorf("push: encode the payload: %w", err)
+		return result{outcome: Retry}
 	}
-	pub, err1 := b64url.DecodeString(sub.P256DH)
-	secret, err2 := b64url.DecodeString(sub.Auth)
-	if err1 != nil || err2 != nil {
-		return "", 0, fmt.Errorf("push: the stored keys of subscription %s do not decode", sub.ID)
-	}
-	body, err := Encrypt(plain, pub, secret)
+	body, authorization, err := s.request(ctx, sub, p)
 	if err != nil {
-		return "", 0, err
-	}
-	authorization, err := s.authorization(ctx, sub.Endpoint)
-	if err != nil {
-		return "", 0, err
+		return note(Retry, "the notification could not be prepared")
 	}
 	status, err := s.d.Sender.Post(ctx, sub.Endpoint, map[string]string{
 		"Authorization":    authorization,
@@ -426,35 +593,47 @@ func (s *Service) Send(ctx context.Context, a SendArgs) (Outcome, int, error) {
 		"Content-Type":     "application/octet-stream",
 		"Urgency":          "normal",
 	}, body)
-	if err != nil {
-		s.noteError(ctx, sub, "the push service could not be reached")
-		return "", 0, fmt.Errorf("push: send to subscription %s: %w", sub.ID, err)
-	}
 	switch {
+	case err != nil:
+		return note(Retry, "the push service could not be reached")
 	case status >= 200 && status < 300:
 		if sub.LastError != "" {
-			if err := s.d.Store.SetLastError(ctx, sub.ID, ""); err != nil {
-				return "", status, err
-			}
+			return note(Delivered, "")
 		}
-		return Delivered, status, nil
+		return result{outcome: Delivered}
 	case status == 404 || status == 410:
-		_, err := s.d.Store.DeleteSubscription(ctx, sub.ID, kernel.ID(""))
-		return Removed, status, err
+		return result{outcome: Removed}
 	case status == 429 || status >= 500:
-		s.noteError(ctx, sub, fmt.Sprintf("the push service answered %d", status))
-		return "", status, fmt.Errorf("push: subscription %s: the push service answered %d", sub.ID, status)
+		return note(Retry, fmt.Sprintf("the push service answered %d", status))
 	default:
-		return Refused, status, s.d.Store.SetLastError(ctx, sub.ID, fmt.Sprintf("the push service refused the notification with %d", status))
+		return note(Refused, fmt.Sprintf("the push service refused the notification with %d", status))
 	}
 }
 
-// noteError records why a send failed, for the person's list; a failure to record it does not
-// change the send's outcome.
-func (s *Service) noteError(ctx context.Context, sub Subscription, msg string) {
-	if sub.LastError != msg {
-		_ = s.d.Store.SetLastError(ctx, sub.ID, msg)
+// request builds the encrypted body of p for sub and its Authorization header.
+func (s *Service) request(ctx context.Context, sub Subscription, p Pending) (body []byte, authorization string, err error) {
+	pl := payload{MessageID: p.MessageID, ChannelID: p.ChannelID, ThreadID: p.ThreadID, Reason: p.Reason}
+	if sub.Previews && !p.MessageID.IsZero() {
+		text, err := s.d.Store.Preview(ctx, p.MessageID)
+		if err != nil {
+			return nil, "", err
+		}
+		pl.Preview = cut(text, s.c.PreviewRunes)
 	}
+	plain, err := json.Marshal(pl)
+	if err != nil {
+		return nil, "", fmt.Errorf("push: encode the payload: %w", err)
+	}
+	pub, err1 := b64url.DecodeString(sub.P256DH)
+	secret, err2 := b64url.DecodeString(sub.Auth)
+	if err1 != nil || err2 != nil {
+		return nil, "", fmt.Errorf("push: the stored keys of subscription %s do not decode", sub.ID)
+	}
+	if body, err = Encrypt(plain, pub, secret); err != nil {
+		return nil, "", err
+	}
+	authorization, err = s.authorization(ctx, sub.Endpoint)
+	return body, authorization, err
 }
 
 // authorization is the Authorization header for a send to endpoint.

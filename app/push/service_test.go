@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -17,16 +18,17 @@ import (
 
 // memStore is push.Store in memory.
 type memStore struct {
-	mu    sync.Mutex
-	subs  map[kernel.ID]Subscription
-	key   *VAPIDKey
-	texts map[kernel.ID]string
+	mu     sync.Mutex
+	subs   map[kernel.ID]Subscription
+	key    *VAPIDKey
+	texts  map[kernel.ID]string
+	outbox map[kernel.ID]Pending
 }
 
 var _ Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
-	return &memStore{subs: map[kernel.ID]Subscription{}, texts: map[kernel.ID]string{}}
+	return &memStore{subs: map[kernel.ID]Subscription{}, texts: map[kernel.ID]string{}, outbox: map[kernel.ID]Pending{}}
 }
 
 func (m *memStore) SubscriptionByEndpoint(_ context.Context, endpoint string) (Subscription, error) {
@@ -87,13 +89,65 @@ func (m *memStore) DeleteSubscription(_ context.Context, id, p kernel.ID) (bool,
 	return true, nil
 }
 
-func (m *memStore) SetLastError(_ context.Context, id kernel.ID, msg string) error {
+func (m *memStore) AddPending(_ context.Context, rows []Pending) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.subs[id]
-	s.LastError = msg
-	m.subs[id] = s
+	for _, p := range rows {
+		m.outbox[p.ID] = p
+	}
 	return nil
+}
+
+func (m *memStore) ClaimPending(_ context.Context, now, lease time.Time, limit int) ([]Pending, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Pending
+	for id, p := range m.outbox {
+		if len(out) < limit && !p.DueAt.After(now) {
+			p.DueAt = lease
+			m.outbox[id] = p
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) FinishPending(_ context.Context, done []kernel.ID, retry []Pending, gone []kernel.ID, notes []Note) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range done {
+		delete(m.outbox, id)
+	}
+	for _, p := range retry {
+		m.outbox[p.ID] = p
+	}
+	for _, id := range gone {
+		delete(m.subs, id)
+		for pid, p := range m.outbox {
+			if p.SubscriptionID == id {
+				delete(m.outbox, pid)
+			}
+		}
+	}
+	for _, n := range notes {
+		if s, ok := m.subs[n.SubscriptionID]; ok {
+			s.LastError = n.Error
+			m.subs[n.SubscriptionID] = s
+		}
+	}
+	return nil
+}
+
+func (m *memStore) NextPendingDue(context.Context) (time.Time, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var next time.Time
+	for _, p := range m.outbox {
+		if next.IsZero() || p.DueAt.Before(next) {
+			next = p.DueAt
+		}
+	}
+	return next, !next.IsZero(), nil
 }
 
 func (m *memStore) EnsureVAPIDKey(_ context.Context, c VAPIDKey) (VAPIDKey, error) {
@@ -249,7 +303,7 @@ func TestSubscribe(t *testing.T) {
 	})
 }
 
-func TestEnqueueAndSend(t *testing.T) {
+func TestEnqueueAndDeliver(t *testing.T) {
 	ctx := context.Background()
 	ada := kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
 	msg, ch, th := kernel.NewID(), kernel.NewID(), kernel.NewID()
@@ -266,44 +320,42 @@ func TestEnqueueAndSend(t *testing.T) {
 		}
 		return f, b, s
 	}
-	send := func(t *testing.T, f fixture) (Outcome, error) {
+	deliver := func(t *testing.T, f fixture) Report {
 		t.Helper()
-		jobs := f.tx.Jobs()
-		if len(jobs) == 0 {
-			t.Fatal("no job")
-		}
-		var a SendArgs
-		raw, _ := json.Marshal(jobs[len(jobs)-1].Args)
-		if err := json.Unmarshal(raw, &a); err != nil {
+		r, err := f.svc.Deliver(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		o, _, err := f.svc.Send(ctx, a)
-		return o, err
+		return r
 	}
 
-	t.Run("Enqueue adds one job per subscription, with ids and no text", func(t *testing.T) {
-		f, b, s := setup(t, true)
+	t.Run("Enqueue adds one send per subscription, with ids and no text, and one keyed deliver job", func(t *testing.T) {
+		f, b, _ := setup(t, true)
 		if _, _, err := f.svc.Subscribe(ctx, ada, b.input("https://push.example.com/send/b")); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil {
+				t.Fatal(err)
+			}
 		}
-		jobs := f.tx.Jobs()
-		if len(jobs) != 2 || jobs[0].Name != JobSend {
-			t.Fatalf("jobs %+v", jobs)
+		if len(f.store.outbox) != 4 {
+			t.Fatalf("outbox %+v", f.store.outbox)
 		}
-		raw, _ := json.Marshal(jobs[0].Args)
-		if strings.Contains(string(raw), "not queued") || !strings.Contains(string(raw), string(msg)) {
-			t.Fatalf("args %s", raw)
+		for _, p := range f.store.outbox {
+			if p.MessageID != msg || p.ChannelID != ch || p.ThreadID != th || p.Reason != "mention" {
+				t.Fatalf("%+v", p)
+			}
 		}
-		if !strings.Contains(jobs[0].Key+jobs[1].Key, string(s.ID)+":"+string(msg)+":mention") {
-			t.Fatalf("keys %q %q", jobs[0].Key, jobs[1].Key)
+		for _, j := range f.tx.Jobs() {
+			if j.Name != JobDeliver || j.Key != "now" || j.Args != nil {
+				t.Fatalf("job %+v", j)
+			}
 		}
 	})
-	t.Run("a person without subscriptions gets no job, a bad reason is refused", func(t *testing.T) {
+	t.Run("a person without subscriptions gets no send and no job, a bad reason is refused", func(t *testing.T) {
 		f := newFixture(t, Config{})
-		if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil || len(f.tx.Jobs()) != 0 {
+		if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil || len(f.tx.Jobs()) != 0 || len(f.store.outbox) != 0 {
 			t.Fatalf("%v %v", err, f.tx.Jobs())
 		}
 		bad := n
@@ -315,11 +367,9 @@ func TestEnqueueAndSend(t *testing.T) {
 	t.Run("a send is encrypted for the browser and signed with VAPID for the push service's origin", func(t *testing.T) {
 		f, b, _ := setup(t, true)
 		f.store.texts[msg] = strings.Repeat("ü", 150)
-		if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil {
-			t.Fatal(err)
-		}
-		if o, err := send(t, f); err != nil || o != Delivered {
-			t.Fatalf("%v %v", o, err)
+		f.svc.Enqueue(ctx, ada.ID, n)
+		if r := deliver(t, f); r.Delivered != 1 || len(f.store.outbox) != 0 {
+			t.Fatalf("%+v, outbox %v", r, f.store.outbox)
 		}
 		r := f.sender.got[0]
 		if r.url != "https://push.example.com:8443/send/a" || r.header["Content-Encoding"] != "aes128gcm" || r.header["TTL"] != "86400" {
@@ -350,31 +400,28 @@ func TestEnqueueAndSend(t *testing.T) {
 		f, b, _ := setup(t, false)
 		f.store.texts[msg] = "secret"
 		f.svc.Enqueue(ctx, ada.ID, n)
-		if _, err := send(t, f); err != nil {
-			t.Fatal(err)
-		}
+		deliver(t, f)
 		plain, _ := Decrypt(f.sender.got[0].body, b.key, b.auth)
 		if strings.Contains(string(plain), "preview") || strings.Contains(string(plain), "secret") {
 			t.Fatalf("payload %s", plain)
 		}
 	})
-	t.Run("404 and 410 delete the subscription", func(t *testing.T) {
+	t.Run("404 and 410 delete the subscription and its sends", func(t *testing.T) {
 		for _, status := range []int{404, 410} {
 			f, _, s := setup(t, false)
 			f.sender.Status = status
 			f.svc.Enqueue(ctx, ada.ID, n)
-			if o, err := send(t, f); err != nil || o != Removed {
-				t.Fatalf("%d: %v %v", status, o, err)
+			f.svc.Enqueue(ctx, ada.ID, n)
+			f.svc.d.Store.(*memStore).outbox[kernel.NewID()] = Pending{ID: kernel.NewID(), SubscriptionID: s.ID, DueAt: f.clock.Now().Add(time.Hour)}
+			if r := deliver(t, f); r.Removed != 2 {
+				t.Fatalf("%d: %+v", status, r)
 			}
-			if _, ok := f.store.subs[s.ID]; ok {
-				t.Fatalf("%d: the subscription is still there", status)
-			}
-			if o, err := send(t, f); err != nil || o != NoSubscription {
-				t.Fatalf("%d: the send after the delete: %v %v", status, o, err)
+			if _, ok := f.store.subs[s.ID]; ok || len(f.store.outbox) != 0 {
+				t.Fatalf("%d: the subscription or its sends are still there: %v", status, f.store.outbox)
 			}
 		}
 	})
-	t.Run("429, 5xx and no answer fail the job so that it is tried again", func(t *testing.T) {
+	t.Run("429, 5xx and no answer send again after a doubling backoff, and the last attempt drops", func(t *testing.T) {
 		for _, c := range []struct {
 			status int
 			err    error
@@ -382,36 +429,83 @@ func TestEnqueueAndSend(t *testing.T) {
 			f, _, s := setup(t, false)
 			f.sender.Status, f.sender.Err = c.status, c.err
 			f.svc.Enqueue(ctx, ada.ID, n)
-			if _, err := send(t, f); err == nil {
-				t.Fatalf("%d %v: no error", c.status, c.err)
+			if r := deliver(t, f); r.Retried != 1 || f.store.subs[s.ID].LastError == "" {
+				t.Fatalf("%d %v: %+v, %+v", c.status, c.err, r, f.store.subs[s.ID])
 			}
-			if f.store.subs[s.ID].LastError == "" {
-				t.Fatalf("%d %v: no last error", c.status, c.err)
+			jobs := f.tx.Jobs()
+			if last := jobs[len(jobs)-1]; last.Name != JobDeliver || !last.At.Equal(f.clock.Now().Add(time.Second)) {
+				t.Fatalf("the retry's job %+v", last)
+			}
+			if r := deliver(t, f); r.Retried != 0 || len(f.sender.got) != 1 {
+				t.Fatalf("sent again before the backoff: %+v", r)
+			}
+			f.clock.Advance(time.Second)
+			deliver(t, f)
+			for _, p := range f.store.outbox {
+				if p.Attempts != 2 || !p.DueAt.Equal(f.clock.Now().Add(2*time.Second)) {
+					t.Fatalf("the second retry %+v", p)
+				}
 			}
 			f.sender.Status, f.sender.Err = 201, nil
-			if o, err := send(t, f); err != nil || o != Delivered || f.store.subs[s.ID].LastError != "" {
-				t.Fatalf("the retry: %v %v %q", o, err, f.store.subs[s.ID].LastError)
+			f.clock.Advance(2 * time.Second)
+			if r := deliver(t, f); r.Delivered != 1 || f.store.subs[s.ID].LastError != "" || len(f.store.outbox) != 0 {
+				t.Fatalf("the retry: %+v %q", r, f.store.subs[s.ID].LastError)
 			}
 		}
+		f, _, _ := setup(t, false)
+		f.sender.Status = 500
+		f.svc.Enqueue(ctx, ada.ID, n)
+		var dropped int
+		for range 10 {
+			dropped += deliver(t, f).Dropped
+			f.clock.Advance(time.Hour)
+		}
+		if dropped != 1 || len(f.sender.got) != 5 || len(f.store.outbox) != 0 {
+			t.Fatalf("dropped %d after %d sends, outbox %v", dropped, len(f.sender.got), f.store.outbox)
+		}
 	})
-	t.Run("another 4xx drops the notification and keeps the subscription with its error", func(t *testing.T) {
+	t.Run("another 4xx drops the send and keeps the subscription with its error", func(t *testing.T) {
 		f, _, s := setup(t, false)
 		f.sender.Status = 400
 		f.svc.Enqueue(ctx, ada.ID, n)
-		if o, err := send(t, f); err != nil || o != Refused {
-			t.Fatalf("%v %v", o, err)
+		if r := deliver(t, f); r.Refused != 1 || len(f.store.outbox) != 0 {
+			t.Fatalf("%+v", r)
 		}
 		if got := f.store.subs[s.ID]; got.LastError == "" {
 			t.Fatalf("%+v", got)
 		}
 	})
+	t.Run("a send whose subscription was deleted is dropped", func(t *testing.T) {
+		f, _, s := setup(t, false)
+		f.svc.Enqueue(ctx, ada.ID, n)
+		delete(f.store.subs, s.ID)
+		if r := deliver(t, f); len(f.sender.got) != 0 || len(f.store.outbox) != 0 || r.Delivered != 0 {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("many sends go out in batches, several at once", func(t *testing.T) {
+		f := newFixture(t, Config{Batch: 7, Senders: 3})
+		for i := range 5 {
+			if _, _, err := f.svc.Subscribe(ctx, ada, newBrowser(t).input(fmt.Sprintf("https://push.example.com/%d", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 10 {
+			f.svc.Enqueue(ctx, ada.ID, n)
+		}
+		if r := deliver(t, f); r.Delivered != 50 || len(f.sender.got) != 50 || len(f.store.outbox) != 0 {
+			t.Fatalf("%+v", r)
+		}
+	})
 	t.Run("the VAPID token is reused for one push service and renewed before it expires", func(t *testing.T) {
 		f, _, _ := setup(t, false)
-		f.svc.Enqueue(ctx, ada.ID, n)
-		send(t, f)
-		send(t, f)
+		for range 2 {
+			f.svc.Enqueue(ctx, ada.ID, n)
+			deliver(t, f)
+		}
 		f.clock.Advance(tokenLife - tokenRenew + time.Second)
-		send(t, f)
+		f.svc.Enqueue(ctx, ada.ID, n)
+		deliver(t, f)
 		h := func(i int) string { return f.sender.got[i].header["Authorization"] }
 		if h(0) != h(1) || h(1) == h(2) {
 			t.Fatal("the token was not reused, or not renewed")

@@ -1,4 +1,4 @@
--- Push subscriptions and the VAPID key: the same tables and index as
+-- Push subscriptions, the outbox of sends and the VAPID key: the same tables and indexes as
 -- migrate/sqlite/0018_push.sql (a test holds it), which says what they hold.
 
 CREATE TABLE push_subscriptions (
@@ -18,3 +18,17 @@ CREATE TABLE vapid_keys (
     private_key TEXT COLLATE "C" NOT NULL,
     created_at  TEXT COLLATE "C" NOT NULL
 );
+
+CREATE TABLE push_outbox (
+    id              TEXT COLLATE "C" PRIMARY KEY,
+    subscription_id TEXT COLLATE "C" NOT NULL REFERENCES push_subscriptions (id) ON DELETE CASCADE,
+    message_id      TEXT COLLATE "C" NOT NULL,
+    channel_id      TEXT COLLATE "C" NOT NULL,
+    thread_id       TEXT COLLATE "C" NOT NULL,
+    reason          TEXT COLLATE "C" NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          TEXT COLLATE "C" NOT NULL,
+    created_at      TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX push_outbox_due ON push_outbox (due_at, id);
+CREATE INDEX push_outbox_subscription ON push_outbox (subscription_id);

@@ -5,6 +5,10 @@
 -- subscriptions are found by the index on principal_id. previews is 1 when the payload may carry
 -- the start of the message's text. last_error says why the last send did not deliver.
 --
+-- push_outbox holds the sends not done yet: one row per notification and subscription, ids and
+-- the reason only, never text. due_at is when it may be sent (now, a retry's backoff, or the end
+-- of the lease of a sender that claimed it); the index serves the claim of the earliest due.
+--
 -- vapid_keys holds one row, id 1: the instance's P-256 key pair that signs every push request
 -- (private_key: base64 of the 32-byte scalar), made by whichever node needs it first.
 
@@ -25,3 +29,17 @@ CREATE TABLE vapid_keys (
     private_key TEXT NOT NULL,
     created_at  TEXT NOT NULL
 );
+
+CREATE TABLE push_outbox (
+    id              TEXT PRIMARY KEY,
+    subscription_id TEXT NOT NULL REFERENCES push_subscriptions (id) ON DELETE CASCADE,
+    message_id      TEXT NOT NULL,
+    channel_id      TEXT NOT NULL,
+    thread_id       TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          TEXT NOT NULL,
+    created_at      TEXT NOT NULL
+);
+CREATE INDEX push_outbox_due ON push_outbox (due_at, id);
+CREATE INDEX push_outbox_subscription ON push_outbox (subscription_id);

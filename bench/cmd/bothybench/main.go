@@ -82,6 +82,9 @@ var scenarios = []scenario{
 	{name: "agents-runs", about: "an agent's run patch → run.updated at every client focused on the thread (bench/agents)",
 		serve: gatewayServe(20, 1), timing: &timing{warmup: 2 * time.Second, warming: "patch", duration: 15 * time.Second}, flags: agentsRuns},
 
+	{name: "notify-mention", about: "a mention in a channel of 1,000 members at default levels → the person's notification.created on the gateway (bench/notify)",
+		serve: httpServe, flags: notifyMention},
+
 	{name: "authz-warm", about: "delivery decision from the warm permission cache, p50/p99/max (bench/authz)", flags: authzWarm},
 	{name: "console", about: "console pages' render p99 at the client, and the chat view's first-load bytes (bench/console)", serve: httpServe,
 		flags: consolePages},
