@@ -256,6 +256,43 @@ func TestInbox(t *testing.T) {
 				t.Fatalf("after reading: %+v", p)
 			}
 		})
+
+		t.Run("with broadcast_mentions manage, only a manager mentions the whole channel", func(t *testing.T) {
+			var st struct {
+				Name              string `json:"name"`
+				BroadcastMentions string `json:"broadcast_mentions"`
+			}
+			in.owner.do(t, http.MethodGet, api("instance"), nil).want(t, http.StatusOK).decode(t, &st)
+			if st.BroadcastMentions != "post" {
+				t.Fatalf("the default setting %+v", st)
+			}
+			in.owner.do(t, http.MethodPut, api("instance"), map[string]any{"name": st.Name, "broadcast_mentions": "manage"}).want(t, http.StatusOK).decode(t, &st)
+			if st.BroadcastMentions != "manage" {
+				t.Fatalf("setting %+v", st)
+			}
+			defer func() {
+				in.owner.do(t, http.MethodPut, api("instance"), map[string]any{"name": st.Name, "broadcast_mentions": "post"}).want(t, http.StatusOK)
+			}()
+			in.owner.do(t, http.MethodPut, api("instance"), map[string]any{"name": st.Name, "broadcast_mentions": "all"}, breaksDocument()).
+				want(t, http.StatusBadRequest).wantProblem(t, "validation_failed")
+			var got struct {
+				Broadcast string `json:"broadcast"`
+			}
+			in.owner.do(t, http.MethodGet, api("instance"), nil).want(t, http.StatusOK).decode(t, &st)
+			if st.BroadcastMentions != "manage" {
+				t.Fatalf("read back %+v", st)
+			}
+			m := bobc.mustPost(t, ch.MainThreadID, "@channel nobody hears this")
+			carolc.do(t, http.MethodGet, api("messages", m.ID), nil).want(t, http.StatusOK).decode(t, &got)
+			if got.Broadcast != "" {
+				t.Fatalf("a poster broadcast under manage: %q", got.Broadcast)
+			}
+			o := in.owner.mustPost(t, ch.MainThreadID, "@channel the owner manages")
+			carolc.do(t, http.MethodGet, api("messages", o.ID), nil).want(t, http.StatusOK).decode(t, &got)
+			if got.Broadcast != "channel" {
+				t.Fatalf("the owner's broadcast: %q", got.Broadcast)
+			}
+		})
 	})
 }
 

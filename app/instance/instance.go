@@ -1,7 +1,7 @@
-// Package instance holds the instance's own settings, for now its name: what the console shows
-// in its top bar and page titles and what GET /api/v1/instance answers. The row lives in the
-// instance table, which identity also uses for the first-owner setup; this module reads and
-// writes only its name.
+// Package instance holds the instance's own settings: its name (what the console shows in its
+// top bar and page titles) and who may mention a whole channel (broadcast_mentions), as GET
+// /api/v1/instance answers them. The row lives in the instance table, which identity also uses
+// for the first-owner setup; this module reads and writes only its settings.
 //
 // It must not import storage or net/http.
 package instance
@@ -26,7 +26,16 @@ const MaxNameLen = names.MaxInstanceName
 // Settings are the instance's settings as the API shows them.
 type Settings struct {
 	Name string `json:"name"`
+	// BroadcastMentions says who may mention a whole channel with @here or @channel:
+	// BroadcastPost (whoever may post in it) or BroadcastManage (only its managers).
+	BroadcastMentions string `json:"broadcast_mentions"`
 }
+
+// The values of Settings.BroadcastMentions.
+const (
+	BroadcastPost   = "post"
+	BroadcastManage = "manage"
+)
 
 // Store is the settings repository port (storage/instance.go).
 type Store interface {
@@ -34,6 +43,9 @@ type Store interface {
 	Settings(ctx context.Context) (Settings, error)
 	// SetName stores the name; it must run in a Unit of Work. Errors: only the database's.
 	SetName(ctx context.Context, name string) error
+	// SetBroadcastMentions stores who may mention a whole channel; it must run in a Unit of
+	// Work. Errors: only the database's.
+	SetBroadcastMentions(ctx context.Context, v string) error
 }
 
 // Deps are the ports the service uses.
@@ -83,12 +95,28 @@ func (s *Service) Name(ctx context.Context) (string, error) {
 // instance.updated. Surrounding white space is dropped; a name equal to the current one changes
 // nothing. Errors: unauthenticated, forbidden, validation_failed (name).
 func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (Settings, error) {
+	return s.Update(ctx, actor, Change{Name: name})
+}
+
+// Change is what Update sets: the name, and who may mention a whole channel (nil: as it is).
+type Change struct {
+	Name              string
+	BroadcastMentions *string
+}
+
+// Update changes the settings (instance.update, owners only) and appends instance.updated with
+// them when something changed. The name is kept as Rename keeps it. Errors: unauthenticated,
+// forbidden, validation_failed (name, broadcast_mentions: one of post, manage).
+func (s *Service) Update(ctx context.Context, actor kernel.Actor, c Change) (Settings, error) {
 	if err := s.d.Authz.Authorize(ctx, actor, ActInstanceUpdate, instanceResource); err != nil {
 		return Settings{}, err
 	}
-	name, err := ValidateName(name)
+	name, err := ValidateName(c.Name)
 	if err != nil {
 		return Settings{}, err
+	}
+	if b := c.BroadcastMentions; b != nil && *b != BroadcastPost && *b != BroadcastManage {
+		return Settings{}, kernel.Invalid("broadcast_mentions", "broadcast_mentions must be one of post, manage")
 	}
 	var out Settings
 	err = s.d.UoW.Do(ctx, func(ctx context.Context) error {
@@ -96,15 +124,22 @@ func (s *Service) Rename(ctx context.Context, actor kernel.Actor, name string) (
 		if err != nil {
 			return err
 		}
-		if cur.Name == name {
-			out = cur
-			return nil
+		out = cur
+		if cur.Name != name {
+			if err := s.d.Store.SetName(ctx, name); err != nil {
+				return err
+			}
+			out.Name = name
 		}
-		if err := s.d.Store.SetName(ctx, name); err != nil {
-			return err
+		if b := c.BroadcastMentions; b != nil && *b != cur.BroadcastMentions {
+			if err := s.d.Store.SetBroadcastMentions(ctx, *b); err != nil {
+				return err
+			}
+			out.BroadcastMentions = *b
 		}
-		out = Settings{Name: name}
-		s.d.Events.Append(ctx, EvUpdated.Event(kernel.Event{ActorID: actor.ID}, out))
+		if out != cur {
+			s.d.Events.Append(ctx, EvUpdated.Event(kernel.Event{ActorID: actor.ID}, out))
+		}
 		return nil
 	})
 	return out, err

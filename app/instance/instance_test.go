@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -30,8 +31,17 @@ func (f *fakeStore) SetName(ctx context.Context, name string) error {
 	return nil
 }
 
+func (f *fakeStore) SetBroadcastMentions(ctx context.Context, v string) error {
+	if !kerneltest.InUnit(ctx) {
+		f.t.Fatal("SetBroadcastMentions outside a unit of work")
+	}
+	f.sets++
+	f.s.BroadcastMentions = v
+	return nil
+}
+
 func newEnv(t *testing.T) (*Service, *fakeStore, *kerneltest.Tx, *kerneltest.Authz) {
-	st := &fakeStore{t: t, s: Settings{Name: DefaultName}}
+	st := &fakeStore{t: t, s: Settings{Name: DefaultName, BroadcastMentions: BroadcastPost}}
 	tx := &kerneltest.Tx{}
 	az := &kerneltest.Authz{Fn: func(actor kernel.Actor, action kernel.Action, _ kernel.Resource) error {
 		switch {
@@ -118,4 +128,37 @@ func TestReadSettings(t *testing.T) {
 	if n, err := svc.Name(ctx); err != nil || n != DefaultName || az.Last().Action != ActDiscoveryRead {
 		t.Fatalf("%q %v", n, err)
 	}
+}
+
+func TestBroadcastMentionsSetting(t *testing.T) {
+	ctx := context.Background()
+	manage, bad := BroadcastManage, "everyone"
+	t.Run("an owner lets only managers mention a whole channel, and instance.updated carries it", func(t *testing.T) {
+		svc, st, tx, _ := newEnv(t)
+		got, err := svc.Update(ctx, owner, Change{Name: DefaultName, BroadcastMentions: &manage})
+		if err != nil || got.BroadcastMentions != BroadcastManage || st.s.BroadcastMentions != BroadcastManage {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+		evs := tx.Events()
+		if len(evs) != 1 || evs[0].Payload != got {
+			t.Fatalf("events %+v", evs)
+		}
+		if _, err := svc.Update(ctx, owner, Change{Name: DefaultName, BroadcastMentions: &manage}); err != nil || len(tx.Events()) != 1 {
+			t.Fatalf("the same setting again appended: %v", err)
+		}
+	})
+	t.Run("a setting that is neither post nor manage is refused and changes nothing", func(t *testing.T) {
+		svc, st, tx, _ := newEnv(t)
+		_, err := svc.Update(ctx, owner, Change{Name: DefaultName, BroadcastMentions: &bad})
+		var e *kernel.Error
+		if !kernel.IsCode(err, kernel.CodeValidation) || !errors.As(err, &e) || e.Field != "broadcast_mentions" || st.sets != 0 || len(tx.Events()) != 0 {
+			t.Fatalf("err %v, sets %d", err, st.sets)
+		}
+	})
+	t.Run("a person who is no owner may not change it", func(t *testing.T) {
+		svc, st, _, _ := newEnv(t)
+		if _, err := svc.Update(ctx, person, Change{Name: DefaultName, BroadcastMentions: &manage}); !kernel.IsCode(err, kernel.CodeForbidden) || st.sets != 0 {
+			t.Fatalf("err %v", err)
+		}
+	})
 }

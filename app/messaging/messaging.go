@@ -215,8 +215,8 @@ type Audience interface {
 // BroadcastPolicy says who may mention a whole channel (the instance's setting
 // broadcast_mentions; storage implements it).
 type BroadcastPolicy interface {
-	// BroadcastMentions answers "post" (whoever may post in the channel) or "manage" (only its
-	// managers).
+	// BroadcastMentions answers instance.BroadcastPost (whoever may post in the channel) or
+	// instance.BroadcastManage (only its managers).
 	BroadcastMentions(ctx context.Context) (string, error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -405,7 +406,7 @@ func (s *Service) mayBroadcast(ctx context.Context, actor kernel.Actor, where ke
 		if err != nil {
 			return false, err
 		}
-		if p == BroadcastManage {
+		if p == instance.BroadcastManage {
 			action = ActMentionBroadcastManaged
 		}
 	}

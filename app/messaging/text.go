@@ -87,12 +87,6 @@ func checkEmoji(s string) error {
 	return nil
 }
 
-// The settings of instance.broadcast_mentions: who may mention a whole channel.
-const (
-	BroadcastPost   = "post"
-	BroadcastManage = "manage"
-)
-
 // The words that mention a whole channel instead of a handle: @here and @channel.
 const (
 	broadcastHere    = "here"

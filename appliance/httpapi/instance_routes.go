@@ -11,7 +11,7 @@ import (
 // InstanceUseCases is what the instance routes call; *instance.Service implements it.
 type InstanceUseCases interface {
 	Settings(ctx context.Context, actor kernel.Actor) (instance.Settings, error)
-	Rename(ctx context.Context, actor kernel.Actor, name string) (instance.Settings, error)
+	Update(ctx context.Context, actor kernel.Actor, c instance.Change) (instance.Settings, error)
 }
 
 var _ InstanceUseCases = (*instance.Service)(nil)
@@ -30,6 +30,8 @@ type instanceRoutes struct{ svc InstanceUseCases }
 
 type instanceBody struct {
 	Name string `json:"name"`
+	// BroadcastMentions is left as it is when absent.
+	BroadcastMentions *string `json:"broadcast_mentions"`
 }
 
 func (rt instanceRoutes) settings(r *Request) (int, any, error) {
@@ -37,5 +39,5 @@ func (rt instanceRoutes) settings(r *Request) (int, any, error) {
 }
 
 func (rt instanceRoutes) rename(r *Request, in instanceBody) (int, any, error) {
-	return ok(rt.svc.Rename(r.Context(), r.Actor, in.Name))
+	return ok(rt.svc.Update(r.Context(), r.Actor, instance.Change{Name: in.Name, BroadcastMentions: in.BroadcastMentions}))
 }
