@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,6 +293,33 @@ func TestInbox(t *testing.T) {
 			carolc.do(t, http.MethodGet, api("messages", o.ID), nil).want(t, http.StatusOK).decode(t, &got)
 			if got.Broadcast != "channel" {
 				t.Fatalf("the owner's broadcast: %q", got.Broadcast)
+			}
+		})
+
+		t.Run("the owner sets who may mention a whole channel in the console's settings", func(t *testing.T) {
+			b := newBrowser(t, in.srv.public)
+			mustConsoleSignIn(t, b, "owner", ownerPassword)
+			if p := b.get("/console/settings").want(t, http.StatusOK); !strings.Contains(p.body, `<option value="post" selected`) {
+				t.Fatalf("%.3000s", p.body)
+			}
+			p := b.follow(b.post("/console/settings", url.Values{"name": {"bothy"}, "broadcast_mentions": {"manage"}}))
+			if !strings.Contains(p.body, `<option value="manage" selected`) {
+				t.Fatalf("%.3000s", p.body)
+			}
+			var st struct {
+				BroadcastMentions string `json:"broadcast_mentions"`
+			}
+			in.owner.do(t, http.MethodGet, api("instance"), nil).want(t, http.StatusOK).decode(t, &st)
+			if st.BroadcastMentions != "manage" {
+				t.Fatalf("the API after the console's form: %+v", st)
+			}
+			if p := b.post("/console/settings", url.Values{"name": {"bothy"}, "broadcast_mentions": {"everyone"}}).want(t, http.StatusUnprocessableEntity); !p.has("form-error") {
+				t.Fatalf("%.2000s", p.body)
+			}
+			b.follow(b.post("/console/settings", url.Values{"name": {"bothy"}})) // without the field: as it is
+			in.owner.do(t, http.MethodGet, api("instance"), nil).want(t, http.StatusOK).decode(t, &st)
+			if st.BroadcastMentions != "manage" {
+				t.Fatalf("a form without the field changed it: %+v", st)
 			}
 		})
 	})

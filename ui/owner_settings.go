@@ -11,11 +11,11 @@ import (
 )
 
 // InstanceSettings is what the console needs of the instance's settings (*instance.Service):
-// the name for every page's frame, and the owner's change of it.
+// the name for every page's frame, and the owner's change of the settings.
 type InstanceSettings interface {
 	Name(ctx context.Context) (string, error)
 	Settings(ctx context.Context, actor kernel.Actor) (instance.Settings, error)
-	Rename(ctx context.Context, actor kernel.Actor, name string) (instance.Settings, error)
+	Update(ctx context.Context, actor kernel.Actor, c instance.Change) (instance.Settings, error)
 }
 
 // settingsRoutes registers the owner's settings of the instance.
@@ -32,17 +32,27 @@ func (c *Console) settingsPage(rq *request) error {
 	if err != nil {
 		return err
 	}
-	return c.render(rq, http.StatusOK, pages.Settings(pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: st.Name}))
+	return c.render(rq, http.StatusOK, pages.Settings(pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: st.Name,
+		BroadcastMentions: st.BroadcastMentions}))
 }
 
 func (c *Console) settingsSubmit(rq *request) error {
 	name := rq.r.PostForm.Get("name")
-	st, err := c.d.Instance.Rename(rq.ctx(), rq.actor, name)
+	change := instance.Change{Name: name}
+	// A form without the field (an older page) leaves the setting as it is.
+	broadcast, sent := rq.r.PostForm["broadcast_mentions"]
+	if sent && len(broadcast) > 0 {
+		change.BroadcastMentions = &broadcast[0]
+	}
+	st, err := c.d.Instance.Update(rq.ctx(), rq.actor, change)
 	if err != nil {
 		if !refusal(err, kernel.CodeValidation) {
 			return err
 		}
 		v := pages.SettingsView{Chrome: c.chrome(rq, "Settings", "settings"), Name: name, Error: formError(err)}
+		if change.BroadcastMentions != nil {
+			v.BroadcastMentions = *change.BroadcastMentions
+		}
 		return c.render(rq, http.StatusUnprocessableEntity, pages.Settings(v))
 	}
 	c.redirect(rq, "/console/settings", layouts.Flash{Kind: "ok", Text: "The instance is called " + st.Name + " now."})

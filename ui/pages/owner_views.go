@@ -83,5 +83,7 @@ type CreatedToken struct {
 type SettingsView struct {
 	Chrome layouts.Chrome
 	Name   string
-	Error  string
+	// BroadcastMentions is who may use @here and @channel: "post" or "manage".
+	BroadcastMentions string
+	Error             string
 }
