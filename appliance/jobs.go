@@ -75,22 +75,26 @@ func runJob(fn func(context.Context, kernel.ID) error) jobs.Handler {
 	}
 }
 
-// registerPushJobs registers push.deliver, which drains the outbox of Web Push sends, and its
-// periodic safety net push.deliver_sweep. A subscription the push service says is gone is
-// deleted and a send it refuses for good is dropped, each with a line in the log (counts only).
+// registerPushJobs registers the jobs that drain the outbox of Web Push sends: push.deliver,
+// its tail push.deliver_tail and the periodic push.deliver_sweep (see push.JobDeliver). A
+// subscription the push service says is gone is deleted and a send it refuses for good is
+// dropped, each with a line in the log (counts only).
 func registerPushJobs(q *jobs.Queue, svc *push.Service, logger *slog.Logger) {
-	deliver := func(ctx context.Context, _ json.RawMessage) error {
-		r, err := svc.Deliver(ctx)
-		if r.Removed > 0 {
-			logger.Info("push subscriptions removed: their push service says they are gone", "subscriptions", r.Removed)
+	logged := func(drain func(context.Context) (push.Report, error)) jobs.Handler {
+		return func(ctx context.Context, _ json.RawMessage) error {
+			r, err := drain(ctx)
+			if r.Removed > 0 {
+				logger.Info("push subscriptions removed: their push service says they are gone", "sends", r.Removed)
+			}
+			if r.Refused > 0 || r.Dropped > 0 {
+				logger.Warn("push notifications dropped", "refused", r.Refused, "after_last_attempt", r.Dropped)
+			}
+			return err
 		}
-		if r.Refused > 0 || r.Dropped > 0 {
-			logger.Warn("push notifications dropped", "refused", r.Refused, "after_last_attempt", r.Dropped)
-		}
-		return err
 	}
-	q.Register(push.JobDeliver, deliver)
-	q.RegisterPeriodic(push.JobSweep, push.SweepInterval, deliver)
+	q.Register(push.JobDeliver, logged(svc.HandleDeliver))
+	q.Register(push.JobDeliverTail, logged(svc.HandleTail))
+	q.RegisterPeriodic(push.JobSweep, push.SweepInterval, logged(svc.Deliver))
 }
 
 // pushConfig is push's configuration from the settings: the VAPID contact is push.subject, else

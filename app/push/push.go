@@ -54,13 +54,21 @@ var (
 	CodeEndpointTaken = kernel.NewCode("push_endpoint_taken", kernel.ClassConflict)
 )
 
-// The jobs of push: JobDeliver drains the outbox (Enqueue and Deliver enqueue it, keyed, so
-// that one waits however many sends do); JobSweep is the periodic safety net that drains what a
-// JobDeliver enqueued while the last one was finishing would otherwise leave until the next.
+// The jobs of push, each a drain of the outbox (Deliver). JobDeliver is what Enqueue enqueues,
+// keyed, so that one waits however many sends do; a send enqueued while a JobDeliver is
+// finishing finds the key taken, so every JobDeliver ends by enqueuing a JobDeliverTail shortly
+// after, which drains what came meanwhile (and enqueues another while it finds sends). A retry
+// is a JobDeliver at its due time. JobSweep is the periodic safety net (a process that died
+// while it held a send's lease, a tail that ran before its JobDeliver was gone).
 const (
-	JobDeliver = "push.deliver"
-	JobSweep   = "push.deliver_sweep"
+	JobDeliver     = "push.deliver"
+	JobDeliverTail = "push.deliver_tail"
+	JobSweep       = "push.deliver_sweep"
 )
+
+// tailDelay is how long after a drain its tail runs: time for the queue to remove the drain's
+// job, so that a send enqueued after the tail's look has a JobDeliver of its own.
+const tailDelay = 100 * time.Millisecond
 
 // SweepInterval is how often JobSweep runs.
 const SweepInterval = 10 * time.Second
@@ -450,12 +458,37 @@ type payload struct {
 	Preview   string    `json:"preview,omitempty"`
 }
 
-// Report is what one Deliver did.
+// Report is what one Deliver did. Removed counts the sends to subscriptions found gone.
 type Report struct {
 	Delivered, Removed, Refused, Retried, Dropped int
 }
 
-// Deliver is the handler of push.deliver (and of the periodic push.deliver_sweep): it claims the
+// sent reports whether the drain found any send due.
+func (r Report) sent() bool { return r.Delivered+r.Removed+r.Refused+r.Retried+r.Dropped > 0 }
+
+// HandleDeliver is the handler of JobDeliver: a drain, and then its tail.
+func (s *Service) HandleDeliver(ctx context.Context) (Report, error) {
+	r, err := s.Deliver(ctx)
+	if err != nil {
+		return r, err
+	}
+	return r, s.enqueueTail(ctx)
+}
+
+// HandleTail is the handler of JobDeliverTail: a drain, and another tail when it found sends.
+func (s *Service) HandleTail(ctx context.Context) (Report, error) {
+	r, err := s.Deliver(ctx)
+	if err != nil || !r.sent() {
+		return r, err
+	}
+	return r, s.enqueueTail(ctx)
+}
+
+func (s *Service) enqueueTail(ctx context.Context) error {
+	return s.d.Jobs.Enqueue(ctx, kernel.Job{Name: JobDeliverTail, At: time.Now().Add(tailDelay)})
+}
+
+// Deliver is the drain of the outbox that every job of push runs: it claims the
 // due sends of the outbox, batch by batch, sends each batch at once (Config.Senders at a time),
 // and records the outcomes in one Unit of Work per batch, until nothing is due. A send without
 // an answer, or answered 429 or 5xx, is due again after a backoff (Config.BackoffMin doubling
@@ -468,7 +501,7 @@ func (s *Service) Deliver(ctx context.Context) (Report, error) {
 	var rep Report
 	for ctx.Err() == nil {
 		now := s.d.Clock.Now()
-		batch, err := s.d.Store.ClaimPending(ctx, now, now.Add(s.c.Lease), s.c.Batch)
+		batch, err := s.d.Store.ClaimPending(ctx, now.Add(claimSlack), now.Add(s.c.Lease), s.c.Batch)
 		if err != nil {
 			return rep, err
 		}
@@ -526,6 +559,11 @@ func (s *Service) Deliver(ctx context.Context) (Report, error) {
 	}
 	return rep, nil
 }
+
+// claimSlack is how early Deliver takes a send: the job queue keeps due times to the
+// millisecond, so the job scheduled for a retry may start a little before the retry's due time,
+// and would then find nothing due and, its own key still taken, leave the retry to the sweep.
+const claimSlack = 100 * time.Millisecond
 
 func boolCount(b bool) int {
 	if b {

@@ -497,6 +497,31 @@ func TestEnqueueAndDeliver(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 	})
+	t.Run("a drain of JobDeliver ends with a tail, and a tail only while it finds sends", func(t *testing.T) {
+		f, _, _ := setup(t, false)
+		tails := func() (n int) {
+			for _, j := range f.tx.Jobs() {
+				if j.Name == JobDeliverTail {
+					n++
+					if j.Key != "" || j.At.Before(time.Now()) {
+						t.Fatalf("tail %+v", j)
+					}
+				}
+			}
+			return n
+		}
+		if _, err := f.svc.HandleDeliver(ctx); err != nil || tails() != 1 {
+			t.Fatalf("an empty JobDeliver: %v, %d tails", err, tails())
+		}
+		// A send that came while the drain finished: the tail takes it and looks once more.
+		f.svc.Enqueue(ctx, ada.ID, n)
+		if r, err := f.svc.HandleTail(ctx); err != nil || r.Delivered != 1 || tails() != 2 {
+			t.Fatalf("%+v %v, %d tails", r, err, tails())
+		}
+		if _, err := f.svc.HandleTail(ctx); err != nil || tails() != 2 {
+			t.Fatalf("an empty tail enqueued another: %v, %d tails", err, tails())
+		}
+	})
 	t.Run("the VAPID token is reused for one push service and renewed before it expires", func(t *testing.T) {
 		f, _, _ := setup(t, false)
 		for range 2 {
