@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"bothy.dev/bothy/appliance/pushtest"
 )
@@ -139,5 +140,94 @@ func TestPushEndpointsMustBePublic(t *testing.T) {
 		}
 		s.Endpoint = "https://push.example.com/send/1"
 		in.owner.do(t, http.MethodPost, api("me", "push-subscriptions"), subscriptionBody(s, nil)).want(t, http.StatusCreated)
+	})
+}
+
+// TestPushNotifications sends Web Push through the real binary: a mention of a person who
+// registered two browsers reaches both at the fake push service, which decrypts the payload with
+// the browser's keys and verifies the VAPID header against the instance's public key; the
+// browser that allowed previews gets the start of the text. A browser whose push service
+// answers 410 is unsubscribed; one that answers 500 gets the notification on a later attempt.
+func TestPushNotifications(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		in := mustStartWithOwner(t, eng, "--set", "push.allow_private_endpoints=true", "--set", "push.subject=mailto:ops@example.com")
+		fake := pushtest.New()
+		t.Cleanup(fake.Close)
+		sp := in.owner.mustCreateSpace(t, "Talk")
+		ch := in.owner.mustCreateChannel(t, sp.ID, "general")
+		bob, bobc := in.mustCreateUser(t, "bob")
+		in.owner.mustGrant(t, ch.ID, bob.ID, "post")
+		key, _ := bobc.do(t, http.MethodGet, api("push", "vapid-public-key"), nil).want(t, http.StatusOK).obj()["public_key"].(string)
+		fake.ExpectKey(key)
+		yes := true
+		phone, laptop := fake.Subscribe(), fake.Subscribe()
+		bobc.do(t, http.MethodPost, api("me", "push-subscriptions"), subscriptionBody(phone, &yes)).want(t, http.StatusCreated)
+		var lap pushSub
+		bobc.do(t, http.MethodPost, api("me", "push-subscriptions"), subscriptionBody(laptop, nil)).want(t, http.StatusCreated).decode(t, &lap)
+		arrived := func(endpoint string, status int) []pushtest.Received {
+			var out []pushtest.Received
+			for _, r := range fake.Received() {
+				if r.Endpoint == endpoint && (status == 0 || r.Status == status) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		waitFor := func(t *testing.T, what string, within time.Duration, cond func() bool) {
+			t.Helper()
+			if !fake.Wait(within, func(*pushtest.Service) bool { return cond() }) {
+				t.Fatalf("%s: not within %s; refused: %v", what, within, fake.Refused())
+			}
+		}
+
+		t.Run("a mention reaches every browser of the person, encrypted for it and signed with the instance's key", func(t *testing.T) {
+			text := "@bob " + strings.Repeat("the quarterly numbers are in ", 10)
+			m := in.owner.mustPost(t, ch.MainThreadID, text)
+			waitFor(t, "both browsers", 20*time.Second, func() bool { return len(arrived(phone.Endpoint, 0)) == 1 && len(arrived(laptop.Endpoint, 0)) == 1 })
+			p, l := arrived(phone.Endpoint, 0)[0], arrived(laptop.Endpoint, 0)[0]
+			for _, r := range []pushtest.Received{p, l} {
+				f := r.Fields()
+				if f["message_id"] != m.ID || f["channel_id"] != ch.ID || f["thread_id"] != ch.MainThreadID || f["reason"] != "mention" {
+					t.Fatalf("payload %s", r.Payload)
+				}
+				if r.VAPID.PublicKey != key || r.VAPID.Subject != "mailto:ops@example.com" || r.TTL == "" {
+					t.Fatalf("request %+v", r)
+				}
+			}
+			if prev, _ := p.Fields()["preview"].(string); !strings.HasPrefix(text, strings.TrimSuffix(prev, "…")) || len([]rune(prev)) != 101 {
+				t.Fatalf("the phone's preview %q", prev)
+			}
+			if _, ok := l.Fields()["preview"]; ok {
+				t.Fatalf("the laptop allowed no preview and got %s", l.Payload)
+			}
+		})
+		t.Run("a push service's 500 is tried again after the first backoff and delivered", func(t *testing.T) {
+			fake.Answer(phone.Endpoint, 500, 201)
+			m := in.owner.mustPost(t, ch.MainThreadID, "@bob once more")
+			// The first backoff is 1 s; the periodic sweep, every 10 s, must not be what sends it.
+			waitFor(t, "the retry", 6*time.Second, func() bool { return len(arrived(phone.Endpoint, 201)) == 2 })
+			got := arrived(phone.Endpoint, 0)
+			if got[len(got)-2].Status != 500 || got[len(got)-1].Fields()["message_id"] != m.ID {
+				t.Fatalf("%+v", got)
+			}
+		})
+		t.Run("a push service's 410 unsubscribes the browser", func(t *testing.T) {
+			fake.Answer(laptop.Endpoint, 410)
+			in.owner.mustPost(t, ch.MainThreadID, "@bob are you there")
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var l page[pushSub]
+				bobc.do(t, http.MethodGet, api("me", "push-subscriptions"), nil).want(t, http.StatusOK).decode(t, &l)
+				if len(l.Items) == 1 && l.Items[0].Endpoint == phone.Endpoint {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("still subscribed: %+v", l.Items)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			bobc.do(t, http.MethodDelete, api("me", "push-subscriptions", lap.ID), nil).want(t, http.StatusNotFound)
+		})
 	})
 }
