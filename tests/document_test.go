@@ -33,6 +33,8 @@ var contractRoutes = []string{
 	"GET /api/v1/threads/{id}", "PATCH /api/v1/threads/{id}", // one thread and its title
 	"GET /api/v1/channels/{id}/notifications", "PUT /api/v1/channels/{id}/notifications", // a person's notification level
 	"GET /api/v1/threads/{id}/subscription", "PUT /api/v1/threads/{id}/subscription", // a person's subscription of a thread
+	"POST /api/v1/me/push-subscriptions", "GET /api/v1/me/push-subscriptions", "DELETE /api/v1/me/push-subscriptions/{id}", // Web Push
+	"GET /api/v1/push/vapid-public-key", // the key a browser subscribes with
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
