@@ -120,7 +120,7 @@ func TestPushJobs(t *testing.T) {
 				fake.Answer(b.Endpoint, 500, 201)
 				n := push.Notification{MessageID: kernel.NewID(), Reason: "thread"}
 				notify(t, n)
-				// The first backoff is 1 s; the periodic sweep, every 10 s, must not be what sends it.
+				// The first backoff is 1 s; the periodic sweep, every minute, must not be what sends it.
 				if !fake.Wait(6*time.Second, func(*pushtest.Service) bool { return len(received(b.Endpoint)) == 2 }) {
 					t.Fatalf("%d requests arrived, want the failed one and its retry", len(received(b.Endpoint)))
 				}

@@ -205,7 +205,7 @@ func TestPushNotifications(t *testing.T) {
 		t.Run("a push service's 500 is tried again after the first backoff and delivered", func(t *testing.T) {
 			fake.Answer(phone.Endpoint, 500, 201)
 			m := in.owner.mustPost(t, ch.MainThreadID, "@bob once more")
-			// The first backoff is 1 s; the periodic sweep, every 10 s, must not be what sends it.
+			// The first backoff is 1 s; the periodic sweep, every minute, must not be what sends it.
 			waitFor(t, "the retry", 6*time.Second, func() bool { return len(arrived(phone.Endpoint, 201)) == 2 })
 			got := arrived(phone.Endpoint, 0)
 			if got[len(got)-2].Status != 500 || got[len(got)-1].Fields()["message_id"] != m.ID {

@@ -70,8 +70,9 @@ const (
 // job, so that a send enqueued after the tail's look has a JobDeliver of its own.
 const tailDelay = 100 * time.Millisecond
 
-// SweepInterval is how often JobSweep runs.
-const SweepInterval = 10 * time.Second
+// SweepInterval is how often JobSweep runs: rarely, since the tails and the retries' own jobs
+// do the work, so that an idle instance writes little.
+const SweepInterval = time.Minute
 
 // Pending is one send in the outbox: a notification for one subscription. Ids and the reason
 // only.
