@@ -50,7 +50,7 @@ func TestReadStateMigration(t *testing.T) {
 			t.Fatalf("broadcast_mentions %q (%v), want post: anyone who may post may mention the channel", broadcast, err)
 		}
 		if _, err := w.ExecContext(ctx, `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
-			VALUES ('p2', 't1', 'c1', 'm2', 2, '`+fixtureAt+`')`); err != nil {
+			VALUES ('p1', 't1', 'c1', 'm2', 2, '`+fixtureAt+`')`); err != nil {
 			t.Fatalf("a read position: %v", err)
 		}
 		if _, err := w.ExecContext(ctx, `INSERT INTO thread_subscriptions (principal_id, thread_id, level, updated_at)

@@ -230,7 +230,7 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 // UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its row
 // lock in whatever order the units came; one per thread per batch, in id order, does not.
 var threadCounts = commit.NewAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
-	if err := exec(bumpThreadSQL, b.n, b.n, b.posted, b.last, b.last, b.last, string(id)); err != nil {
+	if err := exec(bumpThreadSQL, b.n, b.n, b.posted, b.last, b.last, b.last, b.lastID, b.lastID, b.lastID, string(id)); err != nil {
 		return fmt.Errorf("bump thread: %w", err)
 	}
 	return nil
@@ -238,41 +238,48 @@ var threadCounts = commit.NewAtCommit(mergeBump, func(exec func(q string, args .
 
 // bumpThreadSQL adds a batch's net count (never below zero) and the messages it posted (to
 // post_count, which read positions count against and deletions leave alone), and moves
-// last_message_at forward only (an empty last: the batch removed messages only).
+// last_message_at and last_message_id forward only (empty: the batch removed messages only).
 const bumpThreadSQL = `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END,
 	post_count = post_count + ?,
-	last_message_at = CASE WHEN ? <> '' AND (last_message_at IS NULL OR last_message_at < ?) THEN ? ELSE last_message_at END WHERE id = ?`
+	last_message_at = CASE WHEN ? <> '' AND (last_message_at IS NULL OR last_message_at < ?) THEN ? ELSE last_message_at END,
+	last_message_id = CASE WHEN ? <> '' AND (last_message_id IS NULL OR last_message_id < ?) THEN ? ELSE last_message_id END WHERE id = ?`
 
 // threadBump is what a batch adds to one thread: n messages net, posted of them new, the
-// latest posted at last (fixed-width text; empty when the units only removed messages).
+// latest posted at last (fixed-width text) with the id lastID (both empty when the units only
+// removed messages).
 type threadBump struct {
 	n      int64
 	posted int64
 	last   string
+	lastID string
 }
 
 func mergeBump(a, b threadBump) threadBump {
 	if b.last < a.last {
 		b.last = a.last
 	}
-	return threadBump{n: a.n + b.n, posted: a.posted + b.posted, last: b.last}
+	if b.lastID < a.lastID {
+		b.lastID = a.lastID
+	}
+	return threadBump{n: a.n + b.n, posted: a.posted + b.posted, last: b.last, lastID: b.lastID}
 }
 
-func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
+func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, messageID kernel.ID, at time.Time) error {
 	var res sql.Result
 	var err error
-	last := ""
+	last, lastID := "", ""
 	if delta > 0 {
-		last = fmtTime(at)
+		last, lastID = fmtTime(at), string(messageID)
 	}
-	if threadCounts.Record(ctx, id, threadBump{n: int64(delta), posted: int64(max(delta, 0)), last: last}) {
+	if threadCounts.Record(ctx, id, threadBump{n: int64(delta), posted: int64(max(delta, 0)), last: last, lastID: lastID}) {
 		// Applied at the commit of the batch, with the batch's other messages. The caller has
 		// loaded the thread in this unit, so it exists.
 		return nil
 	}
 	if delta > 0 {
-		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, post_count = post_count + ?, last_message_at = ? WHERE id = ?`,
-			delta, delta, fmtTime(at), string(id))
+		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = message_count + ?, post_count = post_count + ?, last_message_at = ?,
+			last_message_id = CASE WHEN ? <> '' AND (last_message_id IS NULL OR last_message_id < ?) THEN ? ELSE last_message_id END WHERE id = ?`,
+			delta, delta, fmtTime(at), lastID, lastID, lastID, string(id))
 	} else {
 		res, err = s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET message_count = CASE WHEN message_count + ? < 0 THEN 0 ELSE message_count + ? END WHERE id = ?`,
 			delta, delta, string(id))

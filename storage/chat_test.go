@@ -292,10 +292,10 @@ func TestChatStoreThreads(t *testing.T) {
 			}
 			bump(func(ctx context.Context) error { return e.svc.RemoveFromThread(ctx, ids[1]) }) // 0 stays 0
 			bump(func(ctx context.Context) error {
-				if err := e.svc.AppendToThread(ctx, ids[1], at.Add(-time.Second)); err != nil {
+				if err := e.svc.AppendToThread(ctx, ids[1], kernel.NewID(), at.Add(-time.Second)); err != nil {
 					return err
 				}
-				if err := e.svc.AppendToThread(ctx, ids[1], at); err != nil {
+				if err := e.svc.AppendToThread(ctx, ids[1], kernel.NewID(), at); err != nil {
 					return err
 				}
 				return e.svc.RemoveFromThread(ctx, ids[1])
@@ -322,7 +322,7 @@ func TestChatStoreThreads(t *testing.T) {
 					defer wg.Done()
 					fail := i%8 == 7 // a unit that fails takes its count with it
 					err := e.db.Do(ctx, func(ctx context.Context) error {
-						if err := e.svc.AppendToThread(ctx, ids[0], e.clock.Now()); err != nil {
+						if err := e.svc.AppendToThread(ctx, ids[0], kernel.NewID(), e.clock.Now()); err != nil {
 							return err
 						}
 						if fail {

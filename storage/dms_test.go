@@ -110,7 +110,7 @@ func TestDMStore(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return storage.NewChatStore(db).BumpThread(ctx, d.MainThreadID, 1, t0.Add(time.Hour))
+				return storage.NewChatStore(db).BumpThread(ctx, d.MainThreadID, 1, kernel.NewID(), t0.Add(time.Hour))
 			}); err != nil {
 				t.Fatal(err)
 			}

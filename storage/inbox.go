@@ -35,12 +35,16 @@ var readAdvances = commit.NewAtCommit(mergeAdvance, func(exec func(q string, arg
 
 // advanceReadSQL sets a read position at a message with its read_count: the thread's post_count
 // less the messages after the one read (usually none: one reads the newest), so one COUNT over
-// the thread's few newest index entries at the write and none at the read. It only moves
+// the thread's few newest index entries at the write and none at the read; and mentions_read
+// likewise, the person's mentions in the thread less those after the message (a row exists
+// wherever the person was mentioned: without one there is nothing to count). It only moves
 // forward: an older message leaves a position as it is.
 const advanceReadSQL = `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
 	VALUES (?, ?, ?, ?, (SELECT post_count FROM threads WHERE id = ?) - (SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ?), ?)
 	ON CONFLICT (principal_id, thread_id) DO UPDATE SET last_read_message_id = excluded.last_read_message_id,
-		read_count = excluded.read_count, updated_at = excluded.updated_at
+		read_count = excluded.read_count, updated_at = excluded.updated_at,
+		mentions_read = read_states.mention_count - (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = excluded.principal_id
+			AND n.thread_id = excluded.thread_id AND n.message_id > excluded.last_read_message_id)
 	WHERE excluded.last_read_message_id > read_states.last_read_message_id`
 
 // readAdvance is one read position to move: principal's in thread of channel, to message, at
@@ -105,20 +109,17 @@ func (s *InboxStore) Position(ctx context.Context, principalID, threadID kernel.
 }
 
 // unreadCols are the columns of an unread candidate, t a thread, c its channel and r the
-// principal's read position in it (LEFT JOIN): the unread count, and only for a thread with
-// something unread its unread mentions (a range of mentions_thread after the position) and
-// newest message (the last entry of messages_thread). Its one ? is the principal.
+// principal's read position in it (LEFT JOIN): the unread count, the unread mentions and the
+// newest message, all counters the writes keep on the two rows (migrate 0019), so a candidate
+// costs its channel, thread and position lookups and nothing more.
 const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - COALESCE(r.read_count, 0),
-	CASE WHEN t.post_count > COALESCE(r.read_count, 0) THEN (SELECT COUNT(*) FROM mentions n
-		WHERE n.principal_id = ? AND n.thread_id = t.id AND n.message_id > COALESCE(r.last_read_message_id, '')) ELSE 0 END,
-	CASE WHEN t.post_count > COALESCE(r.read_count, 0) THEN (SELECT m.id FROM messages m WHERE m.thread_id = t.id
-		ORDER BY m.id DESC LIMIT 1) ELSE '' END`
+	COALESCE(r.mention_count - r.mentions_read, 0), COALESCE(t.last_message_id, '')`
 
 // unreadMainSQL reads the main threads of the channels a principal's grants show: a grant on the
 // channel, or on its space for a channel that is not a DM, and for an owner every channel that is
 // not a DM. The ids come from grants_principal (and channels_space), so the channels are looked
 // up by id, not scanned; only an owner's variant reads every channel. The ? are the principal
-// four times (unreadCols, the read position, the channel grants, the space grants).
+// three times (the read position, the channel grants, the space grants).
 func unreadMainSQL(owner bool) string {
 	q := `SELECT ` + unreadCols + ` FROM channels c JOIN threads t ON t.id = c.main_thread_id
 	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
@@ -148,8 +149,8 @@ func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID
 		sql  string
 		args []any
 	}{
-		{unreadMainSQL(owner), []any{p, p, p, p}},
-		{unreadThreadsSQL, []any{p, p, p, p, p}},
+		{unreadMainSQL(owner), []any{p, p, p}},
+		{unreadThreadsSQL, []any{p, p, p, p}},
 	} {
 		rows, err := s.db.q(ctx).QueryContext(ctx, q.sql, q.args...)
 		if err != nil {

@@ -77,7 +77,7 @@ func TestInboxStore(t *testing.T) {
 				if _, err := e.msgRepo.InsertMessage(ctx, m); err != nil {
 					return m, err
 				}
-				return m, e.chats.AppendToThread(ctx, th.ID, at)
+				return m, e.chats.AppendToThread(ctx, th.ID, m.ID, at)
 			}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
@@ -185,6 +185,45 @@ func TestInboxStore(t *testing.T) {
 			none, err := repo.UnreadCandidates(bg, e.olga.ID, false)
 			if err != nil || len(none) != 0 {
 				t.Fatalf("the same principal without the owner flag or a grant: %+v %v", none, err)
+			}
+		})
+
+		t.Run("an edit that adds or drops a mention counts the thread's mentions again", func(t *testing.T) {
+			mentions := func(t *testing.T) int64 {
+				t.Helper()
+				got, err := repo.UnreadCandidates(bg, e.pia.ID, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range got {
+					if c.ThreadID == nil {
+						return c.MentionCount
+					}
+				}
+				return 0
+			}
+			before := mentions(t)
+			m := e.post(t, e.paul, "no one yet")
+			if got := mentions(t); got != before {
+				t.Fatalf("%d unread mentions after a plain message, want %d", got, before)
+			}
+			if _, err := e.msgs.EditMessage(bg, e.paul, m.ID, "now @pia"); err != nil {
+				t.Fatal(err)
+			}
+			if got := mentions(t); got != before+1 {
+				t.Fatalf("%d unread mentions after the edit mentions her, want %d", got, before+1)
+			}
+			if _, err := e.msgs.EditMessage(bg, e.paul, m.ID, "now @pia, still @pia"); err != nil {
+				t.Fatal(err)
+			}
+			if got := mentions(t); got != before+1 {
+				t.Fatalf("%d unread mentions after an edit that keeps the mention, want %d", got, before+1)
+			}
+			if _, err := e.msgs.EditMessage(bg, e.paul, m.ID, "never mind"); err != nil {
+				t.Fatal(err)
+			}
+			if got := mentions(t); got != before {
+				t.Fatalf("%d unread mentions after the edit drops her, want %d", got, before)
 			}
 		})
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if n == 0 {
 		return false, nil
 	}
-	return true, s.insertMentions(ctx, q, m.ID, m.ThreadID, mentionRows(m))
+	return true, s.insertMentions(ctx, q, m, mentionRows(m), false)
 }
 
 // mentionRows are everyone m mentions: its explicit mentions and whom @here or @channel
@@ -64,12 +65,15 @@ func mentionRows(m messaging.Message) []kernel.ID {
 	return append(append(make([]kernel.ID, 0, len(m.Mentions)+len(m.BroadcastTo)), m.Mentions...), m.BroadcastTo...)
 }
 
-// insertMentions records who message id of thread mentions; the thread lets a read position
-// count a thread's unread mentions as one range of mentions_thread.
-func (s *MessageStore) insertMentions(ctx context.Context, q querier, id, thread kernel.ID, mentions []kernel.ID) error {
+// insertMentions records whom m mentions (mentions, its rows), with its thread, which lets a read
+// position count a thread's mentions after it as one range of mentions_thread, and adds them to
+// each person's tally in the thread. recount counts an edited message's tallies again instead
+// of adding to them.
+func (s *MessageStore) insertMentions(ctx context.Context, q querier, m messaging.Message, mentions []kernel.ID, recount bool) error {
 	if len(mentions) == 0 {
 		return nil
 	}
+	id, thread, channel, at := m.ID, m.ThreadID, m.ChannelID, fmtTime(m.CreatedAt)
 	var sb strings.Builder
 	sb.WriteString(`INSERT INTO mentions (message_id, principal_id, thread_id) VALUES `)
 	args := make([]any, 0, 3*len(mentions))
@@ -79,6 +83,26 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, id, thread
 		}
 		sb.WriteString("(?, ?, ?)")
 		args = append(args, string(id), string(p), string(thread))
+	}
+	if _, err := q.ExecContext(ctx, sb.String(), args...); err != nil {
+		return s.db.mapErr(err, "mentions")
+	}
+	// Each mentioned person's tally in the thread, on their read position (created with nothing
+	// read when they have none): the unread read counts the mentions from it (migrate 0019).
+	sb.Reset()
+	sb.WriteString(`INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at, mention_count) VALUES `)
+	args = args[:0]
+	for i, p := range mentions {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, '', 0, ?, 1)")
+		args = append(args, string(p), string(thread), string(channel), at)
+	}
+	if recount {
+		sb.WriteString(` ON CONFLICT (principal_id, thread_id) DO UPDATE SET ` + recountMentions)
+	} else {
+		sb.WriteString(` ON CONFLICT (principal_id, thread_id) DO UPDATE SET mention_count = read_states.mention_count + 1`)
 	}
 	_, err := q.ExecContext(ctx, sb.String(), args...)
 	return s.db.mapErr(err, "mentions")
@@ -215,11 +239,49 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
 		return err
 	}
+	// The edit may drop mentions: whom the message mentioned before is counted again too.
+	var before []kernel.ID
+	rows, err := q.QueryContext(ctx, `SELECT principal_id FROM mentions WHERE message_id = ?`, string(m.ID))
+	if err != nil {
+		return s.db.mapErr(err, "mentions")
+	}
+	for rows.Next() {
+		var p kernel.ID
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return s.db.mapErr(err, "mentions")
+		}
+		before = append(before, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s.db.mapErr(err, "mentions")
+	}
 	if _, err := q.ExecContext(ctx, `DELETE FROM mentions WHERE message_id = ?`, string(m.ID)); err != nil {
 		return s.db.mapErr(err, "mentions")
 	}
-	return s.insertMentions(ctx, q, m.ID, m.ThreadID, mentionRows(m))
+	now := mentionRows(m)
+	if err := s.insertMentions(ctx, q, m, now, true); err != nil {
+		return err
+	}
+	for _, p := range before {
+		if slices.Contains(now, p) {
+			continue
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE read_states SET `+recountMentions+` WHERE principal_id = ? AND thread_id = ?`,
+			string(p), string(m.ThreadID)); err != nil {
+			return s.db.mapErr(err, "mentions")
+		}
+	}
+	return nil
 }
+
+// recountMentions sets a read position's mention tally from the mentions themselves (read_states
+// the row): after an edit, which may add or drop mentions of a message already counted.
+const recountMentions = `mention_count = (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = read_states.principal_id
+	AND n.thread_id = read_states.thread_id),
+	mentions_read = (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = read_states.principal_id
+	AND n.thread_id = read_states.thread_id AND n.message_id <= read_states.last_read_message_id)`
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
 	q := s.db.q(ctx)

@@ -170,8 +170,9 @@ type Store interface {
 	// in the direction of the page.
 	Threads(ctx context.Context, channelID kernel.ID, p Page) ([]Thread, bool, error)
 	// BumpThread adds delta to the message count of a thread; a positive delta also sets
-	// last_message_at to at. Errors: not_found.
-	BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error
+	// last_message_at to at and the thread's newest message to messageID (NilID: none known)
+	// where they are later. Errors: not_found.
+	BumpThread(ctx context.Context, id kernel.ID, delta int, messageID kernel.ID, at time.Time) error
 }
 
 // CodeMainThread refuses on a channel's main thread what only a thread of its own has (a title,
@@ -219,10 +220,10 @@ type Threads interface {
 	// ThreadByParent loads the thread under a message with its channel kind.
 	// Errors: not_found (none).
 	ThreadByParent(ctx context.Context, messageID kernel.ID) (Thread, error)
-	// AppendToThread counts one more message in the thread, posted at at. Inside a Unit of Work
-	// the count is applied at commit, once per thread per batch, so the caller must have loaded
-	// the thread in the same unit. Errors: not_found outside a unit.
-	AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error
+	// AppendToThread counts one more message in the thread, messageID, posted at at. Inside a
+	// Unit of Work the count is applied at commit, once per thread per batch, so the caller must
+	// have loaded the thread in the same unit. Errors: not_found outside a unit.
+	AppendToThread(ctx context.Context, id, messageID kernel.ID, at time.Time) error
 	// RemoveFromThread counts one message fewer (a message was deleted). Errors: not_found.
 	RemoveFromThread(ctx context.Context, id kernel.ID) error
 }

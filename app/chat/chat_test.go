@@ -379,7 +379,7 @@ func TestThreads(t *testing.T) {
 	t.Run("counts messages in and out of a thread", func(t *testing.T) {
 		at := f.clock.Now().Truncate(time.Microsecond) // the precision the store keeps, as messaging hands it
 		err := f.db.Do(ctx, func(ctx context.Context) error {
-			return errors.Join(f.svc.AppendToThread(ctx, ids[1], at), f.svc.AppendToThread(ctx, ids[1], at),
+			return errors.Join(f.svc.AppendToThread(ctx, ids[1], kernel.NewID(), at), f.svc.AppendToThread(ctx, ids[1], kernel.NewID(), at),
 				f.svc.RemoveFromThread(ctx, ids[1]))
 		})
 		if err != nil {
@@ -393,7 +393,7 @@ func TestThreads(t *testing.T) {
 		// no row to update; outside one it answers not_found, which the service passes on.
 		f.store.bumpThread = func(context.Context, kernel.ID, int, time.Time) error { return kernel.ErrNotFound }
 		defer func() { f.store.bumpThread = nil }()
-		if err := f.svc.AppendToThread(ctx, kernel.NewID(), at); !kernel.IsCode(err, kernel.CodeNotFound) {
+		if err := f.svc.AppendToThread(ctx, kernel.NewID(), kernel.NewID(), at); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("missing thread: err = %v", err)
 		}
 	})
@@ -423,7 +423,7 @@ func TestThreadRef(t *testing.T) {
 	}
 	err = f.db.Do(ctx, func(ctx context.Context) error {
 		for range 7 {
-			if err := f.svc.AppendToThread(ctx, th.ID, f.clock.Now()); err != nil {
+			if err := f.svc.AppendToThread(ctx, th.ID, kernel.NewID(), f.clock.Now()); err != nil {
 				return err
 			}
 		}

@@ -493,11 +493,11 @@ func (s *Service) ThreadByParent(ctx context.Context, messageID kernel.ID) (Thre
 }
 
 // AppendToThread implements Threads.
-func (s *Service) AppendToThread(ctx context.Context, id kernel.ID, at time.Time) error {
-	return s.store.BumpThread(ctx, id, 1, at)
+func (s *Service) AppendToThread(ctx context.Context, id, messageID kernel.ID, at time.Time) error {
+	return s.store.BumpThread(ctx, id, 1, messageID, at)
 }
 
 // RemoveFromThread implements Threads.
 func (s *Service) RemoveFromThread(ctx context.Context, id kernel.ID) error {
-	return s.store.BumpThread(ctx, id, -1, time.Time{})
+	return s.store.BumpThread(ctx, id, -1, kernel.NilID, time.Time{})
 }

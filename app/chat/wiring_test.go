@@ -40,11 +40,11 @@ type store struct {
 	bumpThread func(ctx context.Context, id kernel.ID, delta int, at time.Time) error
 }
 
-func (s *store) BumpThread(ctx context.Context, id kernel.ID, delta int, at time.Time) error {
+func (s *store) BumpThread(ctx context.Context, id kernel.ID, delta int, messageID kernel.ID, at time.Time) error {
 	if s.bumpThread != nil {
 		return s.bumpThread(ctx, id, delta, at)
 	}
-	return s.ChatStore.BumpThread(ctx, id, delta, at)
+	return s.ChatStore.BumpThread(ctx, id, delta, messageID, at)
 }
 
 func (s *store) Thread(ctx context.Context, id kernel.ID) (chat.Thread, error) {

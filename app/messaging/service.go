@@ -143,7 +143,7 @@ func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, ne
 	if inserted, err = s.store.InsertMessage(ctx, *m); err != nil || !inserted {
 		return false, err
 	}
-	if err := s.threads.AppendToThread(ctx, m.ThreadID, m.CreatedAt); err != nil {
+	if err := s.threads.AppendToThread(ctx, m.ThreadID, m.ID, m.CreatedAt); err != nil {
 		return false, err
 	}
 	return true, s.posted(ctx, actor, *m, newThread, trigger.Invoke)

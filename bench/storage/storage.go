@@ -138,7 +138,7 @@ func (s *Store) CreateMessage(ctx context.Context) error {
 			if !inserted {
 				return fmt.Errorf("storagebench: client_msg_id %s was already used", cmid)
 			}
-			if err := s.chat.BumpThread(ctx, th.ID, 1, now); err != nil {
+			if err := s.chat.BumpThread(ctx, th.ID, 1, m.ID, now); err != nil {
 				return err
 			}
 		}
