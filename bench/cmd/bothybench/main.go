@@ -82,6 +82,9 @@ var scenarios = []scenario{
 	{name: "agents-runs", about: "an agent's run patch → run.updated at every client focused on the thread (bench/agents)",
 		serve: gatewayServe(20, 1), timing: &timing{warmup: 2 * time.Second, warming: "patch", duration: 15 * time.Second}, flags: agentsRuns},
 
+	{name: "inbox-unread", about: "GET /api/v1/me/unread for a person in many channels and DMs, a million messages in the database (bench/inbox)",
+		serve: inboxServe, flags: inboxUnread},
+
 	{name: "notify-mention", about: "a mention in a channel of 1,000 members at default levels → the person's notification.created on the gateway (bench/notify)",
 		serve: httpServe, flags: notifyMention},
 
