@@ -195,9 +195,12 @@ func TestNotifications(t *testing.T) {
 			if err := catBot.cl.Focus(ctx, th.ID); err != nil {
 				t.Fatal(err)
 			}
-			// The focus frame and the next post go separate ways (the gateway, REST): give the
-			// gateway a moment to read it.
-			time.Sleep(300 * time.Millisecond)
+			// The gateway reads a connection's frames in order: once ann has cat's typing, sent
+			// after the focus, cat's focus is in place.
+			if err := catBot.cl.StartTyping(ctx, th.ID); err != nil {
+				t.Fatal(err)
+			}
+			annBot.waitFor(t, "cat's typing.started", 10*time.Second, func() bool { return len(annBot.ephemeralsLocked("typing.started")) > 0 })
 			m := ann.mustPost(t, th.ID, "while cat looks")
 			mustNotified(t, benBot, m.ID)
 			fence := ann.mustPost(t, ch.MainThreadID, "@cat fence")
