@@ -88,6 +88,9 @@ var scenarios = []scenario{
 	{name: "notify-mention", about: "a mention in a channel of 1,000 members at default levels → the person's notification.created on the gateway (bench/notify)",
 		serve: httpServe, flags: notifyMention},
 
+	{name: "push-send", about: "Web Push sends/s from the job runner to a fake push service that decrypts and verifies each (bench/push)",
+		flags: pushSend},
+
 	{name: "authz-warm", about: "delivery decision from the warm permission cache, p50/p99/max (bench/authz)", flags: authzWarm},
 	{name: "console", about: "console pages' render p99 at the client, and the chat view's first-load bytes (bench/console)", serve: httpServe,
 		flags: consolePages},
