@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	inboxbench "bothy.dev/bothy/bench/inbox"
 	"bothy.dev/bothy/bench/internal/measure"
 	"bothy.dev/bothy/storage/engine"
-	"bothy.dev/bothy/storage/sqlite"
 )
 
 // The scenario of bench/inbox: GET /api/v1/me/unread for a person in many channels and DMs,
@@ -44,19 +43,7 @@ func inboxUnread(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("prepare: %w\n%s", err, ns.logs())
 		}
-		if err := ns.stopServers(); err != nil {
-			return err
-		}
-		w, rd, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(ns.opts[0].DataDir, "bothy.db"), Synchronous: "NORMAL"})
-		if err != nil {
-			return err
-		}
-		err = inboxbench.Seed(ctx, w, in, l)
-		if err = errors.Join(err, w.Close(), rd.Close()); err != nil {
-			return fmt.Errorf("seed: %w", err)
-		}
-		ns.opts[0].WantSetupCode = false
-		if err := ns.start(ctx, ns.opts); err != nil {
+		if err := ns.seedStopped(ctx, func(db *sql.DB) error { return inboxbench.Seed(ctx, db, in, l) }); err != nil {
 			return err
 		}
 		in.Base = ns.servers[0].Public

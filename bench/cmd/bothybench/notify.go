@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"bothy.dev/bothy/bench/internal/measure"
 	notifybench "bothy.dev/bothy/bench/notify"
 	"bothy.dev/bothy/storage/engine"
-	"bothy.dev/bothy/storage/sqlite"
 )
 
 // The scenario of bench/notify: a message mentioning a person in a channel of many members at
@@ -36,19 +35,7 @@ func notifyMention(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("prepare: %w\n%s", err, ns.logs())
 		}
-		if err := ns.stopServers(); err != nil {
-			return err
-		}
-		w, rd, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(ns.opts[0].DataDir, "bothy.db"), Synchronous: "NORMAL"})
-		if err != nil {
-			return err
-		}
-		err = notifybench.SeedMembers(ctx, w, in, *members)
-		if err = errors.Join(err, w.Close(), rd.Close()); err != nil {
-			return fmt.Errorf("seed: %w", err)
-		}
-		ns.opts[0].WantSetupCode = false
-		if err := ns.start(ctx, ns.opts); err != nil {
+		if err := ns.seedStopped(ctx, func(db *sql.DB) error { return notifybench.SeedMembers(ctx, db, in, *members) }); err != nil {
 			return err
 		}
 		in.Base = ns.servers[0].Public

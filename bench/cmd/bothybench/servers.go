@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	httpbench "bothy.dev/bothy/bench/http"
 	servebench "bothy.dev/bothy/bench/serve"
 	"bothy.dev/bothy/storage/engine"
+	"bothy.dev/bothy/storage/sqlite"
 )
 
 // What the scenarios that run bothy serve share: the flags, the database, starting the
@@ -152,6 +154,24 @@ func (ns *nodes) restart(ctx context.Context) error {
 	}
 	ns.inst.Base = ns.servers[0].Public
 	return nil
+}
+
+// seedStopped stops the one SQLite node, lets seed write into its database file (faster than
+// the REST API for rows by the hundred thousand, and the rows' rules are the scenario's to
+// keep), and starts it again on the same data: the people's session tokens stay valid.
+func (ns *nodes) seedStopped(ctx context.Context, seed func(db *sql.DB) error) error {
+	if err := ns.stopServers(); err != nil {
+		return err
+	}
+	w, rd, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(ns.opts[0].DataDir, "bothy.db"), Synchronous: "NORMAL"})
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(seed(w), w.Close(), rd.Close()); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	ns.opts[0].WantSetupCode = false
+	return ns.start(ctx, ns.opts)
 }
 
 // logs are the last lines of every node, for an error message.
