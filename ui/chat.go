@@ -218,6 +218,9 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		}
 	}
 	tv.Draft, tv.Error = draft, errText
+	if err := c.withNotify(rq, &tv, th, *ch); err != nil {
+		return err
+	}
 	if cursor >= 0 {
 		tv.Cursor = strconv.FormatInt(cursor, 10)
 	}

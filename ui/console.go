@@ -68,6 +68,10 @@ type Deps struct {
 	// DMs lists and starts the person's direct messages in the chat view (chat_dms.go); nil
 	// leaves them out.
 	DMs DMUseCases
+	// Notify and Threads serve the thread header's notification level, Follow and Mute, and
+	// the rename of a thread (chat_notify.go). Nil leaves them out.
+	Notify  NotifyUseCases
+	Threads ThreadTitles
 	// LogHead is the event log's head, which the chat view's script identifies from (chat.go);
 	// nil: the script starts at the head it connects at.
 	LogHead LogHead

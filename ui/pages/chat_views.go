@@ -64,6 +64,9 @@ type ThreadView struct {
 	// CanLeave shows Leave on a group direct message (three or more participants; a 1:1 DM
 	// cannot be left).
 	CanLeave bool
+	// Notify is the header's notification controls (the level, Follow and Mute, Rename); nil
+	// shows none.
+	Notify *NotifyView
 	// Members are the handles of who may read the channel, for the composer's @ completion.
 	Members string
 	// Me is the reader's principal id: the typing line leaves them out.
