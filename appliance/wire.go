@@ -246,7 +246,7 @@ func wire(ctx context.Context, a *App) error {
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
 		LogHead: db, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
-		Notify: notifySvc, Threads: chats}))
+		Notify: notifySvc, Threads: chats, Push: pushSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))

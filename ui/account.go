@@ -12,6 +12,7 @@ import (
 func (c *Console) accountRoutes() {
 	c.handle("GET /console/account", signedIn, c.accountPage)
 	c.handle("POST /console/account/password", signedIn, c.accountPassword)
+	c.pushRoutes()
 }
 
 func (c *Console) accountPage(rq *request) error {
@@ -21,6 +22,10 @@ func (c *Console) accountPage(rq *request) error {
 func (c *Console) renderAccount(rq *request, status int, errText string) error {
 	v := pages.AccountView{Chrome: c.chrome(rq, "Your account", "account"), Handle: rq.user.Handle,
 		DisplayName: rq.user.DisplayName, IsOwner: rq.user.IsOwner, Error: errText}
+	var err error
+	if v.Push, err = c.pushDevices(rq); err != nil {
+		return err
+	}
 	return c.render(rq, status, pages.Account(v))
 }
 

@@ -69,9 +69,11 @@ type Deps struct {
 	// leaves them out.
 	DMs DMUseCases
 	// Notify and Threads serve the thread header's notification level, Follow and Mute, and
-	// the rename of a thread (chat_notify.go). Nil leaves them out.
+	// the rename of a thread (chat_notify.go); Push the account page's notifications on a
+	// device (account_push.go). Nil leaves them out.
 	Notify  NotifyUseCases
 	Threads ThreadTitles
+	Push    PushUseCases
 	// LogHead is the event log's head, which the chat view's script identifies from (chat.go);
 	// nil: the script starts at the head it connects at.
 	LogHead LogHead
@@ -303,7 +305,7 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request, who access) (*re
 	// A form for signed-in people that arrives without a session changes nothing either way:
 	// it goes to the sign-in below rather than to a page that says the form expired.
 	lostSession := who >= signedIn && rq.user == nil
-	if r.Method == http.MethodPost && !lostSession && !validCSRF(rq.csrf, r.PostFormValue(csrfField)) {
+	if r.Method == http.MethodPost && !lostSession && !validCSRF(rq.csrf, csrfOf(r)) {
 		c.errorPage(rq, http.StatusForbidden, "The form has expired", "Reload the page and send the form again.")
 		return nil, false
 	}

@@ -75,3 +75,18 @@ func (f FollowView) Summary() string {
 type RenameView struct {
 	ThreadID, Title string
 }
+
+// PushView is the account page's "Notifications on this device": the person's registered
+// browsers.
+type PushView struct {
+	Devices []PushDevice
+}
+
+// PushDevice is one registered browser: its push service's host, when it was registered,
+// whether its notifications show previews, and why the last one did not arrive, if it did not.
+type PushDevice struct {
+	ID, Host, Endpoint string
+	Created, Stamp     string
+	Previews           bool
+	LastError          string
+}

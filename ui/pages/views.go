@@ -48,4 +48,6 @@ type AccountView struct {
 	Handle, DisplayName string
 	IsOwner             bool
 	Error               string
+	// Push lists the person's browsers that get notifications; nil leaves the section out.
+	Push *PushView
 }
