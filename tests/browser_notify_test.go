@@ -149,6 +149,21 @@ func TestBrowserNotify(t *testing.T) {
 				t.Fatalf("the API lists %v", l.Items)
 			}
 		})
+
+		step(t, b, "on a phone the header's controls take a line of their own and the page does not scroll sideways", func(t *testing.T, b *tab) {
+			b.viewport(phoneWidth, phoneHeight, true)
+			for _, path := range []string{channel, "/console/threads/" + own.Thread.ID} {
+				b.visit(path)
+				b.waitFor(testID("thread-notify"))
+				if wide := eval[bool](b, `document.documentElement.scrollWidth > window.innerWidth`); wide {
+					t.Fatalf("%s is wider than the phone", path)
+				}
+				if w := eval[float64](b, `document.querySelector('[data-testid="thread"] h1').getBoundingClientRect().width`); w < 40 {
+					t.Fatalf("the title of %s is squeezed to %.0f px", path, w)
+				}
+			}
+			b.screenshot("chat-notify-phone.png")
+		})
 	})
 }
 
