@@ -655,7 +655,7 @@ func TestPermissionCache(t *testing.T) {
 			}
 		})
 
-		t.Run("the writer hands its own commits to the cache before the next batch", func(t *testing.T) {
+		t.Run("the writer hands its own commits to the cache before the next batch, and to every other function registered after it", func(t *testing.T) {
 			e := newCacheEnv(t, eng)
 			e.warm(t)
 			read := e.messageOn(e.channel, e.alice)
@@ -663,10 +663,15 @@ func TestPermissionCache(t *testing.T) {
 				t.Fatalf("before the grant: %v", err)
 			}
 			e.db.OnCommit(e.cached.ObserveCommitted)
+			var handed []kernel.LoggedEvent // another observer, as the notifier is
+			e.db.OnCommit(func(evs []kernel.LoggedEvent) { handed = append(handed, evs...) })
 			e.grant(t, e.owner, e.channel, e.dave, authz.LevelView)
 			// No tail ran: the cache knows the grant because the writer handed it over.
 			if err := e.cached.Delivery().Authorize(ctx, e.dave, messaging.ActMessageRead, read); err != nil {
 				t.Fatalf("after the grant: %v", err)
+			}
+			if len(handed) != 1 || handed[0].Type != authz.EvGrantChanged.Name || len(handed[0].Payload) == 0 {
+				t.Fatalf("the second observer was handed %+v, want the grant's event", handed)
 			}
 		})
 

@@ -373,7 +373,8 @@ func placeholders(n int) string {
 }
 
 // OnCommit registers fn, handed the events of each batch right after its COMMIT, on the writer's
-// goroutine, before the next batch begins: the permission cache observes this process's own
-// commits without waiting for the log tail, so the next batch finds it current. fn must be quick
-// and never block or write.
+// goroutine, before the next batch begins, after the functions registered before it: the
+// permission cache observes this process's own commits without waiting for the log tail, so the
+// next batch finds it current, and the notifier takes them without reading them back. fn must be
+// quick and never block or write.
 func (db *DB) OnCommit(fn func(events []kernel.LoggedEvent)) { db.w.OnCommit(fn) }

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,7 @@ type Writer struct {
 	opts     Options
 	log      *slog.Logger
 	clock    kernel.Clock
-	onCommit atomic.Pointer[func([]kernel.LoggedEvent)] // see OnCommit
+	onCommit atomic.Pointer[[]func([]kernel.LoggedEvent)] // see OnCommit; replaced, never changed
 
 	conn writeConn
 	// execAtCommit is conn.execWithNext, the exec of the writes at commit, taken once.
@@ -107,8 +108,21 @@ func (w *Writer) Stop() {
 func (w *Writer) Queued() int { return len(w.jobs) }
 
 // OnCommit registers fn, handed the events of each batch right after its COMMIT, on the writer's
-// goroutine, before the next batch begins. fn must be quick and never block or write.
-func (w *Writer) OnCommit(fn func(events []kernel.LoggedEvent)) { w.onCommit.Store(&fn) }
+// goroutine, before the next batch begins; the functions registered run in the order of their
+// registration. fn must be quick and never block or write.
+func (w *Writer) OnCommit(fn func(events []kernel.LoggedEvent)) {
+	for {
+		old := w.onCommit.Load()
+		var fns []func([]kernel.LoggedEvent)
+		if old != nil {
+			fns = slices.Clone(*old)
+		}
+		fns = append(fns, fn)
+		if w.onCommit.CompareAndSwap(old, &fns) {
+			return
+		}
+	}
+}
 
 // Do runs fn in a Unit of Work; see kernel.UnitOfWork. Inside one already, fn joins it.
 func (w *Writer) Do(ctx context.Context, fn func(ctx context.Context) error) error {
@@ -302,8 +316,10 @@ func (w *Writer) tryBatch(bp *[]*job) (err error) {
 	}
 	if head != committed {
 		w.opts.Committed(head)
-		if fn := w.onCommit.Load(); fn != nil && len(logged) > 0 {
-			(*fn)(logged)
+		if fns := w.onCommit.Load(); fns != nil && len(logged) > 0 {
+			for _, fn := range *fns {
+				fn(logged)
+			}
 		}
 	}
 	for _, fn := range after {
