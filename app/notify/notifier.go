@@ -1,10 +1,12 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -99,7 +101,16 @@ type Notifier struct {
 	// Used by Run's goroutine only: pos is the seq read up to, stored the cursor's seq in the
 	// database (below pos while the batches since had nothing to notify).
 	pos, stored int64
+	// handed holds this process's committed events as Observe was handed them, in seq order,
+	// so that a Step whose events are all there reads none from the database; it is bounded by
+	// maxHanded and cleared when it does not follow the cursor.
+	mu     sync.Mutex
+	handed []kernel.LoggedEvent
 }
+
+// maxHanded bounds the committed events the notifier keeps in memory for its next Step; beyond
+// it, it drops them and reads the log.
+const maxHanded = 4096
 
 // NewNotifier returns the notifier.
 func NewNotifier(d NotifierDeps) *Notifier {
@@ -122,8 +133,22 @@ func NewNotifier(d NotifierDeps) *Notifier {
 }
 
 // Observe is handed each batch of this process's committed events right after COMMIT
-// (storage.DB.OnCommit): a message.created among them wakes the notifier. It never blocks.
+// (storage.DB.OnCommit): it keeps them for the next Step, which then need not read them back
+// from the database, and a message.created among them wakes the notifier. It never blocks.
 func (n *Notifier) Observe(events []kernel.LoggedEvent) {
+	if len(events) == 0 {
+		return
+	}
+	n.mu.Lock()
+	switch {
+	case len(n.handed)+len(events) > maxHanded:
+		n.handed = nil // too far behind: the Step reads the log
+	case len(n.handed) > 0 && events[0].Seq != n.handed[len(n.handed)-1].Seq+1:
+		n.handed = append(n.handed[:0], events...) // another node's commits lie between
+	default:
+		n.handed = append(n.handed, events...)
+	}
+	n.mu.Unlock()
 	for _, e := range events {
 		if e.Type == messaging.EvMessageCreated.Name {
 			select {
@@ -133,6 +158,24 @@ func (n *Notifier) Observe(events []kernel.LoggedEvent) {
 			return
 		}
 	}
+}
+
+// next is the batch of events after the cursor: those Observe kept when they follow the cursor
+// without a gap, else a read of the log.
+func (n *Notifier) next(ctx context.Context) ([]kernel.LoggedEvent, error) {
+	n.mu.Lock()
+	h := n.handed
+	i, _ := slices.BinarySearchFunc(h, n.pos+1, func(e kernel.LoggedEvent, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	if i < len(h) && h[i].Seq == n.pos+1 {
+		end := min(len(h), i+n.d.BatchSize)
+		evs := slices.Clone(h[i:end])
+		n.handed = append(h[:0], h[end:]...)
+		n.mu.Unlock()
+		return evs, nil
+	}
+	n.handed = append(h[:0], h[i:]...) // those behind the cursor go; a gap is read from the log
+	n.mu.Unlock()
+	return n.d.Log.EventsAfter(ctx, n.pos, n.d.BatchSize)
 }
 
 // Run consumes the log until ctx ends. A failing read or write is logged and tried again at the
@@ -213,18 +256,19 @@ type outgoing struct {
 // (there may be more now). A batch with nothing to notify moves the cursor in memory only; the
 // next batch that notifies, or the poll (flush), stores it.
 func (n *Notifier) Step(ctx context.Context) (more bool, err error) {
-	evs, err := n.d.Log.EventsAfter(ctx, n.pos, n.d.BatchSize)
+	evs, err := n.next(ctx)
 	if err != nil || len(evs) == 0 {
 		return false, err
 	}
 	last := evs[len(evs)-1].Seq
 	more = len(evs) == n.d.BatchSize
 	var outs []outgoing
+	choosing := map[kernel.ID][]kernel.ID{} // who chose all, per channel, for this batch
 	for _, e := range evs {
 		if e.Type != messaging.EvMessageCreated.Name {
 			continue
 		}
-		if outs, err = n.decide(ctx, e, outs); err != nil {
+		if outs, err = n.decide(ctx, e, outs, choosing); err != nil {
 			return false, err
 		}
 	}
@@ -305,7 +349,7 @@ func (n *Notifier) reread(ctx context.Context) error {
 // channel, the thread's followers and a DM's participants. Each is then decided by Decide, then
 // must be an active person other than the author who may read the channel now, and not focused
 // on the thread.
-func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outgoing) ([]outgoing, error) {
+func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outgoing, choosing map[kernel.ID][]kernel.ID) ([]outgoing, error) {
 	m, err := messaging.EvMessageCreated.Decode(e)
 	if err != nil {
 		n.d.Logger.Error("notifier: a message.created cannot be read; no one is notified of it", "err", err)
@@ -328,14 +372,21 @@ func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outg
 			candidates[id] = struct{}{}
 		}
 	}
-	mentioned, err := n.d.Store.Mentioned(ctx, m.ID)
-	if err != nil {
-		return outs, err
+	// A message mentions someone only where its payload says so (its explicit mentions, or a
+	// broadcast, whose members are mention rows only): most messages need no read of them.
+	var mentioned []kernel.ID
+	if len(m.Mentions) > 0 || m.Broadcast != "" {
+		if mentioned, err = n.d.Store.Mentioned(ctx, m.ID); err != nil {
+			return outs, err
+		}
 	}
 	add(mentioned)
-	all, err := n.d.Store.ChannelChoosing(ctx, m.ChannelID, LevelAll)
-	if err != nil {
-		return outs, err
+	all, ok := choosing[m.ChannelID]
+	if !ok {
+		if all, err = n.d.Store.ChannelChoosing(ctx, m.ChannelID, LevelAll); err != nil {
+			return outs, err
+		}
+		choosing[m.ChannelID] = all
 	}
 	add(all)
 	var threadLevels map[kernel.ID]Level

@@ -18,13 +18,15 @@ import (
 
 // fakeLog is a log in memory.
 type fakeLog struct {
-	mu  sync.Mutex
-	evs []kernel.LoggedEvent
+	mu    sync.Mutex
+	evs   []kernel.LoggedEvent
+	reads int // EventsAfter calls
 }
 
 func (l *fakeLog) EventsAfter(_ context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.reads++
 	var out []kernel.LoggedEvent
 	for _, e := range l.evs {
 		if e.Seq > after && len(out) < limit {
@@ -32,6 +34,13 @@ func (l *fakeLog) EventsAfter(_ context.Context, after int64, limit int) ([]kern
 		}
 	}
 	return out, nil
+}
+
+// count is the seq of the newest event.
+func (l *fakeLog) count() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.evs))
 }
 
 func (l *fakeLog) ReadHead(context.Context) (int64, error) {
@@ -452,5 +461,48 @@ func TestNotifierRun(t *testing.T) {
 		}
 		wk.advance()
 		wait(2)
+	})
+}
+
+// The events the writer hands over after COMMIT (Observe) serve the next step without a read
+// of the log, as long as they follow the cursor; a gap (another node's commits) is read from
+// the log, and the kept events serve again once the cursor reaches them.
+func TestNotifierTakesCommittedEvents(t *testing.T) {
+	ctx := context.Background()
+	w := newNotifierWorld(t)
+	if err := w.n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names := map[kernel.ID]string{w.ann: "ann", w.ben: "ben", w.cat: "cat"}
+	handOver := func(seqs ...int64) {
+		var evs []kernel.LoggedEvent
+		for _, s := range seqs {
+			evs = append(evs, w.log.evs[s-1])
+		}
+		w.n.Observe(evs)
+	}
+
+	t.Run("events that follow the cursor are not read back", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "@ben hi", w.ben)
+		handOver(w.log.count())
+		reads := w.log.reads
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:mention"}) {
+			t.Fatalf("got %v", got)
+		}
+		if w.log.reads != reads {
+			t.Fatalf("the step read the log %d times, want none", w.log.reads-reads)
+		}
+	})
+
+	t.Run("a gap before the handed events is read from the log, then the handed ones serve", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "@cat from another node", w.cat) // never handed over
+		w.post(t, w.ann, w.main, "@ben here again", w.ben)
+		handOver(w.log.count())
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:mention", "cat:mention"}) {
+			t.Fatalf("got %v, want both, none lost or repeated", got)
+		}
+		if got := w.step(t); len(got) != 0 {
+			t.Fatalf("a further step notified %d more", len(got))
+		}
 	})
 }
