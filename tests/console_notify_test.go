@@ -20,35 +20,49 @@ func TestConsoleNotifyWithoutScript(t *testing.T) {
 	onEachEngine(t, true, func(t *testing.T, eng engine) {
 		w := mustWorld(t, eng)
 		b := mustSignIn(t, w.in.srv, "alice", "alice-password-1")
-		channel := "/console/channels/" + w.shared.ID
+		shared := "/console/channels/" + w.shared.ID
 		level := func() string {
 			return w.alice.do(t, http.MethodGet, api("channels", w.shared.ID, "notifications"), nil).want(t, http.StatusOK).obj()["level"].(string)
 		}
 
 		t.Run("the channel's page carries the level form, and its post sets the level and redirects back", func(t *testing.T) {
-			if p := b.get(channel).want(t, http.StatusOK); !p.has("notify-level") || !p.has("notify-level-save") {
+			if p := b.get(shared).want(t, http.StatusOK); !p.has("notify-level") || !p.has("notify-level-save") {
 				t.Fatalf("no level form on the channel's page: %.1500s", p.body)
 			}
-			p := b.post(channel+"/notifications", url.Values{"level": {"none"}}).want(t, http.StatusSeeOther)
-			if p.location() != channel {
+			p := b.post(shared+"/notifications", url.Values{"level": {"none"}}).want(t, http.StatusSeeOther)
+			if p.location() != shared {
 				t.Fatalf("redirected to %q", p.location())
 			}
 			if got := level(); got != "none" {
 				t.Fatalf("the level is %q", got)
 			}
-			if page := b.get(channel).want(t, http.StatusOK); !strings.Contains(page.body, `<option value="none" selected>`) || !page.has("flash") {
+			if page := b.get(shared).want(t, http.StatusOK); !strings.Contains(page.body, `<option value="none" selected>`) || !page.has("flash") {
 				t.Fatalf("the page does not show the new level: %.1500s", page.body)
 			}
 		})
 
 		t.Run("an unknown level and a form without its token change nothing", func(t *testing.T) {
-			b.post(channel+"/notifications", url.Values{"level": {"loud"}}).want(t, http.StatusSeeOther)
-			if page := b.get(channel).want(t, http.StatusOK); !strings.Contains(page.body, "all, mentions or none") {
+			b.post(shared+"/notifications", url.Values{"level": {"loud"}}).want(t, http.StatusSeeOther)
+			if page := b.get(shared).want(t, http.StatusOK); !strings.Contains(page.body, "all, mentions or none") {
 				t.Fatalf("the refusal is not shown: %.1500s", page.body)
 			}
-			b.post(channel+"/notifications", url.Values{"level": {"all"}, "csrf_token": {"forged"}}).want(t, http.StatusForbidden)
+			b.post(shared+"/notifications", url.Values{"level": {"all"}, "csrf_token": {"forged"}}).want(t, http.StatusForbidden)
 			if got := level(); got != "none" {
 				t.Fatalf("the level is %q", got)
+			}
+		})
+
+		t.Run("a DM's level defaults to every message, and its form mutes the DM", func(t *testing.T) {
+			var dm channel
+			w.alice.do(t, http.MethodPost, api("dms"), map[string]any{"participant_ids": []string{w.bobU.ID}}).want(t, http.StatusCreated).decode(t, &dm)
+			page := "/console/channels/" + dm.ID
+			if p := b.get(page).want(t, http.StatusOK); !strings.Contains(p.body, `<option value="all" selected>All messages (default)</option>`) {
+				t.Fatalf("the DM's header: %.2000s", p.body)
+			}
+			b.post(page+"/notifications", url.Values{"level": {"none"}}).want(t, http.StatusSeeOther)
+			got := w.alice.do(t, http.MethodGet, api("channels", dm.ID, "notifications"), nil).want(t, http.StatusOK).obj()
+			if got["level"] != "none" || got["default"] != false {
+				t.Fatalf("the DM's level is %v", got)
 			}
 		})
 
