@@ -245,7 +245,7 @@ func wire(ctx context.Context, a *App) error {
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
-		LogHead: db, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
+		LogHead: db, Inbox: inboxSvc, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
 		Notify: notifySvc, Threads: chats, Push: pushSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())

@@ -74,6 +74,7 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/messages/{id}/thread", signedIn, c.replyUnder)
 	c.handle("POST /console/dms", signedIn, c.newDM)
 	c.handle("POST /console/dms/{id}/leave", signedIn, c.leaveDM)
+	c.inboxRoutes()
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -137,6 +138,9 @@ func (c *chatView) chatHome(rq *request) error {
 		return err
 	}
 	v := pages.ChatView{Chrome: c.chrome(rq, "Chat", "chat"), Nav: nav, DMs: dmNav}
+	if err := c.withUnread(rq, &v); err != nil {
+		return err
+	}
 	return c.render(rq, http.StatusOK, pages.Chat(v))
 }
 
@@ -221,6 +225,9 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	if err := c.withNotify(rq, &tv, th, *ch); err != nil {
 		return err
 	}
+	if err := c.readOnShow(rq, &tv, th, msgs); err != nil {
+		return err
+	}
 	if cursor >= 0 {
 		tv.Cursor = strconv.FormatInt(cursor, 10)
 	}
@@ -233,6 +240,9 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		return err
 	}
 	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, DMs: dmNav, Thread: &tv}
+	if err := c.withUnread(rq, &v); err != nil {
+		return err
+	}
 	return c.render(rq, status, pages.Chat(v))
 }
 
@@ -351,7 +361,7 @@ func (c *chatView) chatNav(rq *request, current, currentThread kernel.ID) ([]pag
 					if ths[i].IsMain {
 						continue
 					}
-					n.Threads = append(n.Threads, pages.ThreadNav{Title: c.threadName(rq, ths[i], ch), Href: threadHref(ths[i]),
+					n.Threads = append(n.Threads, pages.ThreadNav{ID: string(ths[i].ID), Title: c.threadName(rq, ths[i], ch), Href: threadHref(ths[i]),
 						Current: ths[i].ID == currentThread})
 				}
 			}

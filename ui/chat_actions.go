@@ -453,11 +453,17 @@ const pinTextRunes = 80
 func pinViews(pins []messaging.PinnedMessage) []pages.PinView {
 	out := make([]pages.PinView, 0, len(pins))
 	for _, p := range pins {
-		text := strings.Join(strings.Fields(p.Message.Content), " ")
-		if utf8.RuneCountInString(text) > pinTextRunes {
-			text = string([]rune(text)[:pinTextRunes]) + "…"
-		}
-		out = append(out, pages.PinView{MessageID: string(p.MessageID), Text: text, Href: permalinkPath(p.MessageID)})
+		out = append(out, pages.PinView{MessageID: string(p.MessageID), Text: snippet(p.Message.Content, pinTextRunes), Href: permalinkPath(p.MessageID)})
 	}
 	return out
+}
+
+// snippet is a message's text on one line, cut to runes with an ellipsis: how a list that
+// names messages (the pins, the mentions) shows each.
+func snippet(content string, runes int) string {
+	text := strings.Join(strings.Fields(content), " ")
+	if utf8.RuneCountInString(text) > runes {
+		text = string([]rune(text)[:runes]) + "…"
+	}
+	return text
 }

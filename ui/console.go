@@ -68,6 +68,9 @@ type Deps struct {
 	// DMs lists and starts the person's direct messages in the chat view (chat_dms.go); nil
 	// leaves them out.
 	DMs DMUseCases
+	// Inbox feeds the chat view's unread counts, "new messages" line and Mentions page, and
+	// moves the read position a shown thread reaches (chat_inbox.go); nil leaves them out.
+	Inbox InboxUseCases
 	// Notify and Threads serve the thread header's notification level, Follow and Mute, and
 	// the rename of a thread (chat_notify.go); Push the account page's notifications on a
 	// device (account_push.go). Nil leaves them out.

@@ -304,3 +304,34 @@ func TestMentions(t *testing.T) {
 		}
 	})
 }
+
+func TestPosition(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a thread never read has no position and is unread in full", func(t *testing.T) {
+		f := newFixture(t)
+		p, err := f.svc.Position(ctx, pia, f.th.ID)
+		if err != nil || !p.LastReadMessageID.IsZero() || p.UnreadCount != 3 {
+			t.Fatalf("position %+v %v, want none with 3 unread", p, err)
+		}
+	})
+	t.Run("answers where the reader read to, asking the thread's read rule", func(t *testing.T) {
+		f := newFixture(t)
+		if _, err := f.svc.MarkRead(ctx, pia, f.th.ID, f.msgs[0]); err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.svc.Position(ctx, pia, f.th.ID)
+		if err != nil || p.LastReadMessageID != f.msgs[0] || p.UnreadCount != 2 {
+			t.Fatalf("position %+v %v", p, err)
+		}
+		if c := f.authz.Last(); c.Action != inbox.ActReadMark || c.Resource.ID != f.th.ID {
+			t.Fatalf("authorized %+v", c)
+		}
+	})
+	t.Run("a thread the reader may not see is not found", func(t *testing.T) {
+		f := newFixture(t)
+		f.authz.Fn = func(kernel.Actor, kernel.Action, kernel.Resource) error { return kernel.ErrNotFound }
+		if _, err := f.svc.Position(ctx, pia, f.th.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
+			t.Fatalf("err %v, want not_found", err)
+		}
+	})
+}

@@ -78,6 +78,22 @@ func (s *Service) MarkRead(ctx context.Context, actor kernel.Actor, threadID, me
 	return p, err
 }
 
+// Position is actor's read position in a thread with what is unread after it, decided as
+// read_state.update is (whoever may read the thread); a LastReadMessageID of NilID is a thread
+// never read. The console places its "new messages"
+// line from it. Errors: not_found (the thread, or one actor may not read), unauthenticated.
+func (s *Service) Position(ctx context.Context, actor kernel.Actor, threadID kernel.ID) (Position, error) {
+	th, err := s.threads.ThreadRef(ctx, threadID)
+	if err != nil {
+		return Position{}, err
+	}
+	if err := s.authz.Authorize(ctx, actor, ActReadMark, th.Resource()); err != nil {
+		return Position{}, err
+	}
+	p, _, err := s.store.Position(ctx, actor.ID, th.ID)
+	return p, err
+}
+
 // OnMessagePosted moves the read position of a person who posts to the message posted: one's
 // own message is never unread. It is the message-create hot path: it records the advance in the
 // unit (made at the batch's commit) and reads nothing. Agents and apps keep no positions this

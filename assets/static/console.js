@@ -262,8 +262,53 @@
     if (parent) reread(parent.dataset.id);
   }
 
+  // What is new elsewhere: the counts of the left column are read again (/console/unread) when
+  // a message arrives in another thread or the person reads on another device; a message that
+  // arrives here is read when the person sees it (the page open and at the newest).
+  var unreadTimer = 0, unseen = null;
+  function badge(cls, id, text) {
+    var b = document.createElement("span");
+    b.className = cls;
+    b.dataset.testid = id;
+    b.textContent = text;
+    return b;
+  }
+  function setCounts(a, c) {
+    var box = a.querySelector(".counts");
+    if (!box) return;
+    box.textContent = "";
+    if (c && c[1] > 0) box.appendChild(badge("count mention", "mention-badge", "@" + c[1]));
+    if (c && c[0] > 0) box.appendChild(badge("count", "unread-badge", String(c[0])));
+    a.classList.toggle("unread", !!(c && c[0] > 0));
+  }
+  function refreshUnread() {
+    fetch("/console/unread", { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (u) {
+      if (!u) return;
+      Array.prototype.forEach.call(document.querySelectorAll('[data-testid="channel-link"], [data-testid="dm-link"]'), function (a) {
+        setCounts(a, u.channels[a.dataset.id]);
+      });
+      Array.prototype.forEach.call(document.querySelectorAll('[data-testid="thread-link"]'), function (a) {
+        setCounts(a, u.threads[a.dataset.thread]);
+      });
+      var m = document.querySelector('[data-testid="mentions-link"]');
+      if (m) setCounts(m, [0, u.mentions]);
+    }, function () {});
+  }
+  function unreadSoon() { clearTimeout(unreadTimer); unreadTimer = setTimeout(refreshUnread, 250); }
+  function seen() {
+    if (!unseen || document.visibilityState !== "visible" || !atBottom() || !latest) return;
+    var id = unseen, csrf = document.querySelector('input[name="csrf_token"]');
+    unseen = null;
+    if (csrf) send("/console/threads/" + threadID + "/read", new URLSearchParams({ csrf_token: csrf.value, message_id: id })).catch(function () {});
+  }
+  document.addEventListener("visibilitychange", seen);
+  box.addEventListener("scroll", seen, { passive: true });
+
   function onEvent(e) {
     var d = e.data || {};
+    var here = (e.thread_id || d.thread_id) === threadID;
+    if (e.type === "read_state.updated" || (e.type === "message.created" && !here && d.author_id !== thread.dataset.me)) unreadSoon();
+    if (e.type === "message.created" && here && d.author_id !== thread.dataset.me) { unseen = d.id; setTimeout(seen, 0); }
     replies(e, d);
     if ((e.thread_id || d.thread_id) !== threadID) return;
     switch (e.type) {

@@ -1,6 +1,8 @@
 package pages
 
 import (
+	"github.com/a-h/templ"
+
 	"bothy.dev/bothy/ui/components"
 	"bothy.dev/bothy/ui/layouts"
 )
@@ -13,6 +15,10 @@ type ChatView struct {
 	DMs *DMNav
 	// Thread is the thread shown; nil when the person may see no channel yet.
 	Thread *ThreadView
+	// Inbox shows the unread counts and the link of the Mentions page, with Mentions, the
+	// person's unread mentions.
+	Inbox    bool
+	Mentions int64
 }
 
 // SpaceNav is a space of the left column with its channels.
@@ -22,16 +28,19 @@ type SpaceNav struct {
 }
 
 // ChannelNav is a channel of the left column; the current one lists a few of its threads.
+// Unread and Mentions are its unread messages and the person's unread mentions in it.
 type ChannelNav struct {
-	ID, Name, Href string
-	Current        bool
-	Threads        []ThreadNav
+	ID, Name, Href   string
+	Current          bool
+	Threads          []ThreadNav
+	Unread, Mentions int64
 }
 
-// ThreadNav is a thread of the current channel in the left column.
+// ThreadNav is a thread of the current channel in the left column, with its unread counts.
 type ThreadNav struct {
-	Title, Href string
-	Current     bool
+	ID, Title, Href  string
+	Current          bool
+	Unread, Mentions int64
 }
 
 // ThreadView is one thread: a page of its messages (the newest, or older ones), with the run
@@ -47,6 +56,9 @@ type ThreadView struct {
 	OlderHref string
 	// Latest is true on the newest page, where the script appends what comes live.
 	Latest bool
+	// NewFrom is the first message the person had not read, where the "new messages" line
+	// goes; "" for none.
+	NewFrom string
 	// Cursor is the seq of the log's head when the page was read ("" when unknown): the script
 	// identifies from it, so that nothing committed meanwhile is missed.
 	Cursor string
@@ -127,4 +139,29 @@ type DMOption struct {
 // it was deleted) and its permalink.
 type PinView struct {
 	MessageID, Text, Href string
+}
+
+// MentionsView is the Mentions page: the messages that mention the person, newest first.
+type MentionsView struct {
+	Chrome layouts.Chrome
+	Items  []MentionItem
+	// OlderHref leads to the next page; "" when this is the last.
+	OlderHref string
+}
+
+// MentionItem is one message that mentions the person: where it is, who wrote it, its start,
+// and whether the person has read it.
+type MentionItem struct {
+	ID, Href, Place, Author, Text string
+	// Time, Stamp and FullTime are when it was written, as a message shows it.
+	Time, Stamp, FullTime string
+	Read                  bool
+}
+
+// currentPage marks the link of the page shown (aria-current="page"); nothing for the others.
+func currentPage(on bool) templ.Attributes {
+	if on {
+		return templ.Attributes{"aria-current": "page"}
+	}
+	return nil
 }
