@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"bothy.dev/bothy/app/inbox"
@@ -26,12 +27,32 @@ func NewInboxStore(db *DB) *InboxStore { return &InboxStore{db: db} }
 // this file, so its package variable is made first), so the batch's messages are counted in
 // their threads' post_count before a position counts against it: a position taken at a message
 // posted in the same batch is exact.
-var readAdvances = commit.NewAtCommit(mergeAdvance, func(exec func(q string, args ...any) error, _ string, a readAdvance) error {
-	if err := exec(advanceReadSQL, a.args()...); err != nil {
-		return fmt.Errorf("advance read position: %w", err)
+// The positions of a batch are written in statements of up to advancesPerStatement rows: the
+// batch of a busy instance moves a position per author and thread it posted in.
+var readAdvances = commit.NewAtCommitAll(mergeAdvance, func(exec func(q string, args ...any) error, keys []string, vals map[string]readAdvance) error {
+	for len(keys) > 0 {
+		n := min(len(keys), advancesPerStatement)
+		args := make([]any, 0, n*advanceArgs)
+		for _, k := range keys[:n] {
+			args = append(args, vals[k].args()...)
+		}
+		if err := exec(advanceReadSQL(n), args...); err != nil {
+			return fmt.Errorf("advance read position: %w", err)
+		}
+		keys = keys[n:]
 	}
 	return nil
 })
+
+// advancesPerStatement bounds the rows of one statement of readAdvances (advanceArgs
+// parameters each, well under either engine's limit).
+const advancesPerStatement = 64
+
+// advanceRow is one row of advanceReadSQL, with advanceArgs parameters (readAdvance.args).
+const (
+	advanceRow  = `(?, ?, ?, ?, (SELECT post_count FROM threads WHERE id = ?) - (SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ?), ?)`
+	advanceArgs = 8
+)
 
 // advanceReadSQL sets a read position at a message with its read_count: the thread's post_count
 // less the messages after the one read (usually none: one reads the newest), so one COUNT over
@@ -39,8 +60,12 @@ var readAdvances = commit.NewAtCommit(mergeAdvance, func(exec func(q string, arg
 // likewise, the person's mentions in the thread less those after the message (a row exists
 // wherever the person was mentioned: without one there is nothing to count). It only moves
 // forward: an older message leaves a position as it is.
-const advanceReadSQL = `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
-	VALUES (?, ?, ?, ?, (SELECT post_count FROM threads WHERE id = ?) - (SELECT COUNT(*) FROM messages WHERE thread_id = ? AND id > ?), ?)
+func advanceReadSQL(rows int) string {
+	return `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
+	VALUES ` + strings.Repeat(advanceRow+", ", rows-1) + advanceRow + advanceConflict
+}
+
+const advanceConflict = `
 	ON CONFLICT (principal_id, thread_id) DO UPDATE SET last_read_message_id = excluded.last_read_message_id,
 		read_count = excluded.read_count, updated_at = excluded.updated_at,
 		mentions_read = read_states.mention_count - (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = excluded.principal_id

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -185,6 +186,44 @@ func TestInboxStore(t *testing.T) {
 			none, err := repo.UnreadCandidates(bg, e.olga.ID, false)
 			if err != nil || len(none) != 0 {
 				t.Fatalf("the same principal without the owner flag or a grant: %+v %v", none, err)
+			}
+		})
+
+		t.Run("the positions of many people moved in one unit are written in statements of many rows, every one exact", func(t *testing.T) {
+			const people = 70 // more than one statement's rows
+			var ids []kernel.ID
+			for i := range people {
+				id := kernel.NewID()
+				ids = append(ids, id)
+				storage.ExecInTest(t, e.db, `INSERT INTO principals (id, kind, handle, handle_key, display_name, created_at, updated_at)
+					VALUES (?, 'person', ?, ?, 'Many', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z')`,
+					string(id), fmt.Sprintf("many%d", i), fmt.Sprintf("many%d", i))
+			}
+			err := e.db.Do(bg, func(ctx context.Context) error {
+				for i, id := range ids {
+					m := m3
+					if i%2 == 0 {
+						m = m1
+					}
+					if err := repo.Advance(ctx, id, inbox.ReadState{ThreadID: m.ThreadID, ChannelID: m.ChannelID, LastReadMessageID: m.ID}, at); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Olga's position stands at m1 since the first case: what a position there counts now.
+			ref, _ := position(t, e.olga.ID, main)
+			for i, id := range ids {
+				want := ref.UnreadCount - 2 // at m3, two messages after m1
+				if i%2 == 0 {
+					want = ref.UnreadCount
+				}
+				if p, found := position(t, id, main); !found || p.UnreadCount != want {
+					t.Fatalf("person %d: position %+v found %v, want %d unread", i, p, found, want)
+				}
 			}
 		})
 

@@ -46,6 +46,26 @@ func TestAtCommitSets(t *testing.T) {
 			t.Fatalf("wrote %q, want %q", wrote, want)
 		}
 	})
+	t.Run("an AtCommit of all keys at once is handed them in key order with their merged values", func(t *testing.T) {
+		var got []string
+		all := NewAtCommitAll(func(a, b int) int { return a + b }, func(_ func(string, ...any) error, keys []string, vals map[string]int) error {
+			for _, k := range keys {
+				got = append(got, fmt.Sprint(k, "=", vals[k]))
+			}
+			return nil
+		})
+		ctx1, u1 := inUnit()
+		all.Record(ctx1, "b", 1)
+		all.Record(ctx1, "a", 2)
+		ctx2, u2 := inUnit()
+		all.Record(ctx2, "b", 5)
+		if err := writeAtCommit(mergeAtCommit(mergeAtCommit(nil, u1.atCommit), u2.atCommit), exec); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"a=2", "b=6"}; !slices.Equal(got, want) {
+			t.Fatalf("handed %q, want %q in one call", got, want)
+		}
+	})
 	t.Run("stops at the first write that fails and reports it", func(t *testing.T) {
 		boom := errors.New("boom")
 		failing := NewAtCommit(func(a, b int) int { return a + b }, func(func(string, ...any) error, string, int) error { return boom })
