@@ -152,6 +152,9 @@ func (t EventType[P]) Decode(e LoggedEvent) (P, error) {
 	if e.Type != t.Name {
 		return p, &PayloadError{Seq: e.Seq, Type: e.Type, Err: fmt.Errorf("decoded as %s", t.Name)}
 	}
+	if v, ok := e.Value.(P); ok {
+		return v, nil
+	}
 	if err := json.Unmarshal(e.Payload, &p); err != nil {
 		return p, &PayloadError{Seq: e.Seq, Type: e.Type, Err: err}
 	}

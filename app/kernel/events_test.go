@@ -110,3 +110,21 @@ func TestEventType(t *testing.T) {
 		kernel.DefineEvent[string]("note.added")
 	})
 }
+
+// An event handed over by this process's writer carries its payload as appended: Decode answers
+// that value without reading the JSON, and reads the JSON of an event from the log.
+func TestDecodeTakesTheAppendedValue(t *testing.T) {
+	appended := notePayload{Text: "as appended"}
+	e := kernel.LoggedEvent{Seq: 1, Type: evNoteAdded.Name, Payload: []byte(`{"text":"as stored"}`), Value: appended}
+	if got, err := evNoteAdded.Decode(e); err != nil || got != appended {
+		t.Fatalf("Decode = %+v, %v; want the appended value", got, err)
+	}
+	e.Value = nil
+	if got, err := evNoteAdded.Decode(e); err != nil || got.Text != "as stored" {
+		t.Fatalf("Decode from the log = %+v, %v; want the stored JSON", got, err)
+	}
+	e.Value = "a value of another type"
+	if got, err := evNoteAdded.Decode(e); err != nil || got.Text != "as stored" {
+		t.Fatalf("Decode with a value of another type = %+v, %v; want the stored JSON", got, err)
+	}
+}

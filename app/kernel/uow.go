@@ -50,6 +50,10 @@ type LoggedEvent struct {
 	ActorID   ID
 	Payload   []byte // JSON
 	CreatedAt time.Time
+	// Value is the payload as it was appended, of its event type's payload type, when the event
+	// comes straight from this process's writer (storage's OnCommit); nil when it was read from
+	// the log. Decode answers it without decoding Payload. Readers must not change it.
+	Value any
 }
 
 // TxView is what a Unit of Work's transaction has seen of the log: the head committed before the

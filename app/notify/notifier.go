@@ -350,7 +350,7 @@ func (n *Notifier) reread(ctx context.Context) error {
 // must be an active person other than the author who may read the channel now, and not focused
 // on the thread.
 func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outgoing, choosing map[kernel.ID][]kernel.ID) ([]outgoing, error) {
-	m, err := evPosted.Decode(e)
+	m, err := messaging.EvMessageCreated.Decode(e)
 	if err != nil {
 		n.d.Logger.Error("notifier: a message.created cannot be read; no one is notified of it", "err", err)
 		return outs, nil
@@ -459,22 +459,6 @@ func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outg
 	}
 	return outs, nil
 }
-
-// posted is what the notifier reads of a message.created: the members its decision needs, not
-// the times and the rest, which are most of a message's decoding.
-type posted struct {
-	ID        kernel.ID   `json:"id"`
-	ThreadID  kernel.ID   `json:"thread_id"`
-	ChannelID kernel.ID   `json:"channel_id"`
-	SpaceID   kernel.ID   `json:"space_id"`
-	AuthorID  kernel.ID   `json:"author_id"`
-	Content   string      `json:"content"`
-	Mentions  []kernel.ID `json:"mentions"`
-	Broadcast string      `json:"broadcast,omitempty"`
-	Deleted   bool        `json:"deleted"`
-}
-
-var evPosted = kernel.ViewEvent[posted](messaging.EvMessageCreated.Name)
 
 // preview is s cut to PreviewLen characters, the last an ellipsis when it was longer.
 func preview(s string) string {

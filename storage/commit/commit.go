@@ -362,7 +362,7 @@ func (w *Writer) appendEvents(st *unit, head int64) (int64, error) {
 			string(payload), now)
 		if w.onCommit.Load() != nil {
 			st.logged = append(st.logged, kernel.LoggedEvent{Seq: head + int64(i) + 1, Type: e.Type, Scope: e.Scope,
-				SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: payload, CreatedAt: parseTime(now)})
+				SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: payload, CreatedAt: parseTime(now), Value: e.Payload})
 		}
 	}
 	if err := w.conn.execWithNext(sb.String(), args...); err != nil {
