@@ -58,7 +58,8 @@ const (
 // less the messages after the one read (usually none: one reads the newest), so one COUNT over
 // the thread's few newest index entries at the write and none at the read; and mentions_read
 // likewise, the person's mentions in the thread less those after the message (a row exists
-// wherever the person was mentioned: without one there is nothing to count). It only moves
+// wherever the person was mentioned: without one there is nothing to count; with every mention
+// read already, there is nothing to count either, the case of most posts). It only moves
 // forward: an older message leaves a position as it is.
 func advanceReadSQL(rows int) string {
 	return `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
@@ -68,8 +69,9 @@ func advanceReadSQL(rows int) string {
 const advanceConflict = `
 	ON CONFLICT (principal_id, thread_id) DO UPDATE SET last_read_message_id = excluded.last_read_message_id,
 		read_count = excluded.read_count, updated_at = excluded.updated_at,
-		mentions_read = read_states.mention_count - (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = excluded.principal_id
-			AND n.thread_id = excluded.thread_id AND n.message_id > excluded.last_read_message_id)
+		mentions_read = CASE WHEN read_states.mentions_read = read_states.mention_count THEN read_states.mentions_read
+			ELSE read_states.mention_count - (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = excluded.principal_id
+			AND n.thread_id = excluded.thread_id AND n.message_id > excluded.last_read_message_id) END
 	WHERE excluded.last_read_message_id > read_states.last_read_message_id`
 
 // readAdvance is one read position to move: principal's in thread of channel, to message, at
