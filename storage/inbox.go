@@ -160,11 +160,13 @@ func unreadMainSQL(owner bool) string {
 }
 
 // unreadThreadsSQL reads the other threads a principal follows (a subscription of level all or
-// mentions) or holds a read position in, unless muted (level none).
+// mentions) or was mentioned in and has not read that far, unless muted (level none). A thread
+// read without following it is not listed: the read positions of a person's channels are most of
+// their rows, and only their own columns (no join) tell the mentioned ones apart.
 const unreadThreadsSQL = `SELECT ` + unreadCols + ` FROM threads t JOIN channels c ON c.id = t.channel_id
 	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
 	LEFT JOIN thread_subscriptions s ON s.principal_id = ? AND s.thread_id = t.id
-	WHERE t.id IN (SELECT x.thread_id FROM read_states x WHERE x.principal_id = ?
+	WHERE t.id IN (SELECT x.thread_id FROM read_states x WHERE x.principal_id = ? AND x.mention_count > x.mentions_read
 		UNION SELECT y.thread_id FROM thread_subscriptions y WHERE y.principal_id = ? AND y.level <> 'none')
 	AND t.is_main = 0 AND c.archived_at IS NULL AND (s.level IS NULL OR s.level <> 'none')`
 

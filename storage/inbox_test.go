@@ -145,7 +145,7 @@ func TestInboxStore(t *testing.T) {
 			// pia read everything; paul now posts one mention of her and one more message.
 			e.post(t, e.paul, "hey @pia")
 			last := e.post(t, e.paul, "more")
-			// A thread pia follows by a read position, and one she muted.
+			// A thread pia has read and is then mentioned in (listed without a subscription), and one she muted.
 			_, tm, _, err := e.msgs.CreateThread(bg, e.paul, e.channel.ID, messaging.NewThread{Content: "a thread"})
 			if err != nil {
 				t.Fatal(err)

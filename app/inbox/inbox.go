@@ -122,7 +122,7 @@ type Store interface {
 	// UnreadCandidates lists the threads with something unread for principal (owner: whether it
 	// is an owner, who reads every channel but the DMs it holds no grant on): the main threads
 	// of the non-archived channels and DMs its grants show, and the other threads it follows
-	// (a subscription of level all or mentions) or holds a read position in and has not muted
+	// (a subscription of level all or mentions) or has unread mentions in and has not muted
 	// (level none), with their unread and mention counts and newest message. The caller
 	// authorizes each.
 	UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]Candidate, error)

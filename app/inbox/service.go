@@ -107,8 +107,8 @@ func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePoste
 }
 
 // Unread lists what is unread for actor (inbox.unread.read): every channel and DM actor may
-// read whose main thread has unread messages, and every other thread actor follows or holds a
-// read position in (and has not muted) with unread messages, with the sums. Errors:
+// read whose main thread has unread messages, and every other thread actor follows or has
+// unread mentions in (and has not muted) with unread messages, with the sums. Errors:
 // unauthenticated.
 func (s *Service) Unread(ctx context.Context, actor kernel.Actor) (Unread, error) {
 	vis, err := s.scoper.Visible(ctx, actor, ActUnreadRead)
