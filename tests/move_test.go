@@ -135,6 +135,10 @@ func TestMoveFromSQLiteToPostgres(t *testing.T) {
 	t.Run("a new message continues the log at head+1", func(t *testing.T) {
 		m := bobClient.mustPost(t, th.Thread.ID, "unpacked")
 		evs, newHead := in.owner.mustAllEvents(t, head)
+		// The thread's creator follows it: the notifier's notification.created may follow at once.
+		if len(evs) == 2 && notifierEvent(evs[1].Type) && newHead == head+2 {
+			evs, newHead = evs[:1], head+1
+		}
 		if len(evs) != 1 || evs[0].Seq != head+1 || newHead != head+1 || evs[0].Type != "message.created" || evs[0].Data["id"] != m.ID {
 			t.Errorf("after the move: events %+v, head %d; want the message.created of %s at %d", evs, newHead, m.ID, head+1)
 		}
