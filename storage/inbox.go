@@ -144,19 +144,23 @@ const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - CO
 
 // unreadMainSQL reads the main threads of the channels a principal's grants show: a grant on the
 // channel, or on its space for a channel that is not a DM, and for an owner every channel that is
-// not a DM. The ids come from grants_principal (and channels_space), so the channels are looked
-// up by id, not scanned; only an owner's variant reads every channel. The ? are the principal
-// three times (the read position, the channel grants, the space grants).
+// not a DM. Each branch starts from grants_principal and joins the channel, its main thread and
+// the position by key, so the channels are looked up, not scanned (only an owner's branch reads
+// every channel), and no set of ids is built first; a channel both branches show comes twice and
+// UnreadCandidates keeps it once. Every ? is the principal.
 func unreadMainSQL(owner bool) string {
-	q := `SELECT ` + unreadCols + ` FROM channels c JOIN threads t ON t.id = c.main_thread_id
-	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
-	WHERE c.archived_at IS NULL AND c.id IN (SELECT g.resource_id FROM grants g WHERE g.principal_id = ?
-		UNION SELECT s.id FROM grants g JOIN channels s ON s.space_id = g.resource_id WHERE g.principal_id = ? AND s.kind <> 'dm'`
+	const main = ` JOIN threads t ON t.id = c.main_thread_id
+	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id`
+	q := `SELECT ` + unreadCols + ` FROM grants g JOIN channels c ON c.id = g.resource_id` + main + `
+	WHERE g.principal_id = ? AND g.resource_kind = 'channel' AND c.archived_at IS NULL
+	UNION ALL SELECT ` + unreadCols + ` FROM grants g JOIN channels c ON c.space_id = g.resource_id` + main + `
+	WHERE g.principal_id = ? AND g.resource_kind = 'space' AND c.kind <> 'dm' AND c.archived_at IS NULL`
 	if owner {
 		q += `
-		UNION SELECT o.id FROM channels o WHERE o.kind <> 'dm'`
+	UNION ALL SELECT ` + unreadCols + ` FROM channels c` + main + `
+	WHERE c.kind <> 'dm' AND c.archived_at IS NULL`
 	}
-	return q + `)`
+	return q
 }
 
 // unreadThreadsSQL reads the other threads a principal follows (a subscription of level all or
@@ -174,14 +178,13 @@ const unreadThreadsSQL = `SELECT ` + unreadCols + ` FROM threads t JOIN channels
 func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]inbox.Candidate, error) {
 	p := string(principalID)
 	out := []inbox.Candidate{}
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{unreadMainSQL(owner), []any{p, p, p}},
-		{unreadThreadsSQL, []any{p, p, p, p}},
-	} {
-		rows, err := s.db.q(ctx).QueryContext(ctx, q.sql, q.args...)
+	var seen map[kernel.ID]bool // the channels listed, which two grants may show twice
+	for _, q := range []string{unreadMainSQL(owner), unreadThreadsSQL} {
+		args := make([]any, strings.Count(q, "?"))
+		for i := range args {
+			args[i] = p
+		}
+		rows, err := s.db.q(ctx).QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, s.db.mapErr(err, "unread")
 		}
@@ -198,6 +201,14 @@ func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID
 			}
 			if isMain == 0 {
 				c.ThreadID = &thread
+			} else {
+				if seen[c.ChannelID] {
+					continue
+				}
+				if seen == nil {
+					seen = map[kernel.ID]bool{}
+				}
+				seen[c.ChannelID] = true
 			}
 			out = append(out, c)
 		}

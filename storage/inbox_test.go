@@ -142,6 +142,10 @@ func TestInboxStore(t *testing.T) {
 		})
 
 		t.Run("the unread candidates are the visible channels and followed threads with something unread", func(t *testing.T) {
+			// pia may read the channel twice over from now: by her grant on it and one on its
+			// space. It is listed once all the same.
+			storage.ExecInTest(t, e.db, `INSERT INTO grants (id, resource_kind, resource_id, principal_id, level, level_rank, created_by, created_at)
+				VALUES (?, 'space', ?, ?, 'view', 1, ?, '2026-01-01T00:00:00.000000Z')`, string(kernel.NewID()), string(e.channel.SpaceID), string(e.pia.ID), string(e.olga.ID))
 			// pia read everything; paul now posts one mention of her and one more message.
 			e.post(t, e.paul, "hey @pia")
 			last := e.post(t, e.paul, "more")

@@ -16,6 +16,7 @@ package inbox
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"bothy.dev/bothy/app/chat"
@@ -55,6 +56,39 @@ type Unread struct {
 	Items        []Entry `json:"items"`
 	UnreadCount  int64   `json:"unread_count"`
 	MentionCount int64   `json:"mention_count"`
+}
+
+// MarshalJSON writes u as encoding/json would from its tags, without its reflection: a person's
+// answer has an entry per channel with something unread, hundreds of them, and the encoding was a
+// tenth of the request. Ids are UUID text, which needs no escaping.
+func (u Unread) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64+len(u.Items)*200)
+	b = append(b, `{"items":[`...)
+	for i, e := range u.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"channel_id":"`...)
+		b = append(b, e.ChannelID...)
+		b = append(b, '"')
+		if e.ThreadID != nil {
+			b = append(b, `,"thread_id":"`...)
+			b = append(b, *e.ThreadID...)
+			b = append(b, '"')
+		}
+		b = append(b, `,"unread_count":`...)
+		b = strconv.AppendInt(b, e.UnreadCount, 10)
+		b = append(b, `,"mention_count":`...)
+		b = strconv.AppendInt(b, e.MentionCount, 10)
+		b = append(b, `,"last_message_id":"`...)
+		b = append(b, e.LastMessageID...)
+		b = append(b, `"}`...)
+	}
+	b = append(b, `],"unread_count":`...)
+	b = strconv.AppendInt(b, u.UnreadCount, 10)
+	b = append(b, `,"mention_count":`...)
+	b = strconv.AppendInt(b, u.MentionCount, 10)
+	return append(b, '}'), nil
 }
 
 // Mention is a message that mentions the caller, with whether the caller's read position in its

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
@@ -334,4 +335,30 @@ func TestPosition(t *testing.T) {
 			t.Fatalf("err %v, want not_found", err)
 		}
 	})
+}
+
+// The answer's hand-written JSON is what encoding/json writes from its tags, an empty list and
+// a thread's entry included.
+func TestUnreadJSON(t *testing.T) {
+	th := kernel.NewID()
+	for _, u := range []inbox.Unread{
+		{Items: []inbox.Entry{}},
+		{Items: []inbox.Entry{
+			{ChannelID: kernel.NewID(), UnreadCount: 3, MentionCount: 1, LastMessageID: kernel.NewID()},
+			{ChannelID: kernel.NewID(), ThreadID: &th, UnreadCount: 12, LastMessageID: kernel.NewID()},
+		}, UnreadCount: 15, MentionCount: 1},
+	} {
+		got, err := json.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type plain inbox.Unread // the same fields and tags, without the method
+		want, err := json.Marshal(plain(u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
 }
