@@ -24,7 +24,9 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -242,38 +244,31 @@ const (
 	tokenRenew = time.Hour
 )
 
-// New returns the service.
+// New returns the service. c is DefaultConfig() with the settings applied; it panics on a
+// configuration that cannot work (a bound that is not positive), as the other modules' do.
 func New(d Deps, c Config) *Service {
-	def := DefaultConfig()
-	if c.TTL <= 0 {
-		c.TTL = def.TTL
+	if p := c.problems(); len(p) > 0 {
+		panic("push: invalid configuration: " + strings.Join(p, "; "))
 	}
-	if c.MaxSubscriptions <= 0 {
-		c.MaxSubscriptions = def.MaxSubscriptions
-	}
-	if c.PreviewRunes <= 0 {
-		c.PreviewRunes = def.PreviewRunes
-	}
-	if c.Batch <= 0 {
-		c.Batch = def.Batch
-	}
-	if c.Senders <= 0 {
-		c.Senders = def.Senders
-	}
-	if c.Lease <= 0 {
-		c.Lease = def.Lease
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = def.MaxAttempts
-	}
-	if c.BackoffMin <= 0 {
-		c.BackoffMin = def.BackoffMin
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = def.BackoffMax
-	}
-	c.BackoffMax = max(c.BackoffMax, c.BackoffMin)
 	return &Service{d: d, c: c, tokens: map[string]cachedToken{}}
+}
+
+// problems lists what makes c unusable: every bound must be positive, and the longest backoff
+// no shorter than the first.
+func (c Config) problems() []string {
+	var out []string
+	for name, v := range map[string]int64{"TTL": int64(c.TTL), "MaxSubscriptions": int64(c.MaxSubscriptions),
+		"PreviewRunes": int64(c.PreviewRunes), "Batch": int64(c.Batch), "Senders": int64(c.Senders), "Lease": int64(c.Lease),
+		"MaxAttempts": int64(c.MaxAttempts), "BackoffMin": int64(c.BackoffMin), "BackoffMax": int64(c.BackoffMax)} {
+		if v <= 0 {
+			out = append(out, name+" must be positive")
+		}
+	}
+	if c.BackoffMax < c.BackoffMin {
+		out = append(out, "BackoffMax must not be shorter than BackoffMin")
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *Service) authorize(ctx context.Context, actor kernel.Actor, a kernel.Action) error {

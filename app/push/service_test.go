@@ -233,7 +233,7 @@ func TestSubscribe(t *testing.T) {
 	bob := kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
 
 	t.Run("a new endpoint is new, the same again renews its keys and keeps its id", func(t *testing.T) {
-		f := newFixture(t, Config{})
+		f := newFixture(t, DefaultConfig())
 		b := newBrowser(t)
 		yes := true
 		in := b.input("https://push.example.com/a")
@@ -249,7 +249,7 @@ func TestSubscribe(t *testing.T) {
 		}
 	})
 	t.Run("another person's endpoint is refused", func(t *testing.T) {
-		f := newFixture(t, Config{})
+		f := newFixture(t, DefaultConfig())
 		b := newBrowser(t)
 		if _, _, err := f.svc.Subscribe(ctx, ada, b.input("https://push.example.com/a")); err != nil {
 			t.Fatal(err)
@@ -259,7 +259,7 @@ func TestSubscribe(t *testing.T) {
 		}
 	})
 	t.Run("a person holds at most MaxSubscriptions", func(t *testing.T) {
-		f := newFixture(t, Config{MaxSubscriptions: 2})
+		f := newFixture(t, kerneltest.With(DefaultConfig(), func(c *Config) { c.MaxSubscriptions = 2 }))
 		b := newBrowser(t)
 		for i, ep := range []string{"https://p.example.com/1", "https://p.example.com/2", "https://p.example.com/3"} {
 			_, _, err := f.svc.Subscribe(ctx, ada, b.input(ep))
@@ -272,7 +272,7 @@ func TestSubscribe(t *testing.T) {
 		}
 	})
 	t.Run("bad endpoints and keys are refused and store nothing", func(t *testing.T) {
-		f := newFixture(t, Config{})
+		f := newFixture(t, DefaultConfig())
 		b := newBrowser(t)
 		for _, c := range []struct {
 			in   SubscribeInput
@@ -292,7 +292,7 @@ func TestSubscribe(t *testing.T) {
 		}
 	})
 	t.Run("one person cannot delete another's subscription", func(t *testing.T) {
-		f := newFixture(t, Config{})
+		f := newFixture(t, DefaultConfig())
 		s, _, _ := f.svc.Subscribe(ctx, ada, newBrowser(t).input("https://push.example.com/a"))
 		if err := f.svc.Unsubscribe(ctx, bob, s.ID); !kernel.IsCode(err, kernel.CodeNotFound) {
 			t.Fatalf("err %v", err)
@@ -310,7 +310,7 @@ func TestEnqueueAndDeliver(t *testing.T) {
 	n := Notification{MessageID: msg, ChannelID: ch, ThreadID: th, Reason: "mention", Preview: "not queued"}
 
 	setup := func(t *testing.T, previews bool) (fixture, browser, Subscription) {
-		f := newFixture(t, Config{Subject: "mailto:ops@example.com"})
+		f := newFixture(t, kerneltest.With(DefaultConfig(), func(c *Config) { c.Subject = "mailto:ops@example.com" }))
 		b := newBrowser(t)
 		in := b.input("https://push.example.com:8443/send/a")
 		in.Previews = &previews
@@ -354,7 +354,7 @@ func TestEnqueueAndDeliver(t *testing.T) {
 		}
 	})
 	t.Run("a person without subscriptions gets no send and no job, a bad reason is refused", func(t *testing.T) {
-		f := newFixture(t, Config{})
+		f := newFixture(t, DefaultConfig())
 		if err := f.svc.Enqueue(ctx, ada.ID, n); err != nil || len(f.tx.Jobs()) != 0 || len(f.store.outbox) != 0 {
 			t.Fatalf("%v %v", err, f.tx.Jobs())
 		}
@@ -484,7 +484,7 @@ func TestEnqueueAndDeliver(t *testing.T) {
 		}
 	})
 	t.Run("many sends go out in batches, several at once", func(t *testing.T) {
-		f := newFixture(t, Config{Batch: 7, Senders: 3})
+		f := newFixture(t, kerneltest.With(DefaultConfig(), func(c *Config) { c.Batch, c.Senders = 7, 3 }))
 		for i := range 5 {
 			if _, _, err := f.svc.Subscribe(ctx, ada, newBrowser(t).input(fmt.Sprintf("https://push.example.com/%d", i))); err != nil {
 				t.Fatal(err)
@@ -652,5 +652,25 @@ func TestParseKeys(t *testing.T) {
 		if (err == nil) != c.ok || err != nil && !kernel.IsCode(err, CodeKeysInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+func TestNewRefusesAnUnusableConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tune func(*Config)
+	}{
+		{"a batch of none", func(c *Config) { c.Batch = 0 }},
+		{"no attempt", func(c *Config) { c.MaxAttempts = 0 }},
+		{"a longest backoff shorter than the first", func(c *Config) { c.BackoffMax = c.BackoffMin / 2 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("New took it")
+				}
+			}()
+			New(Deps{}, kerneltest.With(DefaultConfig(), c.tune))
+		})
 	}
 }

@@ -58,7 +58,7 @@ func Run(ctx context.Context, dir string, people, notifications, workers int) (R
 
 	q := jobs.NewQueue(db, jobs.QueueOptions{})
 	svc := push.New(push.Deps{Store: storage.NewPushStore(db), Jobs: q, UoW: db, Authz: &kerneltest.Authz{},
-		Clock: kernel.SystemClock{}, Sender: egress.New(egress.Options{AllowPrivate: true})}, push.Config{Subject: "mailto:bench@example.com", AllowPrivateEndpoints: true})
+		Clock: kernel.SystemClock{}, Sender: egress.New(egress.Options{AllowPrivate: true})}, kerneltest.With(push.DefaultConfig(), func(c *push.Config) { c.Subject, c.AllowPrivateEndpoints = "mailto:bench@example.com", true }))
 	// As the appliance registers them (appliance/jobs.go).
 	handler := func(drain func(context.Context) (push.Report, error)) jobs.Handler {
 		return func(ctx context.Context, _ json.RawMessage) error { _, err := drain(ctx); return err }
