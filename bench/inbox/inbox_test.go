@@ -8,9 +8,6 @@ import (
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/bench/internal/fixture"
-	"bothy.dev/bothy/migrate"
-	"bothy.dev/bothy/storage/engine"
-	"bothy.dev/bothy/storage/sqlite"
 )
 
 // TestSeed holds that the seed leaves what posting and reading would: each thread counts its
@@ -19,15 +16,12 @@ import (
 // with a mention has a position that has read nothing.
 func TestSeed(t *testing.T) {
 	ctx := context.Background()
-	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "bothy.db"), Synchronous: "NORMAL"})
+	w, r, err := fixture.OpenMigrated(ctx, filepath.Join(t.TempDir(), "bothy.db"), "NORMAL")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
-	if _, err := migrate.Up(ctx, w, engine.SQLite, nil); err != nil {
-		t.Fatal(err)
-	}
 	fx, err := fixture.Seed(ctx, w, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,24 +8,18 @@ import (
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/bench/internal/fixture"
-	"bothy.dev/bothy/migrate"
-	"bothy.dev/bothy/storage/engine"
-	"bothy.dev/bothy/storage/sqlite"
 )
 
 // TestSeedMembers holds that the seed writes each member as an active person with the grant the
 // channel's first member holds, and no notification level.
 func TestSeedMembers(t *testing.T) {
 	ctx := context.Background()
-	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(t.TempDir(), "bothy.db"), Synchronous: "NORMAL"})
+	w, r, err := fixture.OpenMigrated(ctx, filepath.Join(t.TempDir(), "bothy.db"), "NORMAL")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
-	if _, err := migrate.Up(ctx, w, engine.SQLite, nil); err != nil {
-		t.Fatal(err)
-	}
 	fx, err := fixture.Seed(ctx, w, nil)
 	if err != nil {
 		t.Fatal(err)

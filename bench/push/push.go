@@ -18,8 +18,8 @@ import (
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/pushtest"
+	"bothy.dev/bothy/bench/internal/fixture"
 	"bothy.dev/bothy/bench/internal/measure"
-	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/sqlite"
@@ -41,11 +41,8 @@ type Result struct {
 // runner runs, then starts a job runner with workers workers (0: the appliance's default) on
 // the SQLite file in dir and waits until every send arrived: the time of a backlog's drain.
 func Run(ctx context.Context, dir string, people, notifications, workers int) (Result, error) {
-	w, r, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dir, "bothy.db"), Synchronous: "FULL"})
+	w, r, err := fixture.OpenMigrated(ctx, filepath.Join(dir, "bothy.db"), "FULL")
 	if err != nil {
-		return Result{}, err
-	}
-	if _, err := migrate.Up(ctx, w, sqlite.Dialect{}.Name(), nil); err != nil {
 		return Result{}, err
 	}
 	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{})
