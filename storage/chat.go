@@ -229,11 +229,19 @@ func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Pag
 // once per thread at the batch's commit. A busy thread's row is the hottest row there is: one
 // UPDATE per message would cost a statement each (a round trip on PostgreSQL) and take its row
 // lock in whatever order the units came; one per thread per batch, in id order, does not.
-var threadCounts = commit.NewAtCommit(mergeBump, func(exec func(q string, args ...any) error, id kernel.ID, b threadBump) error {
-	if err := exec(bumpThreadSQL, b.n, b.n, b.posted, b.last, b.last, b.last, b.lastID, b.lastID, b.lastID, string(id)); err != nil {
-		return fmt.Errorf("bump thread: %w", err)
+//
+// The read positions of the authors of the batch's posts ride along (InboxStore.Advance): they
+// are written right after the bumps, counted against the batch's posts in memory.
+var threadCounts = commit.NewAtCommitAll(mergeBump, func(exec func(q string, args ...any) error, ids []kernel.ID, vals map[kernel.ID]threadBump) error {
+	var own []ownAdvance
+	for _, id := range ids {
+		b := vals[id]
+		if err := exec(bumpThreadSQL, b.n, b.n, b.posted, b.last, b.last, b.last, b.lastID, b.lastID, b.lastID, string(id)); err != nil {
+			return fmt.Errorf("bump thread: %w", err)
+		}
+		own = b.ownAdvances(own)
 	}
-	return nil
+	return writeOwnAdvances(exec, own)
 })
 
 // bumpThreadSQL adds a batch's net count (never below zero) and the messages it posted (to
@@ -246,12 +254,15 @@ const bumpThreadSQL = `UPDATE threads SET message_count = CASE WHEN message_coun
 
 // threadBump is what a batch adds to one thread: n messages net, posted of them new, the
 // latest posted at last (fixed-width text) with the id lastID (both empty when the units only
-// removed messages).
+// removed messages); posts are the ids of the messages posted, and own the read positions their
+// authors move to them.
 type threadBump struct {
 	n      int64
 	posted int64
 	last   string
 	lastID string
+	posts  []kernel.ID
+	own    []readAdvance
 }
 
 func mergeBump(a, b threadBump) threadBump {
@@ -261,7 +272,35 @@ func mergeBump(a, b threadBump) threadBump {
 	if b.lastID < a.lastID {
 		b.lastID = a.lastID
 	}
-	return threadBump{n: a.n + b.n, posted: a.posted + b.posted, last: b.last, lastID: b.lastID}
+	return threadBump{n: a.n + b.n, posted: a.posted + b.posted, last: b.last, lastID: b.lastID,
+		posts: append(a.posts, b.posts...), own: append(a.own, b.own...)}
+}
+
+// ownAdvances appends the read positions the bump's authors move, one per author (at their
+// newest post), each with the number of the bump's posts after it, which the thread's
+// post_count counts already and the position must not.
+func (b threadBump) ownAdvances(to []ownAdvance) []ownAdvance {
+	start := len(to)
+next:
+	for _, a := range b.own {
+		for i := start; i < len(to); i++ {
+			if to[i].principal == a.principal {
+				if a.message > to[i].message {
+					to[i].readAdvance = a
+				}
+				continue next
+			}
+		}
+		to = append(to, ownAdvance{readAdvance: a})
+	}
+	for i := start; i < len(to); i++ {
+		for _, p := range b.posts {
+			if p > to[i].message {
+				to[i].after++
+			}
+		}
+	}
+	return to
 }
 
 func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, messageID kernel.ID, at time.Time) error {
@@ -271,7 +310,11 @@ func (s *ChatStore) BumpThread(ctx context.Context, id kernel.ID, delta int, mes
 	if delta > 0 {
 		last, lastID = fmtTime(at), string(messageID)
 	}
-	if threadCounts.Record(ctx, id, threadBump{n: int64(delta), posted: int64(max(delta, 0)), last: last, lastID: lastID}) {
+	var posts []kernel.ID
+	if delta > 0 {
+		posts = []kernel.ID{messageID}
+	}
+	if threadCounts.Record(ctx, id, threadBump{n: int64(delta), posted: int64(max(delta, 0)), last: last, lastID: lastID, posts: posts}) {
 		// Applied at the commit of the batch, with the batch's other messages. The caller has
 		// loaded the thread in this unit, so it exists.
 		return nil

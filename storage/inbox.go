@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,9 +95,48 @@ func mergeAdvance(a, b readAdvance) readAdvance {
 	return a
 }
 
-// Advance implements inbox.Store.
+// ownAdvance is a read position an author moves to their own post, with the number of the
+// batch's posts in the thread after it (threadCounts).
+type ownAdvance struct {
+	readAdvance
+	after int64
+}
+
+// ownAdvanceRow is one row of writeOwnAdvances: as advanceRow, with the count of the messages
+// after the one read known already (the batch posted them), so no count over messages.
+const (
+	ownAdvanceRow  = `(?, ?, ?, ?, (SELECT post_count FROM threads WHERE id = ?) - ?, ?)`
+	ownAdvanceArgs = 7
+)
+
+// writeOwnAdvances writes the authors' positions of a batch's posts, after the threads' bumps,
+// in statements of up to advancesPerStatement rows.
+func writeOwnAdvances(exec func(q string, args ...any) error, own []ownAdvance) error {
+	for len(own) > 0 {
+		n := min(len(own), advancesPerStatement)
+		args := make([]any, 0, n*ownAdvanceArgs)
+		for _, a := range own[:n] {
+			args = append(args, string(a.principal), string(a.thread), string(a.channel), string(a.message), string(a.thread), a.after, a.at)
+		}
+		q := `INSERT INTO read_states (principal_id, thread_id, channel_id, last_read_message_id, read_count, updated_at)
+	VALUES ` + strings.Repeat(ownAdvanceRow+", ", n-1) + ownAdvanceRow + advanceConflict
+		if err := exec(q, args...); err != nil {
+			return fmt.Errorf("advance read position: %w", err)
+		}
+		own = own[n:]
+	}
+	return nil
+}
+
+// Advance implements inbox.Store. A position at a message the same unit posted (one's own
+// post, the hot path) rides on the thread's bump, which knows the batch's posts in the thread;
+// any other waits for the batch's commit in readAdvances and counts what lies after it.
 func (s *InboxStore) Advance(ctx context.Context, principalID kernel.ID, st inbox.ReadState, at time.Time) error {
 	a := readAdvance{principal: principalID, thread: st.ThreadID, channel: st.ChannelID, message: st.LastReadMessageID, at: fmtTime(at)}
+	if b, ok := threadCounts.Recorded(ctx, st.ThreadID); ok && slices.Contains(b.posts, st.LastReadMessageID) {
+		threadCounts.Record(ctx, st.ThreadID, threadBump{own: []readAdvance{a}})
+		return nil
+	}
 	// Ids are fixed-width text, so the key sorts by principal, then thread.
 	key := string(principalID) + " " + string(st.ThreadID)
 	if readAdvances.Record(ctx, key, a) {

@@ -64,6 +64,22 @@ func (a *AtCommit[K, V]) Record(ctx context.Context, key K, v V) bool {
 	return true
 }
 
+// Recorded returns what the Unit of Work of ctx has recorded under key so far (its own records
+// only, not those of the batch's other units); ok is false when it recorded nothing there.
+func (a *AtCommit[K, V]) Recorded(ctx context.Context, key K) (v V, ok bool) {
+	st := unitFrom(ctx)
+	if st == nil {
+		return v, false
+	}
+	for _, p := range st.atCommit {
+		if p.of == atCommitOf(a) {
+			v, ok = p.vals.(map[K]V)[key]
+			return v, ok
+		}
+	}
+	return v, false
+}
+
 func (a *AtCommit[K, V]) add(vals map[K]V, key K, v V) {
 	if old, ok := vals[key]; ok {
 		v = a.merge(old, v)
