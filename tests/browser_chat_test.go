@@ -143,7 +143,7 @@ func TestBrowserChatScrolling(t *testing.T) {
 			}
 		})
 
-		step(t, b, "a new message while the reader is up the thread moves nothing and shows the new messages control", func(t *testing.T, b *tab) {
+		step(t, b, "a new message while the reader is up the thread moves nothing and shows the new messages control; going down to it reads it", func(t *testing.T, b *tab) {
 			do(b, jsBox+`.scrollTop = -1500`)
 			b.until("the jump to the latest shows", `!document.querySelector('[data-testid="jump"]').hidden`)
 			before := eval[string](b, jsAnchor)
@@ -157,6 +157,8 @@ func TestBrowserChatScrolling(t *testing.T) {
 			b.click(testID("jump"))
 			b.until("the view is at the new message", jsShown(msgSel(m.ID)))
 			b.until("the control goes", `document.querySelector('[data-testid="jump"]').hidden`)
+			// Seen at the newest, the message is read, as one that comes with the reader there.
+			mustBecomeRead(t, w.alice, w.shared.ID, "")
 		})
 
 		step(t, b, "at the newest, a new message keeps the view at the newest", func(t *testing.T, b *tab) {
@@ -355,8 +357,8 @@ func TestBrowserChatMessageActions(t *testing.T) {
 			if loc := strings.TrimPrefix(b.location(), w.in.srv.public); loc != replies {
 				t.Fatalf("the second Reply led to %s, not the thread %s", loc, replies)
 			}
-			b.typeInto(testID("composer-input"), "and one more thing")
-			b.press(testID("composer-input"), kb.Enter)
+			b.typeInto(testID("thread-pane")+" "+testID("composer-input"), "and one more thing")
+			b.press(testID("thread-pane")+" "+testID("composer-input"), kb.Enter)
 			messageWith(b, "and one more thing")
 			owner.until("the owner's page counts two replies", `(() => {
 				const r = document.querySelector(`+jsString(msgSel(ownersMsg.ID)+" "+testID("message-replies"))+`);

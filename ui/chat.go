@@ -228,8 +228,21 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	if err := c.readOnShow(rq, &tv, th, msgs); err != nil {
 		return err
 	}
+	main, pane := &tv, (*pages.ThreadView)(nil)
+	if th.ParentMessageID != nil {
+		// A thread under a message opens beside its channel, which stays in the main column.
+		col, err := c.channelColumn(rq, *ch, *th.ParentMessageID)
+		if err != nil {
+			return err
+		}
+		main, pane = &col, &tv
+		pane.CloseHref = "/console/channels/" + string(ch.ID)
+	}
 	if cursor >= 0 {
-		tv.Cursor = strconv.FormatInt(cursor, 10)
+		main.Cursor = strconv.FormatInt(cursor, 10)
+		if pane != nil {
+			pane.Cursor = main.Cursor
+		}
 	}
 	nav, err := c.chatNav(rq, ch.ID, th.ID)
 	if err != nil {
@@ -239,11 +252,39 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 	if err != nil {
 		return err
 	}
-	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, DMs: dmNav, Thread: &tv}
+	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, DMs: dmNav, Thread: main, Pane: pane}
 	if err := c.withUnread(rq, &v); err != nil {
 		return err
 	}
 	return c.render(rq, status, pages.Chat(v))
+}
+
+// channelColumn is the main column beside the side pane of a thread under the message parent:
+// the channel's main thread at its newest page, or around parent when that is older, so the
+// person sees the message they opened the replies of. It reads as the channel's own page does.
+func (c *chatView) channelColumn(rq *request, ch chat.Channel, parent kernel.ID) (pages.ThreadView, error) {
+	th, err := c.d.Chat.Thread(rq.ctx(), ch.MainThreadID)
+	if err != nil {
+		return pages.ThreadView{}, err
+	}
+	msgs, more, err := c.d.Messages.ListMessages(rq.ctx(), rq.actor, th.ID, chat.Page{Limit: chatPageMessages})
+	if err != nil {
+		return pages.ThreadView{}, err
+	}
+	latest := true
+	if !slices.ContainsFunc(msgs, func(m messaging.Message) bool { return m.ID == parent }) && len(msgs) > 0 && parent < msgs[0].ID {
+		if msgs, more, latest, err = c.messagesAround(rq, th.ID, parent); err != nil {
+			return pages.ThreadView{}, err
+		}
+	}
+	tv, err := c.threadView(rq, th, ch, msgs, more, latest)
+	if err != nil {
+		return tv, err
+	}
+	if err := c.withNotify(rq, &tv, th, ch); err != nil {
+		return tv, err
+	}
+	return tv, c.readOnShow(rq, &tv, th, msgs)
 }
 
 // messagesAround is the page of a thread around the message at (a permalink's target): some
@@ -284,6 +325,8 @@ func (c *chatView) withParent(rq *request, tv *pages.ThreadView, th chat.Thread)
 	if err != nil {
 		return err
 	}
+	// The channel beside the pane shows the message too, with its id.
+	pv.Echo = true
 	tv.Parent, tv.ParentHref = &pv, messageHref(home, parent.ID)
 	if th.Title == "" {
 		tv.Title = parentTitle(parent)

@@ -3,11 +3,13 @@
 // On every page: the phone menu and the chat's channel drawer open in place (without the
 // script they are :target), and <time datetime> shows in the reader's time zone.
 //
-// On a thread of the chat view it connects to the gateway like any other client (the upgrade
+// On a page of the chat view it connects to the gateway once, like any other client (the upgrade
 // carries the session cookie, and an identify without a token identifies with it), focuses the
-// thread and keeps it live: a message, a reaction or a run that changes is fetched again as the
-// server renders it (/console/messages/{id}/fragment, /console/runs/{id}/fragment), so the
-// Markdown and every word shown stay in Go; run.updated patches are applied to the card as
+// thread the person writes in (the side pane's when one is open) and keeps every thread of the
+// page live, each mounted on its own element (the channel's, and the replies beside it): a
+// message, a reaction or a run that changes is fetched again as the server renders it
+// (/console/messages/{id}/fragment, /console/runs/{id}/fragment), so the Markdown and every
+// word shown stay in Go; run.updated patches are applied to the card as
 // text. The composer and the forms of a message (reaction, edit, delete) and of a run (cancel)
 // post with fetch and put the answer in place; the first reply under a message of a channel
 // opens its form under the message, and a message's count of replies follows its thread. The
@@ -73,11 +75,15 @@
     navigator.serviceWorker.register("/console/sw.js", { scope: "/console/" }).catch(function () {});
   }
 
-  var thread = document.querySelector('[data-testid="thread"]');
-  if (!thread) return;
-  var threadID = thread.dataset.threadId;
-  var box = $(thread, "messages"), list = $(thread, "feed"), jump = $(thread, "jump");
-  var latest = thread.hasAttribute("data-latest");
+  // The threads of the page: the channel's, and a thread under one of its messages in the side
+  // pane. Each is mounted on its own element; one gateway connection feeds them all.
+  var mounts = Array.prototype.map.call(document.querySelectorAll('[data-testid="thread"]'), function (el) { return { el: el, id: el.dataset.threadId }; });
+  if (!mounts.length) return;
+  var me = mounts[0].el.dataset.me;
+  // The pane's thread is where the person types: the gateway follows it (run patches, no
+  // notification of it); without a pane, the channel's.
+  var side = document.querySelector('[data-testid="thread-pane"] [data-testid="thread"]');
+  var focused = side ? side.dataset.threadId : mounts[0].id;
 
   // send posts or gets a console address as the script does: the answer is the fragment of what
   // changed, or the reason it was refused, as text.
@@ -98,145 +104,32 @@
     return t.content;
   }
   function first(html) { return parse(html).firstElementChild; }
-
-  // Scrolling. The messages scroll in reverse (CSS), so the page opens at the newest; below is
-  // the distance of the newest from the bottom of the view.
-  function below() { return list.getBoundingClientRect().bottom - box.getBoundingClientRect().bottom; }
-  function atBottom() { return below() < 40; }
-  function toBottom() { box.scrollTop += below(); }
-  // keep runs change, which adds, replaces or grows what the thread shows, and then scrolls so
-  // that the reader sees what they saw: the newest if they were there, else the same message at
-  // the same place on the screen.
-  function keep(change) {
-    var pinned = atBottom(), anchor = null, top = 0, view = box.getBoundingClientRect();
-    if (!pinned) {
-      for (var el = list.firstElementChild; el; el = el.nextElementSibling) {
-        var r = el.getBoundingClientRect();
-        if (el.id && r.bottom > view.top) { anchor = el.id; top = r.top; break; }
-      }
-    }
-    var out = change();
-    if (pinned) toBottom();
-    else if (anchor && document.getElementById(anchor)) box.scrollTop += document.getElementById(anchor).getBoundingClientRect().top - top;
-    showJump();
-    return out;
+  function mountOf(node) {
+    for (var i = 0; i < mounts.length; i++) if (mounts[i].el.contains(node)) return mounts[i];
+    return null;
   }
-  var unseen = false;
-  // The control leads to the newest: below on the newest page, to it from an older one.
-  function showJump() {
-    var away = !latest || !atBottom();
-    if (atBottom()) unseen = false;
-    jump.hidden = !away;
-    jump.textContent = unseen ? "New messages ↓" : "Jump to latest ↓";
-    jump.dataset.unseen = unseen ? "1" : "";
+  function mountFor(threadID) {
+    for (var i = 0; i < mounts.length; i++) if (mounts[i].id === threadID) return mounts[i];
+    return null;
   }
-  jump.addEventListener("click", function () {
-    if (!latest) { location.href = thread.dataset.href; return; }
-    unseen = false;
-    toBottom();
-    showJump();
-  });
 
-  // At a permalink's message (#m-ID) the page opens there, marked; otherwise at the newest.
-  var target = location.hash.indexOf("#m-") === 0 && document.getElementById(location.hash.slice(1));
-  if (target) target.scrollIntoView({ block: "center" });
-  showJump();
-
-  // Older pages load as the reader nears the top; what they look at stays where it is.
-  var loadingOlder = false;
-  function older() {
-    var link = $(list, "older");
-    if (!link || loadingOlder || list.getBoundingClientRect().top - box.getBoundingClientRect().top < -600) return;
-    loadingOlder = true;
-    send(link.href).then(function (h) {
-      var page = parse(h);
-      Array.prototype.slice.call(page.children).forEach(function (el) { if (el.id && document.getElementById(el.id)) el.remove(); });
-      keep(function () { link.replaceWith(page); });
-      loadingOlder = false;
-      older();
-    }, function () { loadingOlder = false; });
-  }
-  box.addEventListener("scroll", function () { showJump(); older(); }, { passive: true });
-  older();
-
-  // put replaces a message or run card, or places a new one: a run after its message (and the
-  // runs already there), anything else at the end, on the newest page only. A message that is
-  // being edited keeps its form.
-  //
-  // Fragments may come back out of order: an older rendering never replaces a newer one. A run
-  // card rendered after a change of state but before a patch the card has applied already is
-  // put in place and read again, to have both.
-  function put(el, mine) {
+  // place puts a message or run card where it belongs: in the thread that shows it already, or
+  // as new in home (none: only what is shown is replaced). The copy of a message shown again
+  // (the parent above the pane's replies, an echo without an id) follows it.
+  function place(el, mine, home) {
     if (!el || !el.id) return;
-    var old = document.getElementById(el.id);
-    if (old) {
-      if (old.classList.contains("editing") && !mine) return;
-      var run = el.classList.contains("run"), stale = false;
-      if (run) {
-        if (+el.dataset.updated < +old.dataset.updated) return;
-        stale = +el.dataset.version < +old.dataset.version;
-      } else if (+el.dataset.version < +old.dataset.version) return;
-      keep(function () { old.replaceWith(el); });
-      if (stale) load("runs", el.dataset.runId);
-      return;
-    }
-    if (!latest) return;
-    var at = el.dataset.trigger && document.getElementById("m-" + el.dataset.trigger);
-    var away = !atBottom();
-    keep(function () {
-      if (at) {
-        while (at.nextElementSibling && at.nextElementSibling.classList.contains("run")) at = at.nextElementSibling;
-        at.after(el);
-      } else {
-        list.appendChild(el);
-      }
+    var old = document.getElementById(el.id), m = old ? mountOf(old) : home;
+    if (m) m.put(el, mine);
+    if (!el.classList.contains("msg")) return;
+    Array.prototype.forEach.call(document.querySelectorAll('.msg[data-id="' + el.dataset.id + '"]:not([id])'), function (copy) {
+      if ((copy.classList.contains("editing") && !mine) || +el.dataset.version < +copy.dataset.version) return;
+      var c = el.cloneNode(true);
+      c.removeAttribute("id");
+      copy.replaceWith(c);
     });
-    if (mine) toBottom();
-    else if (away && el.classList.contains("msg")) unseen = true;
-    showJump();
   }
-  function load(kind, id) {
-    if (id) send("/console/" + kind + "/" + id + "/fragment").then(function (h) { put(first(h)); }, function () {});
-  }
-
-  // Run updates (docs/gateway.md): a patch applies on its base version, a whole document
-  // replaces, an old frame is dropped, and a gap reads the card again.
-  function applyRun(d) {
-    var card = document.getElementById("r-" + d.run_id);
-    if (!card) { load("runs", d.run_id); return; }
-    var have = +card.dataset.version;
-    if (d.version <= have) return;
-    if (d.document) keep(function () { fill(card, d.document, true); });
-    else if (d.patch && d.base_version === have) keep(function () { fill(card, d.patch, false); });
-    else { load("runs", d.run_id); return; }
-    card.dataset.version = d.version;
-  }
-  function fill(card, p, whole) {
-    var out = $(card, "run-output"), steps = $(card, "run-steps");
-    if (whole || p.status != null) $(card, "run-status").textContent = p.status || "";
-    if (whole || p.output != null) out.textContent = p.output || "";
-    if (p.output_append) out.textContent += p.output_append;
-    if (whole) steps.textContent = "";
-    (p.steps || []).forEach(function (s) {
-      var li = null;
-      for (var i = 0; i < steps.children.length; i++) if (steps.children[i].dataset.stepId === s.id) li = steps.children[i];
-      var fresh = !li;
-      if (fresh) {
-        li = document.createElement("li");
-        li.dataset.stepId = s.id;
-        ["kind", "title", "muted st", "detail"].forEach(function (c, i) {
-          var e = document.createElement(i === 3 ? "div" : "span");
-          e.className = c;
-          li.appendChild(e);
-          if (i < 3) li.appendChild(document.createTextNode(" "));
-        });
-        steps.appendChild(li);
-      }
-      [["kind", ".kind"], ["title", ".title"], ["status", ".st"], ["detail", ".detail"]].forEach(function (f) {
-        if (fresh || s[f[0]]) li.querySelector(f[1]).textContent = s[f[0]] || "";
-      });
-      if (s.status) li.dataset.status = s.status;
-    });
+  function load(kind, id, home) {
+    if (id) send("/console/" + kind + "/" + id + "/fragment").then(function (h) { place(first(h), false, home); }, function () {});
   }
 
   // A message with a thread under it shows how many replies it has and when the last came: a
@@ -247,7 +140,7 @@
   function reread(id) {
     if (reading[id]) { reading[id] = 2; return; }
     reading[id] = 1;
-    send("/console/messages/" + id + "/fragment").then(function (h) { put(first(h)); }, function () {}).then(function () {
+    send("/console/messages/" + id + "/fragment").then(function (h) { place(first(h)); }, function () {}).then(function () {
       var again = reading[id] === 2;
       delete reading[id];
       if (again) reread(id);
@@ -255,7 +148,7 @@
   }
   function replies(e, d) {
     var parent = null;
-    if (e.type === "thread.created" && d.parent_message_id) parent = document.getElementById("m-" + d.parent_message_id);
+    if (e.type === "thread.created" && d.parent_message_id) parent = document.querySelector('.msg[data-id="' + d.parent_message_id.replace(/[^0-9a-f-]/g, "") + '"]');
     else if (e.type.indexOf("message.") === 0 && (e.thread_id || d.thread_id)) {
       parent = document.querySelector('.msg[data-reply-thread="' + (e.thread_id || d.thread_id).replace(/[^0-9a-f-]/g, "") + '"]');
     }
@@ -263,9 +156,8 @@
   }
 
   // What is new elsewhere: the counts of the left column are read again (/console/unread) when
-  // a message arrives in another thread or the person reads on another device; a message that
-  // arrives here is read when the person sees it (the page open and at the newest).
-  var unreadTimer = 0, unseen = null;
+  // a message arrives in a thread the page does not show or the person reads on another device.
+  var unreadTimer = 0;
   function badge(cls, id, text) {
     var b = document.createElement("span");
     b.className = cls;
@@ -295,59 +187,18 @@
     }, function () {});
   }
   function unreadSoon() { clearTimeout(unreadTimer); unreadTimer = setTimeout(refreshUnread, 250); }
-  function seen() {
-    if (!unseen || document.visibilityState !== "visible" || !atBottom() || !latest) return;
-    var id = unseen, csrf = document.querySelector('input[name="csrf_token"]');
-    unseen = null;
-    if (csrf) send("/console/threads/" + threadID + "/read", new URLSearchParams({ csrf_token: csrf.value, message_id: id })).catch(function () {});
-  }
-  document.addEventListener("visibilitychange", seen);
-  box.addEventListener("scroll", seen, { passive: true });
 
   function onEvent(e) {
-    var d = e.data || {};
-    var here = (e.thread_id || d.thread_id) === threadID;
-    if (e.type === "read_state.updated" || (e.type === "message.created" && !here && d.author_id !== thread.dataset.me)) unreadSoon();
-    if (e.type === "message.created" && here && d.author_id !== thread.dataset.me) { unseen = d.id; setTimeout(seen, 0); }
+    var d = e.data || {}, m = mountFor(e.thread_id || d.thread_id);
+    if (e.type === "read_state.updated" || (e.type === "message.created" && !m && d.author_id !== me)) unreadSoon();
     replies(e, d);
-    if ((e.thread_id || d.thread_id) !== threadID) return;
-    switch (e.type) {
-      case "message.created": stoppedTyping(d.author_id); load("messages", d.id); break;
-      case "message.updated": case "message.deleted": load("messages", d.id); break;
-      case "reaction.added": case "reaction.removed": load("messages", d.message_id); break;
-      case "run.state_changed": load("runs", d.id); break;
-      case "run.updated": applyRun(d); break;
-      case "typing.started": typed(d.principal_id); break;
-    }
-  }
-
-  // Who types in this thread: a typing.started names them for a few seconds (the typer sends
-  // it again every few seconds while typing); a message of theirs ends it at once.
-  var typingLine = $(thread, "typing"), typers = {}, names = {};
-  try { var nf = $(thread, "composer"); if (nf && nf.dataset.names) names = JSON.parse(nf.dataset.names); } catch (x) { names = {}; }
-  function showTypers() {
-    if (!typingLine) return;
-    var who = Object.keys(typers).map(function (id) { return names[id] || "Someone"; }).sort();
-    typingLine.hidden = who.length === 0;
-    typingLine.textContent = who.length === 0 ? "" : who.length === 1 ? who[0] + " is typing…" :
-      who.length === 2 ? who[0] + " and " + who[1] + " are typing…" : "Several people are typing…";
-  }
-  function typed(id) {
-    if (!id || id === thread.dataset.me) return;
-    clearTimeout(typers[id]);
-    typers[id] = setTimeout(function () { delete typers[id]; showTypers(); }, 6000);
-    showTypers();
-  }
-  function stoppedTyping(id) {
-    if (typers[id] === undefined) return;
-    clearTimeout(typers[id]);
-    delete typers[id];
-    showTypers();
+    if (m) m.event(e, d);
   }
 
   // The gateway: identify by the cookie, focus the thread, resume from the last seq after a
   // drop; stop on the close codes that say reconnecting would not help.
-  var cursor = thread.dataset.cursor ? +thread.dataset.cursor : null, backoff = 1000, beat = 0, sock = null;
+  var cursor = mounts[0].el.dataset.cursor ? +mounts[0].el.dataset.cursor : null, backoff = 1000, beat = 0, sock = null;
+  function live(on) { mounts.forEach(function (m) { if (on) m.el.dataset.live = "1"; else delete m.el.dataset.live; }); }
   function op(name, d) { if (sock && sock.readyState === 1) sock.send(JSON.stringify({ op: name, d: d })); }
   function connect() {
     var ws = sock = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/v1/gateway");
@@ -359,7 +210,7 @@
           clearInterval(beat);
           beat = setInterval(function () { op("heartbeat", {}); }, d.heartbeat_interval_ms || 30000);
           break;
-        case "ready": backoff = 1000; op("focus", { thread_id: threadID }); thread.dataset.live = "1"; break;
+        case "ready": backoff = 1000; op("focus", { thread_id: focused }); live(true); break;
         case "catchup.complete": cursor = d.head_seq; break;
         case "heartbeat": op("heartbeat.ack", {}); break;
         case "event": if (d.seq) cursor = d.seq; onEvent(d); break;
@@ -367,14 +218,13 @@
     };
     ws.onclose = function (e) {
       clearInterval(beat);
-      delete thread.dataset.live;
+      live(false);
       if (e.code === 4004 || e.code === 4015 || e.code === 4017) return;
       if (e.code === 4016) cursor = null;
       setTimeout(connect, Math.random() * backoff);
       backoff = Math.min(backoff * 2, 60000);
     };
   }
-  if (window.WebSocket) connect();
 
   function say(form, text) {
     var el = $(form, "form-error") || document.createElement("div");
@@ -393,54 +243,9 @@
     e.preventDefault();
     var fd = new FormData(f);
     if (e.submitter && e.submitter.name) fd.set(e.submitter.name, e.submitter.value);
-    send(f.action, new URLSearchParams(fd)).then(function (h) { put(first(h), true); }, function (err) { say(f, err.message); });
+    send(f.action, new URLSearchParams(fd)).then(function (h) { place(first(h), true, mountOf(f)); }, function (err) { say(f, err.message); });
   });
 
-  // The actions of a message. Edit and delete fetch their form from the address the link goes
-  // to without the script and show it in the message; a reply in a thread puts a quote of the
-  // message in the composer; copy link copies the message's permalink.
-  var form = $(thread, "composer");
-  var input = form && $(form, "composer-input");
-  function closeForm(msg) {
-    var f = msg.querySelector("form.edit, form.confirm, form.reply");
-    if (f) keep(function () { f.remove(); msg.classList.remove("editing"); var b = $(msg, "message-body"); if (b) b.hidden = false; });
-  }
-  function openForm(msg, url, replaceBody) {
-    closeForm(msg);
-    return send(url).then(function (h) {
-      var f = first(h), body = $(msg, "message-body");
-      keep(function () {
-        msg.classList.add("editing");
-        if (replaceBody && body) body.hidden = true;
-        (body || $(msg, "message-deleted")).after(f);
-      });
-      var field = f.querySelector("textarea") || f.querySelector("button");
-      if (field) {
-        field.focus();
-        if (field.setSelectionRange) field.setSelectionRange(field.value.length, field.value.length);
-      }
-      return f;
-    });
-  }
-  function edit(msg) {
-    openForm(msg, "/console/messages/" + msg.dataset.id + "/edit", true).then(function (f) {
-      var ta = f.querySelector("textarea");
-      ta.addEventListener("keydown", function (e) {
-        if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
-        else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
-      });
-    }, function (err) { say(msg, err.message); });
-  }
-  // The first reply under a message of the channel: its form opens under the message and posts
-  // as a page does, which leads to the thread it starts.
-  function reply(msg, url) {
-    openForm(msg, url, false).then(function (f) {
-      f.querySelector("textarea").addEventListener("keydown", function (e) {
-        if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
-        else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
-      });
-    }, function (err) { say(msg, err.message); });
-  }
   function copied(a, text) {
     var was = a.textContent;
     a.textContent = text;
@@ -462,111 +267,358 @@
     if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(url).then(done, fail);
     else fail();
   }
-  list.addEventListener("click", function (e) {
-    var a = e.target.closest && e.target.closest("a[data-action]");
-    if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
-    var msg = a.closest(".msg");
-    if (!msg) return;
-    switch (a.dataset.action) {
-      case "copy": e.preventDefault(); copy(a); break;
-      case "edit": e.preventDefault(); edit(msg); break;
-      case "delete": e.preventDefault(); openForm(msg, a.href, false).catch(function (err) { say(msg, err.message); }); break;
-      case "reply": e.preventDefault(); reply(msg, a.href); break;
-      case "close": e.preventDefault(); closeForm(msg); break;
-      case "quote":
-        if (!input) return;
-        e.preventDefault();
-        send(a.href).then(function (q) {
-          input.value = input.value.trim() ? input.value.replace(/\s*$/, "\n\n") + q : q;
-          input.focus();
-          input.setSelectionRange(input.value.length, input.value.length);
-        }, function (err) { say(form, err.message); });
-        break;
+
+  // The message whose replies the pane shows is marked in the channel, and brought into view
+  // when it is not.
+  var opened = side && side.querySelector('[data-testid="thread-parent"] .msg');
+  opened = opened && document.getElementById("m-" + opened.dataset.id);
+  mounts.forEach(mount);
+  if (opened) {
+    opened.classList.add("hl");
+    var ob = opened.getBoundingClientRect(), vb = opened.closest('[data-testid="messages"]').getBoundingClientRect();
+    if (ob.top < vb.top || ob.bottom > vb.bottom) opened.scrollIntoView({ block: "center" });
+  }
+  if (window.WebSocket) connect();
+
+  // mount makes one thread live: its scrolling and older pages, what the gateway says of it,
+  // who types there, its read position, the actions of its messages and its composer.
+  function mount(self) {
+    var thread = self.el, threadID = self.id;
+    var box = $(thread, "messages"), list = $(thread, "feed"), jump = $(thread, "jump");
+    var latest = thread.hasAttribute("data-latest");
+
+    // Scrolling. The messages scroll in reverse (CSS), so the page opens at the newest; below
+    // is the distance of the newest from the bottom of the view.
+    function below() { return list.getBoundingClientRect().bottom - box.getBoundingClientRect().bottom; }
+    function atBottom() { return below() < 40; }
+    function toBottom() { box.scrollTop += below(); }
+    // keep runs change, which adds, replaces or grows what the thread shows, and then scrolls so
+    // that the reader sees what they saw: the newest if they were there, else the same message
+    // at the same place on the screen.
+    function keep(change) {
+      var pinned = atBottom(), anchor = null, top = 0, view = box.getBoundingClientRect();
+      if (!pinned) {
+        for (var el = list.firstElementChild; el; el = el.nextElementSibling) {
+          var r = el.getBoundingClientRect();
+          if (el.id && r.bottom > view.top) { anchor = el.id; top = r.top; break; }
+        }
+      }
+      var out = change();
+      if (pinned) toBottom();
+      else if (anchor && document.getElementById(anchor)) box.scrollTop += document.getElementById(anchor).getBoundingClientRect().top - top;
+      showJump();
+      return out;
     }
-  });
-
-  if (!form) return;
-  var cid = form.querySelector('[name="client_msg_id"]');
-  form.addEventListener("submit", function (e) {
-    e.preventDefault();
-    if (!input.value.trim()) return;
-    var body = new URLSearchParams(new FormData(form)), sent = input.value;
-    input.value = "";
-    send(form.action, body).then(function (h) {
-      var err = $(form, "form-error");
-      if (err) err.remove();
-      if (!input.value.trim()) input.value = "";
-      put(first(h), true);
-      var b = new Uint8Array(12);
-      crypto.getRandomValues(b);
-      cid.value = "console-" + Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join("");
-    }, function (err) {
-      if (!input.value) input.value = sent;
-      say(form, err.message);
+    // unseen: a message came while the reader was scrolled up; the control says so.
+    var unseen = false;
+    // The control leads to the newest: below on the newest page, to it from an older one.
+    function showJump() {
+      var away = !latest || !atBottom();
+      if (atBottom()) unseen = false;
+      jump.hidden = !away;
+      jump.textContent = unseen ? "New messages ↓" : "Jump to latest ↓";
+      jump.dataset.unseen = unseen ? "1" : "";
+    }
+    jump.addEventListener("click", function () {
+      if (!latest) { location.href = thread.dataset.href; return; }
+      unseen = false;
+      toBottom();
+      showJump();
     });
-  });
 
-  // @ completion from the handles of the channel's members, rendered into the page.
-  var members = (form.dataset.members || "").split(" ").filter(Boolean);
-  var menu = form.querySelector(".complete"), picks = [], sel = 0;
-  function word() {
-    var m = /(?:^|[^\w.@-])@([\w.-]*)$/.exec(input.value.slice(0, input.selectionStart));
-    return m ? m[1] : null;
-  }
-  function show() {
-    var w = word();
-    picks = w === null ? [] : members.filter(function (h) { return h.toLowerCase().indexOf(w.toLowerCase()) === 0 && h !== w; }).slice(0, 6);
-    sel = 0;
-    menu.textContent = "";
-    picks.forEach(function (h, i) {
-      var li = document.createElement("li");
-      li.textContent = "@" + h;
-      li.dataset.testid = "complete-option";
-      if (i === sel) li.className = "on";
-      li.addEventListener("mousedown", function (e) { e.preventDefault(); pick(h); });
-      menu.appendChild(li);
-    });
-    menu.hidden = picks.length === 0;
-  }
-  function pick(h) {
-    var at = input.selectionStart, before = input.value.slice(0, at), w = word();
-    before = before.slice(0, before.length - w.length) + h + " ";
-    input.value = before + input.value.slice(at);
-    input.selectionStart = input.selectionEnd = before.length;
-    picks = [];
-    menu.hidden = true;
-    input.focus();
-  }
-  input.addEventListener("input", show);
-  // Typing: tell the thread at most every three seconds while the person writes.
-  var lastTyping = 0;
-  input.addEventListener("input", function () {
-    var now = Date.now();
-    if (!input.value.trim() || now - lastTyping < 3000) return;
-    lastTyping = now;
-    op("typing.start", { thread_id: threadID });
-  });
-  input.addEventListener("blur", function () { menu.hidden = true; picks = []; });
-  input.addEventListener("keydown", function (e) {
-    if (picks.length) {
-      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
-        e.preventDefault();
-        sel = (sel + (e.key === "ArrowDown" ? 1 : picks.length - 1)) % picks.length;
-        Array.prototype.forEach.call(menu.children, function (li, i) { li.className = i === sel ? "on" : ""; });
+    // At a permalink's message (#m-ID) the page opens there, marked; otherwise at the newest.
+    var target = location.hash.indexOf("#m-") === 0 && document.getElementById(location.hash.slice(1));
+    if (target && thread.contains(target)) target.scrollIntoView({ block: "center" });
+    showJump();
+
+    // Older pages load as the reader nears the top; what they look at stays where it is.
+    var loadingOlder = false;
+    function older() {
+      var link = $(list, "older");
+      if (!link || loadingOlder || list.getBoundingClientRect().top - box.getBoundingClientRect().top < -600) return;
+      loadingOlder = true;
+      send(link.href).then(function (h) {
+        var page = parse(h);
+        Array.prototype.slice.call(page.children).forEach(function (el) { if (el.id && document.getElementById(el.id)) el.remove(); });
+        keep(function () { link.replaceWith(page); });
+        loadingOlder = false;
+        older();
+      }, function () { loadingOlder = false; });
+    }
+    box.addEventListener("scroll", function () { showJump(); older(); }, { passive: true });
+    older();
+
+    // put replaces a message or run card of this thread, or places a new one: a run after its
+    // message (and the runs already there), anything else at the end, on the newest page only.
+    // A message that is being edited keeps its form.
+    //
+    // Fragments may come back out of order: an older rendering never replaces a newer one. A
+    // run card rendered after a change of state but before a patch the card has applied already
+    // is put in place and read again, to have both.
+    self.put = function (el, mine) {
+      var old = document.getElementById(el.id);
+      if (old) {
+        if (old.classList.contains("editing") && !mine) return;
+        var run = el.classList.contains("run"), stale = false;
+        if (run) {
+          if (+el.dataset.updated < +old.dataset.updated) return;
+          stale = +el.dataset.version < +old.dataset.version;
+        } else if (+el.dataset.version < +old.dataset.version) return;
+        if (old.classList.contains("hl")) el.classList.add("hl");
+        keep(function () { old.replaceWith(el); });
+        if (stale) load("runs", el.dataset.runId, self);
         return;
       }
-      if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); pick(picks[sel]); return; }
-      if (e.key === "Escape") { menu.hidden = true; picks = []; return; }
+      if (!latest) return;
+      var at = el.dataset.trigger && document.getElementById("m-" + el.dataset.trigger);
+      var away = !atBottom();
+      keep(function () {
+        if (at && thread.contains(at)) {
+          while (at.nextElementSibling && at.nextElementSibling.classList.contains("run")) at = at.nextElementSibling;
+          at.after(el);
+        } else {
+          list.appendChild(el);
+        }
+      });
+      if (mine) toBottom();
+      else if (away && el.classList.contains("msg")) unseen = true;
+      showJump();
+    };
+
+    // Run updates (docs/gateway.md): a patch applies on its base version, a whole document
+    // replaces, an old frame is dropped, and a gap reads the card again.
+    function applyRun(d) {
+      var card = document.getElementById("r-" + d.run_id);
+      if (!card) { load("runs", d.run_id, self); return; }
+      var have = +card.dataset.version;
+      if (d.version <= have) return;
+      if (d.document) keep(function () { fill(card, d.document, true); });
+      else if (d.patch && d.base_version === have) keep(function () { fill(card, d.patch, false); });
+      else { load("runs", d.run_id, self); return; }
+      card.dataset.version = d.version;
     }
-    // ↑ on an empty composer edits the person's newest message that they may edit.
-    if (e.key === "ArrowUp" && !input.value && !e.shiftKey && !e.altKey) {
-      var mine = list.querySelectorAll(".msg[data-can-edit]");
-      if (mine.length) { e.preventDefault(); edit(mine[mine.length - 1]); }
-      return;
+    function fill(card, p, whole) {
+      var out = $(card, "run-output"), steps = $(card, "run-steps");
+      if (whole || p.status != null) $(card, "run-status").textContent = p.status || "";
+      if (whole || p.output != null) out.textContent = p.output || "";
+      if (p.output_append) out.textContent += p.output_append;
+      if (whole) steps.textContent = "";
+      (p.steps || []).forEach(function (s) {
+        var li = null;
+        for (var i = 0; i < steps.children.length; i++) if (steps.children[i].dataset.stepId === s.id) li = steps.children[i];
+        var fresh = !li;
+        if (fresh) {
+          li = document.createElement("li");
+          li.dataset.stepId = s.id;
+          ["kind", "title", "muted st", "detail"].forEach(function (c, i) {
+            var e = document.createElement(i === 3 ? "div" : "span");
+            e.className = c;
+            li.appendChild(e);
+            if (i < 3) li.appendChild(document.createTextNode(" "));
+          });
+          steps.appendChild(li);
+        }
+        [["kind", ".kind"], ["title", ".title"], ["status", ".st"], ["detail", ".detail"]].forEach(function (f) {
+          if (fresh || s[f[0]]) li.querySelector(f[1]).textContent = s[f[0]] || "";
+        });
+        if (s.status) li.dataset.status = s.status;
+      });
     }
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+
+    // A message that arrives here is read when the person sees it: the page open, this thread
+    // shown (not under the pane on a phone) and at its newest.
+    var toRead = null;
+    function seen() {
+      if (!toRead || document.visibilityState !== "visible" || !box.offsetParent || !atBottom() || !latest) return;
+      var id = toRead, csrf = document.querySelector('input[name="csrf_token"]');
+      toRead = null;
+      if (csrf) send("/console/threads/" + threadID + "/read", new URLSearchParams({ csrf_token: csrf.value, message_id: id })).catch(function () {});
+    }
+    document.addEventListener("visibilitychange", seen);
+    box.addEventListener("scroll", seen, { passive: true });
+
+    self.event = function (e, d) {
+      switch (e.type) {
+        case "message.created":
+          if (d.author_id !== me) { toRead = d.id; setTimeout(seen, 0); }
+          stoppedTyping(d.author_id);
+          load("messages", d.id, self);
+          break;
+        case "message.updated": case "message.deleted": load("messages", d.id); break;
+        case "reaction.added": case "reaction.removed": load("messages", d.message_id); break;
+        case "run.state_changed": load("runs", d.id, self); break;
+        case "run.updated": applyRun(d); break;
+        case "typing.started": typed(d.principal_id); break;
+      }
+    };
+
+    // Who types in this thread: a typing.started names them for a few seconds (the typer sends
+    // it again every few seconds while typing); a message of theirs ends it at once.
+    var typingLine = $(thread, "typing"), typers = {}, names = {};
+    try { var nf = $(thread, "composer"); if (nf && nf.dataset.names) names = JSON.parse(nf.dataset.names); } catch (x) { names = {}; }
+    function showTypers() {
+      if (!typingLine) return;
+      var who = Object.keys(typers).map(function (id) { return names[id] || "Someone"; }).sort();
+      typingLine.hidden = who.length === 0;
+      typingLine.textContent = who.length === 0 ? "" : who.length === 1 ? who[0] + " is typing…" :
+        who.length === 2 ? who[0] + " and " + who[1] + " are typing…" : "Several people are typing…";
+    }
+    function typed(id) {
+      if (!id || id === me) return;
+      clearTimeout(typers[id]);
+      typers[id] = setTimeout(function () { delete typers[id]; showTypers(); }, 6000);
+      showTypers();
+    }
+    function stoppedTyping(id) {
+      if (typers[id] === undefined) return;
+      clearTimeout(typers[id]);
+      delete typers[id];
+      showTypers();
+    }
+
+    // The actions of a message. Edit and delete fetch their form from the address the link goes
+    // to without the script and show it in the message; a reply in a thread puts a quote of the
+    // message in the composer; copy link copies the message's permalink.
+    var form = $(thread, "composer");
+    var input = form && $(form, "composer-input");
+    function closeForm(msg) {
+      var f = msg.querySelector("form.edit, form.confirm, form.reply");
+      if (f) keep(function () { f.remove(); msg.classList.remove("editing"); var b = $(msg, "message-body"); if (b) b.hidden = false; });
+    }
+    function openForm(msg, url, replaceBody) {
+      closeForm(msg);
+      return send(url).then(function (h) {
+        var f = first(h), body = $(msg, "message-body");
+        keep(function () {
+          msg.classList.add("editing");
+          if (replaceBody && body) body.hidden = true;
+          (body || $(msg, "message-deleted")).after(f);
+        });
+        var field = f.querySelector("textarea") || f.querySelector("button");
+        if (field) {
+          field.focus();
+          if (field.setSelectionRange) field.setSelectionRange(field.value.length, field.value.length);
+        }
+        return f;
+      });
+    }
+    // An open form (an edit, the first reply under a message of the channel) sends on Enter
+    // and closes on Escape; the first reply posts as a page does, which leads to its thread.
+    function inPlace(msg, url, replaceBody) {
+      openForm(msg, url, replaceBody).then(function (f) {
+        f.querySelector("textarea").addEventListener("keydown", function (e) {
+          if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
+          else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
+        });
+      }, function (err) { say(msg, err.message); });
+    }
+    function edit(msg) { inPlace(msg, "/console/messages/" + msg.dataset.id + "/edit", true); }
+    thread.addEventListener("click", function (e) {
+      var a = e.target.closest && e.target.closest("a[data-action]");
+      if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
+      var msg = a.closest(".msg");
+      if (!msg) return;
+      switch (a.dataset.action) {
+        case "copy": e.preventDefault(); copy(a); break;
+        case "edit": e.preventDefault(); edit(msg); break;
+        case "delete": e.preventDefault(); openForm(msg, a.href, false).catch(function (err) { say(msg, err.message); }); break;
+        case "reply": e.preventDefault(); inPlace(msg, a.href, false); break;
+        case "close": e.preventDefault(); closeForm(msg); break;
+        case "quote":
+          if (!input) return;
+          e.preventDefault();
+          send(a.href).then(function (q) {
+            input.value = input.value.trim() ? input.value.replace(/\s*$/, "\n\n") + q : q;
+            input.focus();
+            input.setSelectionRange(input.value.length, input.value.length);
+          }, function (err) { say(form, err.message); });
+          break;
+      }
+    });
+
+    if (!form) return;
+    var cid = form.querySelector('[name="client_msg_id"]');
+    form.addEventListener("submit", function (e) {
       e.preventDefault();
-      form.requestSubmit();
+      if (!input.value.trim()) return;
+      var body = new URLSearchParams(new FormData(form)), sent = input.value;
+      input.value = "";
+      send(form.action, body).then(function (h) {
+        var err = $(form, "form-error");
+        if (err) err.remove();
+        if (!input.value.trim()) input.value = "";
+        place(first(h), true, self);
+        var b = new Uint8Array(12);
+        crypto.getRandomValues(b);
+        cid.value = "console-" + Array.prototype.map.call(b, function (x) { return (x + 256).toString(16).slice(1); }).join("");
+      }, function (err) {
+        if (!input.value) input.value = sent;
+        say(form, err.message);
+      });
+    });
+
+    // @ completion from the handles of the channel's members, rendered into the page.
+    var members = (form.dataset.members || "").split(" ").filter(Boolean);
+    var menu = form.querySelector(".complete"), picks = [], sel = 0;
+    function word() {
+      var m = /(?:^|[^\w.@-])@([\w.-]*)$/.exec(input.value.slice(0, input.selectionStart));
+      return m ? m[1] : null;
     }
-  });
+    function show() {
+      var w = word();
+      picks = w === null ? [] : members.filter(function (h) { return h.toLowerCase().indexOf(w.toLowerCase()) === 0 && h !== w; }).slice(0, 6);
+      sel = 0;
+      menu.textContent = "";
+      picks.forEach(function (h, i) {
+        var li = document.createElement("li");
+        li.textContent = "@" + h;
+        li.dataset.testid = "complete-option";
+        if (i === sel) li.className = "on";
+        li.addEventListener("mousedown", function (e) { e.preventDefault(); pick(h); });
+        menu.appendChild(li);
+      });
+      menu.hidden = picks.length === 0;
+    }
+    function pick(h) {
+      var at = input.selectionStart, before = input.value.slice(0, at), w = word();
+      before = before.slice(0, before.length - w.length) + h + " ";
+      input.value = before + input.value.slice(at);
+      input.selectionStart = input.selectionEnd = before.length;
+      picks = [];
+      menu.hidden = true;
+      input.focus();
+    }
+    input.addEventListener("input", show);
+    // Typing: tell the thread at most every three seconds while the person writes.
+    var lastTyping = 0;
+    input.addEventListener("input", function () {
+      var now = Date.now();
+      if (!input.value.trim() || now - lastTyping < 3000) return;
+      lastTyping = now;
+      op("typing.start", { thread_id: threadID });
+    });
+    input.addEventListener("blur", function () { menu.hidden = true; picks = []; });
+    input.addEventListener("keydown", function (e) {
+      if (picks.length) {
+        if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+          e.preventDefault();
+          sel = (sel + (e.key === "ArrowDown" ? 1 : picks.length - 1)) % picks.length;
+          Array.prototype.forEach.call(menu.children, function (li, i) { li.className = i === sel ? "on" : ""; });
+          return;
+        }
+        if (e.key === "Enter" || e.key === "Tab") { e.preventDefault(); pick(picks[sel]); return; }
+        if (e.key === "Escape") { menu.hidden = true; picks = []; return; }
+      }
+      // ↑ on an empty composer edits the person's newest message that they may edit.
+      if (e.key === "ArrowUp" && !input.value && !e.shiftKey && !e.altKey) {
+        var mine = list.querySelectorAll(".msg[data-can-edit]");
+        if (mine.length) { e.preventDefault(); edit(mine[mine.length - 1]); }
+        return;
+      }
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
 })();

@@ -52,6 +52,10 @@ type MessageView struct {
 	// Version is the message's version: the script keeps the newer of two renderings.
 	Version int
 	CSRF    string
+	// Echo marks a second copy of a message on the page (the parent above its replies in the
+	// side pane, while the channel beside it shows the message too): it carries no element id,
+	// so the page's anchors and the script's lookups find the one in its thread.
+	Echo bool
 }
 
 // RepliesView is the thread under a message as the message shows it: how many replies and when

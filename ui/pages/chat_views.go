@@ -15,6 +15,9 @@ type ChatView struct {
 	DMs *DMNav
 	// Thread is the thread shown; nil when the person may see no channel yet.
 	Thread *ThreadView
+	// Pane is a thread under a message, shown in a pane beside Thread (its channel's main
+	// thread); nil shows Thread alone.
+	Pane *ThreadView
 	// Inbox shows the unread counts and the link of the Mentions page, with Mentions, the
 	// person's unread mentions.
 	Inbox    bool
@@ -52,6 +55,9 @@ type ThreadView struct {
 	Topic         string
 	// Href is the thread's own address (/console/channels/{id} for a main thread).
 	Href string
+	// CloseHref is set on the thread of the side pane: the channel's address, where its Close
+	// link leads (the channel alone).
+	CloseHref string
 	// OlderHref leads to the page before this one; "" when this is the first.
 	OlderHref string
 	// Latest is true on the newest page, where the script appends what comes live.
@@ -156,6 +162,30 @@ type MentionItem struct {
 	// Time, Stamp and FullTime are when it was written, as a message shows it.
 	Time, Stamp, FullTime string
 	Read                  bool
+}
+
+// columnChrome is the frame the main column is rendered with: the flash of the last action
+// shows once, in the side pane when one is open (where the action was, most likely).
+func (v ChatView) columnChrome() layouts.Chrome {
+	c := v.Chrome
+	if v.Pane != nil {
+		c.Flash = layouts.Flash{}
+	}
+	return c
+}
+
+// threadAttrs are the attributes of a thread's element, which the script mounts on: the
+// thread's id, channel and address, the reader, the log's head at the page's read and whether
+// it shows the newest page.
+func threadAttrs(t ThreadView) templ.Attributes {
+	a := templ.Attributes{"data-testid": "thread", "data-thread-id": t.ID, "data-channel-id": t.ChannelID, "data-href": t.Href, "data-me": t.Me}
+	if t.Cursor != "" {
+		a["data-cursor"] = t.Cursor
+	}
+	if t.Latest {
+		a["data-latest"] = true
+	}
+	return a
 }
 
 // currentPage marks the link of the page shown (aria-current="page"); nothing for the others.
