@@ -116,7 +116,7 @@ func wire(ctx context.Context, a *App) error {
 		Sender: egress.New(egress.Options{AllowPrivate: a.Config.Push.AllowPrivateEndpoints})}, pushConfig(a.Config))
 	registerPushJobs(jobQueue, pushSvc, a.Logger)
 	notifyStore := storage.NewNotifyStore(db)
-	notifySvc := notify.New(notify.Deps{Store: notifyStore, Threads: chats, UoW: db, Authz: az, Clock: clock})
+	notifySvc := notify.New(notify.Deps{Store: notifyStore, Threads: chats, UoW: db, Events: db, Authz: az, Clock: clock})
 
 	// In-transaction subscribers (kernel.TxBus) are registered here and nowhere else, in delivery
 	// order: runs decides the trigger of each posted message (its runs and the message's trigger

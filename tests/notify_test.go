@@ -131,6 +131,23 @@ func TestNotifications(t *testing.T) {
 			if n := mustNotified(t, catBot, m.ID); n.Reason != "all" {
 				t.Fatalf("notification %+v", n)
 			}
+			// The choice reached cat's connections, and only cat's.
+			catBot.waitFor(t, "notification_level.updated", 10*time.Second, func() bool {
+				for _, e := range catBot.events {
+					var d map[string]any
+					if e.Type == "notification_level.updated" && json.Unmarshal(e.Data, &d) == nil && d["channel_id"] == ch.ID && d["level"] == "all" {
+						return true
+					}
+				}
+				return false
+			})
+			for _, b := range []*bot{annBot, benBot} {
+				for _, e := range b.handed() {
+					if e.Type == "notification_level.updated" {
+						t.Fatalf("bot %s was handed cat's level: %s", b.name, e.Data)
+					}
+				}
+			}
 		})
 
 		t.Run("level none silences even a mention", func(t *testing.T) {

@@ -14,3 +14,12 @@ type Notification struct {
 
 // EvNotificationCreated is the notifier's durable event, one per recipient of a message.
 var EvNotificationCreated = kernel.DefineEvent[Notification]("notification.created")
+
+// EvLevelUpdated is the personal event of a notification level a person set for a channel or a
+// DM (its SubjectID is the channel): their other connections learn of it, and the notifier,
+// which keeps who chose level all per channel in memory, reads it again from there on.
+var EvLevelUpdated = kernel.DefineEvent[ChannelLevel]("notification_level.updated")
+
+// EvSubscriptionUpdated is the personal event of a level a person set for a thread (its
+// SubjectID is the thread), for their other connections.
+var EvSubscriptionUpdated = kernel.DefineEvent[Subscription]("thread_subscription.updated")

@@ -106,7 +106,15 @@ type Notifier struct {
 	// maxHanded and cleared when it does not follow the cursor.
 	mu     sync.Mutex
 	handed []kernel.LoggedEvent
+
+	// choosers holds, per channel, who chose level all for it, as read from the store the first
+	// time a message of the channel is decided; a notification_level.updated of the channel, met
+	// in the log in its order, drops it. Used by Run's goroutine only; bounded by maxChoosers.
+	choosers map[kernel.ID][]kernel.ID
 }
+
+// maxChoosers bounds the channels whose choosers the notifier keeps; beyond it, it starts over.
+const maxChoosers = 4096
 
 // maxHanded bounds the committed events the notifier keeps in memory for its next Step; beyond
 // it, it drops them and reads the log.
@@ -129,7 +137,7 @@ func NewNotifier(d NotifierDeps) *Notifier {
 	if d.BatchSize <= 0 {
 		d.BatchSize = 256
 	}
-	return &Notifier{d: d, wake: make(chan struct{}, 1)}
+	return &Notifier{d: d, wake: make(chan struct{}, 1), choosers: map[kernel.ID][]kernel.ID{}}
 }
 
 // Observe is handed each batch of this process's committed events right after COMMIT
@@ -229,6 +237,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 			var cur int64
 			if cur, err = n.d.Store.Cursor(ctx, CursorName, head); err == nil {
 				n.pos, n.stored = cur, cur
+				clear(n.choosers)
 				return nil
 			}
 		}
@@ -263,13 +272,14 @@ func (n *Notifier) Step(ctx context.Context) (more bool, err error) {
 	last := evs[len(evs)-1].Seq
 	more = len(evs) == n.d.BatchSize
 	var outs []outgoing
-	choosing := map[kernel.ID][]kernel.ID{} // who chose all, per channel, for this batch
 	for _, e := range evs {
-		if e.Type != messaging.EvMessageCreated.Name {
-			continue
-		}
-		if outs, err = n.decide(ctx, e, outs, choosing); err != nil {
-			return false, err
+		switch e.Type {
+		case EvLevelUpdated.Name:
+			delete(n.choosers, e.SubjectID)
+		case messaging.EvMessageCreated.Name:
+			if outs, err = n.decide(ctx, e, outs); err != nil {
+				return false, err
+			}
 		}
 	}
 	if len(outs) == 0 {
@@ -341,6 +351,7 @@ func (n *Notifier) reread(ctx context.Context) error {
 		return err
 	}
 	n.pos, n.stored = cur, cur
+	clear(n.choosers) // the level changes up to there were not seen
 	return nil
 }
 
@@ -349,7 +360,7 @@ func (n *Notifier) reread(ctx context.Context) error {
 // channel, the thread's followers and a DM's participants. Each is then decided by Decide, then
 // must be an active person other than the author who may read the channel now, and not focused
 // on the thread.
-func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outgoing, choosing map[kernel.ID][]kernel.ID) ([]outgoing, error) {
+func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outgoing) ([]outgoing, error) {
 	m, err := messaging.EvMessageCreated.Decode(e)
 	if err != nil {
 		n.d.Logger.Error("notifier: a message.created cannot be read; no one is notified of it", "err", err)
@@ -381,12 +392,15 @@ func (n *Notifier) decide(ctx context.Context, e kernel.LoggedEvent, outs []outg
 		}
 	}
 	add(mentioned)
-	all, ok := choosing[m.ChannelID]
+	all, ok := n.choosers[m.ChannelID]
 	if !ok {
 		if all, err = n.d.Store.ChannelChoosing(ctx, m.ChannelID, LevelAll); err != nil {
 			return outs, err
 		}
-		choosing[m.ChannelID] = all
+		if len(n.choosers) >= maxChoosers {
+			clear(n.choosers)
+		}
+		n.choosers[m.ChannelID] = all
 	}
 	add(all)
 	var threadLevels map[kernel.ID]Level

@@ -51,6 +51,12 @@ func (l *fakeLog) ReadHead(context.Context) (int64, error) {
 
 func (l *fakeLog) append(tb testing.TB, typ string, payload any) int64 {
 	tb.Helper()
+	return l.appendAbout(tb, typ, kernel.NilID, payload)
+}
+
+// appendAbout appends an event about subject.
+func (l *fakeLog) appendAbout(tb testing.TB, typ string, subject kernel.ID, payload any) int64 {
+	tb.Helper()
 	b, err := json.Marshal(payload)
 	if err != nil {
 		tb.Fatal(err)
@@ -58,7 +64,7 @@ func (l *fakeLog) append(tb testing.TB, typ string, payload any) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seq := int64(len(l.evs) + 1)
-	l.evs = append(l.evs, kernel.LoggedEvent{Seq: seq, Type: typ, Payload: b})
+	l.evs = append(l.evs, kernel.LoggedEvent{Seq: seq, Type: typ, SubjectID: subject, Payload: b})
 	return seq
 }
 
@@ -260,6 +266,19 @@ func (w *notifierWorld) post(t *testing.T, author, thread kernel.ID, content str
 	return m
 }
 
+// setLevel stores who's level for the channel (none: no choice) and appends its event, as
+// notify.Service.SetLevel does.
+func (w *notifierWorld) setLevel(t *testing.T, who kernel.ID, l notify.Level) {
+	t.Helper()
+	if l == "" {
+		delete(w.store.levels, [2]kernel.ID{who, w.channel})
+		l = notify.LevelMentions
+	} else {
+		w.store.levels[[2]kernel.ID{who, w.channel}] = l
+	}
+	w.log.appendAbout(t, notify.EvLevelUpdated.Name, w.channel, notify.ChannelLevel{ChannelID: w.channel, Level: l})
+}
+
 // step runs the notifier over what the log holds and returns the notifications it appended.
 func (w *notifierWorld) step(t *testing.T) []kernel.Event {
 	t.Helper()
@@ -318,14 +337,35 @@ func TestNotifier(t *testing.T) {
 	})
 
 	t.Run("a plain message notifies only who chose level all, and level none silences a mention", func(t *testing.T) {
-		w.store.levels[[2]kernel.ID{w.cat, w.channel}] = notify.LevelAll
-		w.store.levels[[2]kernel.ID{w.ben, w.channel}] = notify.LevelNone
+		w.setLevel(t, w.cat, notify.LevelAll)
+		w.setLevel(t, w.ben, notify.LevelNone)
 		w.post(t, w.ann, w.main, "@ben lunch?", w.ben)
 		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"cat:all"}) {
 			t.Fatalf("got %v", got)
 		}
-		delete(w.store.levels, [2]kernel.ID{w.cat, w.channel})
-		delete(w.store.levels, [2]kernel.ID{w.ben, w.channel})
+		w.setLevel(t, w.cat, "")
+		w.setLevel(t, w.ben, "")
+		w.post(t, w.ann, w.main, "@ben back to normal", w.ben)
+		if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:mention"}) {
+			t.Fatalf("after the levels went back to the default: got %v", got)
+		}
+	})
+
+	t.Run("a level chosen between two messages of one batch counts from its place in the log", func(t *testing.T) {
+		w.post(t, w.ann, w.main, "before") // decided first: the channel's choosers are read now
+		w.setLevel(t, w.cat, notify.LevelAll)
+		w.post(t, w.ann, w.main, "after")
+		got := to(t, w.step(t), names)
+		// The first message was decided on the store as it is when it is read, cat's choice
+		// included or not; the second must reach cat, whatever the first did.
+		if n := len(got); n < 1 || n > 2 || got[n-1] != "cat:all" {
+			t.Fatalf("got %v, want cat:all for the message after the choice", got)
+		}
+		w.setLevel(t, w.cat, "")
+		w.post(t, w.ann, w.main, "once more")
+		if got := to(t, w.step(t), names); len(got) != 0 {
+			t.Fatalf("after cat went back to the default: got %v", got)
+		}
 	})
 
 	t.Run("a DM's other participant is notified of every message", func(t *testing.T) {

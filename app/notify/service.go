@@ -25,6 +25,7 @@ type Deps struct {
 	Store   Store
 	Threads Threads
 	UoW     kernel.UnitOfWork
+	Events  kernel.EventLog
 	Authz   kernel.Authorizer
 	Clock   kernel.Clock
 }
@@ -37,7 +38,7 @@ type Service struct {
 
 // New returns the notify service.
 func New(d Deps) *Service {
-	if d.Store == nil || d.Threads == nil || d.UoW == nil || d.Authz == nil {
+	if d.Store == nil || d.Threads == nil || d.UoW == nil || d.Events == nil || d.Authz == nil {
 		panic("notify: missing dependency")
 	}
 	if d.Clock == nil {
@@ -104,7 +105,11 @@ func (s *Service) SetLevel(ctx context.Context, actor kernel.Actor, channelID ke
 			return err
 		}
 		out = ChannelLevel{ChannelID: ch.ID, Level: l}
-		return s.d.Store.SetLevel(ctx, actor.ID, ch.ID, l, s.now())
+		if err := s.d.Store.SetLevel(ctx, actor.ID, ch.ID, l, s.now()); err != nil {
+			return err
+		}
+		s.d.Events.Append(ctx, EvLevelUpdated.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: actor.ID}, SubjectID: ch.ID, ActorID: actor.ID}, out))
+		return nil
 	})
 	return out, err
 }
@@ -142,7 +147,11 @@ func (s *Service) SetSubscription(ctx context.Context, actor kernel.Actor, threa
 			return err
 		}
 		out = Subscription{ThreadID: th.ID, Level: l}
-		return s.d.Store.SetSubscription(ctx, actor.ID, th.ID, l, s.now())
+		if err := s.d.Store.SetSubscription(ctx, actor.ID, th.ID, l, s.now()); err != nil {
+			return err
+		}
+		s.d.Events.Append(ctx, EvSubscriptionUpdated.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: actor.ID}, SubjectID: th.ID, ActorID: actor.ID}, out))
+		return nil
 	})
 	return out, err
 }

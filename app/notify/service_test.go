@@ -50,7 +50,8 @@ func TestOnMessagePosted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &followStore{fakeStore: newFakeStore()}
-			svc := notify.New(notify.Deps{Store: st, Threads: threads, UoW: &kerneltest.Tx{}, Authz: &kerneltest.Authz{}})
+			tx := &kerneltest.Tx{}
+			svc := notify.New(notify.Deps{Store: st, Threads: threads, UoW: tx, Events: tx, Authz: &kerneltest.Authz{}})
 			err := svc.OnMessagePosted(ctx, messaging.MessagePosted{Message: messaging.Message{ThreadID: tt.thread, AuthorID: tt.author.ID},
 				NewThread: tt.newThread, Author: tt.author})
 			if err != nil {
@@ -71,7 +72,8 @@ func TestLevels(t *testing.T) {
 	mainTh := kernel.NewID()
 	threads := channelThreads{fakeThreads: fakeThreads{mainTh: {ID: mainTh, IsMain: true, ChannelID: ch.ID}}, chans: map[kernel.ID]chat.Channel{ch.ID: ch, dm.ID: dm}}
 	az := &kerneltest.Authz{}
-	svc := notify.New(notify.Deps{Store: st, Threads: threads, UoW: &kerneltest.Tx{}, Authz: az})
+	tx := &kerneltest.Tx{}
+	svc := notify.New(notify.Deps{Store: st, Threads: threads, UoW: tx, Events: tx, Authz: az})
 	me := kernel.Actor{ID: kernel.NewID(), Kind: kernel.KindPerson}
 
 	t.Run("without a choice a channel is mentions and a DM all, as defaults", func(t *testing.T) {
@@ -86,7 +88,7 @@ func TestLevels(t *testing.T) {
 		}
 	})
 
-	t.Run("a choice reads back, and an unknown level changes nothing", func(t *testing.T) {
+	t.Run("a choice reads back, tells the person's connections, and an unknown level changes nothing", func(t *testing.T) {
 		if _, err := svc.SetLevel(ctx, me, ch.ID, "none"); err != nil {
 			t.Fatal(err)
 		}
@@ -95,6 +97,11 @@ func TestLevels(t *testing.T) {
 		}
 		if l, _ := svc.Level(ctx, me, ch.ID); l.Level != notify.LevelNone || l.Default {
 			t.Fatalf("read back %+v", l)
+		}
+		evs := tx.Events()
+		if len(evs) != 1 || evs[0].Type != notify.EvLevelUpdated.Name || evs[0].Scope.PrincipalID != me.ID || evs[0].SubjectID != ch.ID ||
+			evs[0].Payload != (notify.ChannelLevel{ChannelID: ch.ID, Level: notify.LevelNone}) {
+			t.Fatalf("events %+v, want one personal notification_level.updated of the channel", evs)
 		}
 	})
 
