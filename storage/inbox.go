@@ -175,12 +175,15 @@ func (s *InboxStore) Position(ctx context.Context, principalID, threadID kernel.
 	return p, last.Valid, nil
 }
 
-// unreadCols are the columns of an unread candidate, t a thread, c its channel and r the
-// principal's read position in it (LEFT JOIN): the unread count, the unread mentions and the
-// newest message, all counters the writes keep on the two rows (migrate 0019), so a candidate
-// costs its channel, thread and position lookups and nothing more.
-const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - COALESCE(r.read_count, 0),
-	COALESCE(r.mention_count - r.mentions_read, 0), COALESCE(t.last_message_id, '')`
+// unreadCounts are the columns of an unread entry after its channel (and thread) id, t a thread
+// and r the principal's read position in it (LEFT JOIN): the unread count, the unread mentions and
+// the newest message, all counters the writes keep on the two rows (migrate 0019), so an entry
+// costs its channel, thread and position lookups and nothing more; unreadOnly keeps the threads
+// with something unread, so the others cost no column reads.
+const (
+	unreadCounts = `t.post_count - COALESCE(r.read_count, 0), COALESCE(r.mention_count - r.mentions_read, 0), COALESCE(t.last_message_id, '')`
+	unreadOnly   = ` AND t.post_count > COALESCE(r.read_count, 0)`
+)
 
 // unreadMainSQL reads the main threads of the channels a principal's grants show: a grant on the
 // channel, or on its space for a channel that is not a DM, and for an owner every channel that is
@@ -189,16 +192,17 @@ const unreadCols = `c.id, c.space_id, c.kind, t.id, t.is_main, t.post_count - CO
 // every channel), and no set of ids is built first; a channel both branches show comes twice and
 // UnreadCandidates keeps it once. Every ? is the principal.
 func unreadMainSQL(owner bool) string {
+	const cols = `SELECT c.id, ` + unreadCounts
 	const main = ` JOIN threads t ON t.id = c.main_thread_id
 	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id`
-	q := `SELECT ` + unreadCols + ` FROM grants g JOIN channels c ON c.id = g.resource_id` + main + `
-	WHERE g.principal_id = ? AND g.resource_kind = 'channel' AND c.archived_at IS NULL
-	UNION ALL SELECT ` + unreadCols + ` FROM grants g JOIN channels c ON c.space_id = g.resource_id` + main + `
-	WHERE g.principal_id = ? AND g.resource_kind = 'space' AND c.kind <> 'dm' AND c.archived_at IS NULL`
+	q := cols + ` FROM grants g JOIN channels c ON c.id = g.resource_id` + main + `
+	WHERE g.principal_id = ? AND g.resource_kind = 'channel' AND c.archived_at IS NULL` + unreadOnly + `
+	UNION ALL ` + cols + ` FROM grants g JOIN channels c ON c.space_id = g.resource_id` + main + `
+	WHERE g.principal_id = ? AND g.resource_kind = 'space' AND c.kind <> 'dm' AND c.archived_at IS NULL` + unreadOnly
 	if owner {
 		q += `
-	UNION ALL SELECT ` + unreadCols + ` FROM channels c` + main + `
-	WHERE c.kind <> 'dm' AND c.archived_at IS NULL`
+	UNION ALL ` + cols + ` FROM channels c` + main + `
+	WHERE c.kind <> 'dm' AND c.archived_at IS NULL` + unreadOnly
 	}
 	return q
 }
@@ -207,19 +211,20 @@ func unreadMainSQL(owner bool) string {
 // mentions) or was mentioned in and has not read that far, unless muted (level none). A thread
 // read without following it is not listed: the read positions of a person's channels are most of
 // their rows, and only their own columns (no join) tell the mentioned ones apart.
-const unreadThreadsSQL = `SELECT ` + unreadCols + ` FROM threads t JOIN channels c ON c.id = t.channel_id
+const unreadThreadsSQL = `SELECT c.id, t.id, ` + unreadCounts + ` FROM threads t JOIN channels c ON c.id = t.channel_id
 	LEFT JOIN read_states r ON r.principal_id = ? AND r.thread_id = t.id
 	LEFT JOIN thread_subscriptions s ON s.principal_id = ? AND s.thread_id = t.id
 	WHERE t.id IN (SELECT x.thread_id FROM read_states x WHERE x.principal_id = ? AND x.mention_count > x.mentions_read
 		UNION SELECT y.thread_id FROM thread_subscriptions y WHERE y.principal_id = ? AND y.level <> 'none')
-	AND t.is_main = 0 AND c.archived_at IS NULL AND (s.level IS NULL OR s.level <> 'none')`
+	AND t.is_main = 0 AND c.archived_at IS NULL AND (s.level IS NULL OR s.level <> 'none')` + unreadOnly
 
 // UnreadCandidates implements inbox.Store in two statements, whatever the number of channels.
-func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]inbox.Candidate, error) {
+func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]inbox.Entry, error) {
 	p := string(principalID)
-	out := []inbox.Candidate{}
+	out := []inbox.Entry{}
 	var seen map[kernel.ID]bool // the channels listed, which two grants may show twice
-	for _, q := range []string{unreadMainSQL(owner), unreadThreadsSQL} {
+	for i, q := range []string{unreadMainSQL(owner), unreadThreadsSQL} {
+		threads := i == 1
 		args := make([]any, strings.Count(q, "?"))
 		for i := range args {
 			args[i] = p
@@ -228,19 +233,21 @@ func (s *InboxStore) UnreadCandidates(ctx context.Context, principalID kernel.ID
 		if err != nil {
 			return nil, s.db.mapErr(err, "unread")
 		}
+		var c inbox.Entry
+		var thread kernel.ID
+		dst := []any{&c.ChannelID, &c.UnreadCount, &c.MentionCount, &c.LastMessageID}
+		if threads {
+			dst = []any{&c.ChannelID, &thread, &c.UnreadCount, &c.MentionCount, &c.LastMessageID}
+		}
 		for rows.Next() {
-			var c inbox.Candidate
-			var thread kernel.ID
-			var isMain int
-			if err := rows.Scan(&c.ChannelID, &c.SpaceID, &c.ChannelKind, &thread, &isMain, &c.UnreadCount, &c.MentionCount, &c.LastMessageID); err != nil {
+			c.ThreadID = nil
+			if err := rows.Scan(dst...); err != nil {
 				rows.Close()
 				return nil, s.db.mapErr(err, "unread")
 			}
-			if c.UnreadCount <= 0 {
-				continue
-			}
-			if isMain == 0 {
-				c.ThreadID = &thread
+			if threads {
+				th := thread
+				c.ThreadID = &th
 			} else {
 				if seen[c.ChannelID] {
 					continue

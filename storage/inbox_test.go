@@ -181,12 +181,12 @@ func TestInboxStore(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("candidates %+v, want the channel and the followed thread", got)
 			}
-			byThread := map[bool]inbox.Candidate{}
+			byThread := map[bool]inbox.Entry{}
 			for _, c := range got {
 				byThread[c.ThreadID != nil] = c
 			}
 			ch, th := byThread[false], byThread[true]
-			if ch.UnreadCount != 2 || ch.MentionCount != 1 || ch.LastMessageID != last.ID || ch.SpaceID != e.channel.SpaceID || ch.ChannelKind != "channel" {
+			if ch.UnreadCount != 2 || ch.MentionCount != 1 || ch.LastMessageID != last.ID {
 				t.Fatalf("channel entry %+v, want 2 unread, 1 mention, last %s", ch, last.ID)
 			}
 			if th.ThreadID == nil || *th.ThreadID != tm.ThreadID || th.UnreadCount != 1 || th.MentionCount != 1 || th.LastMessageID != tm2.ID {

@@ -15,6 +15,7 @@
 package inbox
 
 import (
+	"slices"
 	"context"
 	"strconv"
 	"time"
@@ -58,11 +59,11 @@ type Unread struct {
 	MentionCount int64   `json:"mention_count"`
 }
 
-// MarshalJSON writes u as encoding/json would from its tags, without its reflection: a person's
-// answer has an entry per channel with something unread, hundreds of them, and the encoding was a
-// tenth of the request. Ids are UUID text, which needs no escaping.
-func (u Unread) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 64+len(u.Items)*200)
+// AppendJSON appends u as encoding/json would write it from its tags, compact, without its
+// reflection: a person's answer has an entry per channel with something unread, hundreds of
+// them, and the encoding was a tenth of the request. Ids are UUID text, which needs no escaping.
+func (u Unread) AppendJSON(b []byte) []byte {
+	b = slices.Grow(b, 64+len(u.Items)*200)
 	b = append(b, `{"items":[`...)
 	for i, e := range u.Items {
 		if i > 0 {
@@ -88,8 +89,12 @@ func (u Unread) MarshalJSON() ([]byte, error) {
 	b = strconv.AppendInt(b, u.UnreadCount, 10)
 	b = append(b, `,"mention_count":`...)
 	b = strconv.AppendInt(b, u.MentionCount, 10)
-	return append(b, '}'), nil
+	return append(b, '}')
 }
+
+// MarshalJSON is AppendJSON for encoding/json (which compacts it again: the REST answer calls
+// AppendJSON itself).
+func (u Unread) MarshalJSON() ([]byte, error) { return u.AppendJSON(nil), nil }
 
 // Mention is a message that mentions the caller, with whether the caller's read position in its
 // thread has passed it.
@@ -125,20 +130,6 @@ func (p Page) Normalize() (Page, error) {
 // CodeMessageNotInThread refuses a read position at a message that is not one of the thread's.
 var CodeMessageNotInThread = kernel.NewCode("message_not_in_thread", kernel.ClassUnprocessable)
 
-// Candidate is a thread the store found unread for a principal, before authorization: where it
-// is (for Authorize) and its counts.
-type Candidate struct {
-	Entry
-	SpaceID     kernel.ID
-	ChannelKind string
-}
-
-// Resource describes the candidate's channel for Authorize.
-func (c Candidate) Resource() kernel.Resource {
-	return kernel.Resource{Kind: kernel.ResChannel, ID: c.ChannelID, SpaceID: c.SpaceID, ChannelID: c.ChannelID,
-		ChannelKind: c.ChannelKind}
-}
-
 // Store is the inbox's repository. Methods join the Unit of Work of ctx when there is one.
 type Store interface {
 	// MessageThread returns the thread of a message. Errors: not_found.
@@ -159,7 +150,7 @@ type Store interface {
 	// (a subscription of level all or mentions) or has unread mentions in and has not muted
 	// (level none), with their unread and mention counts and newest message. The caller
 	// authorizes each.
-	UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]Candidate, error)
+	UnreadCandidates(ctx context.Context, principalID kernel.ID, owner bool) ([]Entry, error)
 	// Mentions lists up to limit messages that mention principal, newest first, older than
 	// before (NilID: from the newest), leaving out deleted messages and those of archived
 	// channels, each with whether principal's read position in its thread has passed it; more

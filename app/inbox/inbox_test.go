@@ -22,7 +22,7 @@ type memStore struct {
 	positions map[[2]kernel.ID]inbox.ReadState
 	reads     int // calls that read
 	advances  []inbox.ReadState
-	cands     []inbox.Candidate
+	cands     []inbox.Entry
 	mentions  []inbox.Mention // newest first
 }
 
@@ -73,7 +73,7 @@ func (s *memStore) Advance(_ context.Context, who kernel.ID, st inbox.ReadState,
 	return nil
 }
 
-func (s *memStore) UnreadCandidates(context.Context, kernel.ID, bool) ([]inbox.Candidate, error) {
+func (s *memStore) UnreadCandidates(context.Context, kernel.ID, bool) ([]inbox.Entry, error) {
 	return s.cands, nil
 }
 
@@ -235,11 +235,11 @@ func TestOwnMessagesAreRead(t *testing.T) {
 func TestUnread(t *testing.T) {
 	f := newFixture(t)
 	thread := kernel.NewID()
-	f.store.cands = []inbox.Candidate{
-		{Entry: inbox.Entry{ChannelID: f.th.ChannelID, UnreadCount: 3, MentionCount: 1, LastMessageID: f.msgs[2]}},
-		{Entry: inbox.Entry{ChannelID: f.th.ChannelID, ThreadID: &thread, UnreadCount: 2, MentionCount: 2}},
-		{Entry: inbox.Entry{ChannelID: f.hidden, UnreadCount: 5, MentionCount: 5}},
-		{Entry: inbox.Entry{ChannelID: kernel.NewID(), UnreadCount: 0}},
+	f.store.cands = []inbox.Entry{
+		{ChannelID: f.th.ChannelID, UnreadCount: 3, MentionCount: 1, LastMessageID: f.msgs[2]},
+		{ChannelID: f.th.ChannelID, ThreadID: &thread, UnreadCount: 2, MentionCount: 2},
+		{ChannelID: f.hidden, UnreadCount: 5, MentionCount: 5},
+		{ChannelID: kernel.NewID(), UnreadCount: 0},
 	}
 	u, err := f.svc.Unread(context.Background(), pia)
 	if err != nil {
@@ -359,6 +359,9 @@ func TestUnreadJSON(t *testing.T) {
 		}
 		if string(got) != string(want) {
 			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+		if appended := u.AppendJSON([]byte("x")); string(appended) != "x"+string(want) {
+			t.Fatalf("AppendJSON %s, want it after what was there", appended)
 		}
 	}
 }

@@ -124,7 +124,7 @@ func (s *Service) Unread(ctx context.Context, actor kernel.Actor) (Unread, error
 		if c.UnreadCount <= 0 || !vis.Channel(c.ChannelID) {
 			continue
 		}
-		out.Items = append(out.Items, c.Entry)
+		out.Items = append(out.Items, c)
 		out.UnreadCount += c.UnreadCount
 		out.MentionCount += c.MentionCount
 	}

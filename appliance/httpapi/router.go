@@ -401,14 +401,26 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 		w.WriteHeader(status)
 		return
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		writeProblem(w, fmt.Errorf("encode response: %w", err), "")
-		return
+	var b []byte
+	if a, ok := body.(jsonAppender); ok {
+		b = a.AppendJSON(nil)
+	} else {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			writeProblem(w, fmt.Errorf("encode response: %w", err), "")
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// jsonAppender is an answer that writes its own JSON, compact and valid (encoding/json would
+// validate and compact a MarshalJSON's output again, which for a large answer costs more than
+// writing it).
+type jsonAppender interface {
+	AppendJSON(b []byte) []byte
 }
 
 func bearer(r *http.Request) (string, bool) {
