@@ -15,8 +15,8 @@
 package inbox
 
 import (
-	"slices"
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
