@@ -56,6 +56,10 @@ func wire(ctx context.Context, a *App) error {
 	identConfig.LoginFailuresPerIP = a.Config.Auth.LoginMaxFailuresPerAddress
 	identConfig.LoginFailuresPerHandle = a.Config.Auth.LoginMaxFailures
 	identConfig.LoginFailureWindow = a.Config.Auth.LoginFailureWindow
+	// Credentials are kept in memory for a few seconds at most: the wiring below hands identity
+	// every revocation (this process's commits, the log tail's, the permission cache's disabled
+	// principals), so the time only bounds a revocation of another node this one has not read.
+	identConfig.CredentialCacheTTL = credentialCacheTTL
 	ident := identity.New(identity.Deps{
 		Store:  storage.NewIdentityStore(db),
 		UoW:    db,
@@ -167,7 +171,7 @@ func wire(ctx context.Context, a *App) error {
 		CatchUp:   catchUp,
 		Log:       db,
 		Structure: chats,
-		Observer:  observers{az, chats},
+		Observer:  observers{az, chats, ident},
 		Consumers: storage.NewConsumerStore(db),
 		Preparer:  runSvc,
 		Runs:      storage.NewRunStore(db),
@@ -202,7 +206,11 @@ func wire(ctx context.Context, a *App) error {
 		gwConfig.PresenceTTL = a.Config.Cluster.PresenceTTL
 	}
 	gw := gateway.New(gwDeps, gwConfig)
-	az.OnPrincipalDisabled(gw.PrincipalDisabled)
+	// A disabled principal's connections close, and its credentials leave identity's cache.
+	az.OnPrincipalDisabled(func(id kernel.ID) {
+		ident.ForgetPrincipal(id)
+		gw.PrincipalDisabled(id)
+	})
 	runSvc.OnPatched(gw.RunPatched) // patches are not logged: this is their way to the clients
 	az.OnObserveError(func(seq int64, err error) {
 		a.Logger.Warn("permission cache: loaded again", "seq", seq, "err", err)
@@ -213,6 +221,9 @@ func wire(ctx context.Context, a *App) error {
 	// The writer hands each batch's events to the cache right after COMMIT, so the next batch
 	// decides its units' rights from memory instead of a grants query on the write connection.
 	db.OnCommit(az.ObserveCommitted)
+	// A revocation committed here holds before the request that made it is answered; the log
+	// tail (Observer above) hands identity the revocations of other nodes.
+	db.OnCommit(ident.ObserveCommitted)
 	router.HandleRaw(wstransport.Path, wstransport.NewHandler(gw, wstransport.Options{
 		PublicURL:     a.Config.Server.PublicURL,
 		MaxFrameBytes: a.Config.Gateway.MaxFrameBytes,
@@ -275,6 +286,9 @@ func wire(ctx context.Context, a *App) error {
 // observers hands each event of the log tail to several observers, in order: the permission
 // cache first (the hub decides from it), then chat, which forgets cached thread refs when a
 // channel is archived on any node.
+// credentialCacheTTL is how long identity keeps a resolved session or API token in memory.
+const credentialCacheTTL = 5 * time.Second
+
 type observers []gateway.Observer
 
 func (o observers) Observe(e kernel.LoggedEvent) {

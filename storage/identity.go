@@ -189,7 +189,7 @@ func (s *IdentityStore) LiveSessions(ctx context.Context, principalID kernel.ID,
 
 // The two authentication reads: one row by the unique digest index, joined with the principal.
 const (
-	sessionCredentialQuery = `SELECT s.id, p.id, p.kind, p.handle, p.is_owner
+	sessionCredentialQuery = `SELECT s.id, s.expires_at, p.id, p.kind, p.handle, p.is_owner
 		FROM auth_sessions s JOIN principals p ON p.id = s.principal_id
 		WHERE s.token_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.status = 'active'`
 	tokenCredentialQuery = `SELECT t.id, t.last_used_at, p.id, p.kind, p.handle, p.is_owner
@@ -199,13 +199,14 @@ const (
 
 // SessionCredential implements identity.Store.
 func (s *IdentityStore) SessionCredential(ctx context.Context, hash string, now time.Time) (identity.Credential, error) {
-	var sid, pid, kind, handle string
+	var sid, expires, pid, kind, handle string
 	var owner int
-	if err := s.db.q(ctx).QueryRowContext(ctx, sessionCredentialQuery, hash, fmtTime(now)).Scan(&sid, &pid, &kind, &handle, &owner); err != nil {
+	if err := s.db.q(ctx).QueryRowContext(ctx, sessionCredentialQuery, hash, fmtTime(now)).Scan(&sid, &expires, &pid, &kind, &handle, &owner); err != nil {
 		return identity.Credential{}, s.db.mapErr(err, "session")
 	}
+	until := parseTime(expires)
 	return identity.Credential{Actor: kernel.Actor{ID: kernel.ID(pid), Kind: kernel.PrincipalKind(kind), Handle: handle,
-		IsOwner: owner != 0, SessionID: kernel.ID(sid)}}, nil
+		IsOwner: owner != 0, SessionID: kernel.ID(sid)}, ExpiresAt: &until}, nil
 }
 
 // TokenCredential implements identity.Store.

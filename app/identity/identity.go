@@ -61,6 +61,8 @@ type Credential struct {
 	Actor kernel.Actor
 	// LastUsedAt is the stored last use of an API token (nil for sessions or a fresh token).
 	LastUsedAt *time.Time
+	// ExpiresAt is when a session ends (nil for an API token, which does not).
+	ExpiresAt *time.Time
 }
 
 // SetupState is the instance's first-owner setup.

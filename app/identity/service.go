@@ -36,6 +36,12 @@ type Config struct {
 	// TokenTouchInterval is how stale an API token's last_used_at may get before a request
 	// writes it again: one write per token per interval, not per request.
 	TokenTouchInterval time.Duration
+	// CredentialCacheTTL is how long a resolved session or API token is kept in memory at most;
+	// 0 (the default) turns the cache off, so that every request reads its credential. Only a
+	// wiring that hands the service every revocation may turn it on: the committed events of
+	// this module (ObserveCommitted, and Observe from the log tail for other nodes) and the
+	// principals disabled elsewhere (ForgetPrincipal).
+	CredentialCacheTTL time.Duration
 }
 
 // DefaultConfig returns the identity module's defaults.
@@ -52,6 +58,9 @@ func (c Config) problems() []string {
 	}
 	if c.LoginFailuresPerIP < 0 || c.LoginFailuresPerHandle < 0 {
 		out = append(out, "a login limit must not be negative (0 turns it off)")
+	}
+	if c.CredentialCacheTTL < 0 {
+		out = append(out, "CredentialCacheTTL must not be negative (0 turns the cache off)")
 	}
 	if c.LoginFailureWindow <= 0 {
 		out = append(out, "LoginFailureWindow must be positive")
@@ -95,6 +104,8 @@ type Service struct {
 	dummyHash string
 
 	touched sync.Map // token id → time.Time of this process's last touch
+
+	creds *credCache // nil when CredentialCacheTTL is 0
 }
 
 // New returns the identity service.
@@ -110,6 +121,9 @@ func New(d Deps, cfg Config) *Service {
 	}
 	s := &Service{store: d.Store, uow: d.UoW, events: d.Events, authz: d.Authz, hasher: d.Hasher, bus: d.Bus,
 		clock: d.Clock, cfg: cfg, limiter: NewFailureLimiter(d.Clock, cfg.LoginFailureWindow, cfg.RateLimitMaxKeys)}
+	if cfg.CredentialCacheTTL > 0 {
+		s.creds = newCredCache(cfg.CredentialCacheTTL)
+	}
 	return s
 }
 
@@ -455,24 +469,42 @@ func (s *Service) Authenticate(ctx context.Context, bearer string) (kernel.Actor
 		return kernel.Anonymous, errBadCredentials
 	}
 	if strings.HasPrefix(bearer, APITokenPrefix) {
-		c, err := s.store.TokenCredential(ctx, digest(bearer))
+		c, err := s.credential(ctx, bearer, func(d string, _ time.Time) (Credential, error) { return s.store.TokenCredential(ctx, d) })
 		if err != nil {
-			if kernel.IsCode(err, kernel.CodeNotFound) {
-				return kernel.Anonymous, errBadCredentials
-			}
 			return kernel.Anonymous, err
 		}
 		s.touch(ctx, c)
 		return c.Actor, nil
 	}
-	c, err := s.store.SessionCredential(ctx, digest(bearer), s.clock.Now())
+	c, err := s.credential(ctx, bearer, func(d string, now time.Time) (Credential, error) { return s.store.SessionCredential(ctx, d, now) })
 	if err != nil {
-		if kernel.IsCode(err, kernel.CodeNotFound) {
-			return kernel.Anonymous, errBadCredentials
-		}
 		return kernel.Anonymous, err
 	}
 	return c.Actor, nil
+}
+
+// credential resolves bearer with read, from the cache when it holds it.
+func (s *Service) credential(ctx context.Context, bearer string, read func(digest string, now time.Time) (Credential, error)) (Credential, error) {
+	d, now := digest(bearer), s.clock.Now()
+	var gen uint64
+	if s.creds != nil {
+		var c Credential
+		var ok bool
+		if c, ok, gen = s.creds.get(d, now); ok {
+			return c, nil
+		}
+	}
+	c, err := read(d, now)
+	if err != nil {
+		if kernel.IsCode(err, kernel.CodeNotFound) {
+			return Credential{}, errBadCredentials
+		}
+		return Credential{}, err
+	}
+	if s.creds != nil {
+		s.creds.put(d, c, now, c.ExpiresAt, gen)
+	}
+	return c, nil
 }
 
 // touch records the use of an API token at most once per TokenTouchInterval per token, so that
