@@ -358,15 +358,10 @@
     self.put = function (el, mine) {
       var old = document.getElementById(el.id);
       if (old) {
-        if (old.classList.contains("editing") && !mine) return;
-        var run = el.classList.contains("run"), stale = false;
-        if (run) {
-          if (+el.dataset.updated < +old.dataset.updated) return;
-          stale = +el.dataset.version < +old.dataset.version;
-        } else if (+el.dataset.version < +old.dataset.version) return;
-        if (old.classList.contains("hl")) el.classList.add("hl");
-        keep(function () { old.replaceWith(el); });
-        if (stale) load("runs", el.dataset.runId, self);
+        replace(old, el, mine);
+        // One's own message that the gateway placed before the post answered: the reader
+        // goes to it all the same.
+        if (mine && latest) { toBottom(); showJump(); }
         return;
       }
       if (!latest) return;
@@ -384,6 +379,18 @@
       else if (away && el.classList.contains("msg")) unseen = true;
       showJump();
     };
+
+    function replace(old, el, mine) {
+      if (old.classList.contains("editing") && !mine) return;
+      var run = el.classList.contains("run"), stale = false;
+      if (run) {
+        if (+el.dataset.updated < +old.dataset.updated) return;
+        stale = +el.dataset.version < +old.dataset.version;
+      } else if (+el.dataset.version < +old.dataset.version) return;
+      if (old.classList.contains("hl")) el.classList.add("hl");
+      keep(function () { old.replaceWith(el); });
+      if (stale) load("runs", el.dataset.runId, self);
+    }
 
     // Run updates (docs/gateway.md): a patch applies on its base version, a whole document
     // replaces, an old frame is dropped, and a gap reads the card again.
