@@ -127,14 +127,34 @@ func Get(ctx context.Context, c *http.Client, base, token, path string, out any)
 	return call(ctx, c, http.MethodGet, base, token, path, nil, out)
 }
 
+// GetBody GETs path as Get does and returns the answer's body unread, so that a latency measured
+// around it ends at the last byte and leaves the client's decoding out.
+func GetBody(ctx context.Context, c *http.Client, base, token, path string) ([]byte, error) {
+	return roundTrip(ctx, c, http.MethodGet, base, token, path, nil)
+}
+
 func call(ctx context.Context, c *http.Client, method, base, token, path string, in []byte, out any) error {
+	b, err := roundTrip(ctx, c, method, base, token, path, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// roundTrip sends one request and returns the body of a 2xx answer.
+func roundTrip(ctx context.Context, c *http.Client, method, base, token, path string, in []byte) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
 		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -144,22 +164,17 @@ func call(ctx context.Context, c *http.Client, method, base, token, path string,
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, Snippet(b))
+		return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, Snippet(b))
 	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("%s %s: %w", method, path, err)
-		}
-	}
-	return nil
+	return b, nil
 }
 
 // Snippet is the start of an answer's body for an error message.
