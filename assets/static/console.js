@@ -495,6 +495,8 @@
     function openForm(msg, url, replaceBody) {
       closeForm(msg);
       return send(url).then(function (h) {
+        // A newer rendering of the message may have replaced it while the form loaded.
+        if (msg.id && !msg.isConnected) msg = document.getElementById(msg.id) || msg;
         var f = first(h), body = $(msg, "message-body");
         keep(function () {
           msg.classList.add("editing");
@@ -514,7 +516,7 @@
     function inPlace(msg, url, replaceBody) {
       openForm(msg, url, replaceBody).then(function (f) {
         f.querySelector("textarea").addEventListener("keydown", function (e) {
-          if (e.key === "Escape") { e.preventDefault(); closeForm(msg); if (input) input.focus(); }
+          if (e.key === "Escape") { e.preventDefault(); closeForm(f.closest(".msg") || msg); if (input) input.focus(); }
           else if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); f.requestSubmit(); }
         });
       }, function (err) { say(msg, err.message); });
