@@ -56,10 +56,11 @@ func wire(ctx context.Context, a *App) error {
 	identConfig.LoginFailuresPerIP = a.Config.Auth.LoginMaxFailuresPerAddress
 	identConfig.LoginFailuresPerHandle = a.Config.Auth.LoginMaxFailures
 	identConfig.LoginFailureWindow = a.Config.Auth.LoginFailureWindow
-	// Credentials are kept in memory for a few seconds at most: the wiring below hands identity
-	// every revocation (this process's commits, the log tail's, the permission cache's disabled
-	// principals), so the time only bounds a revocation of another node this one has not read.
-	identConfig.CredentialCacheTTL = credentialCacheTTL
+	// Credentials are kept in memory for a few seconds at most (auth.credential_cache_ttl): the
+	// wiring below hands identity every revocation (this process's commits, the log tail's, the
+	// permission cache's disabled principals), so the time only bounds a revocation of another
+	// node this one has not read yet.
+	identConfig.CredentialCacheTTL = a.Config.Auth.CredentialCacheTTL
 	ident := identity.New(identity.Deps{
 		Store:  storage.NewIdentityStore(db),
 		UoW:    db,
@@ -286,9 +287,6 @@ func wire(ctx context.Context, a *App) error {
 // observers hands each event of the log tail to several observers, in order: the permission
 // cache first (the hub decides from it), then chat, which forgets cached thread refs when a
 // channel is archived on any node.
-// credentialCacheTTL is how long identity keeps a resolved session or API token in memory.
-const credentialCacheTTL = 5 * time.Second
-
 type observers []gateway.Observer
 
 func (o observers) Observe(e kernel.LoggedEvent) {

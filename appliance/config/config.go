@@ -118,6 +118,9 @@ type AuthConfig struct {
 	// LoginMaxFailuresPerAddress bounds the failed logins of one address over all handles.
 	LoginMaxFailuresPerAddress int
 	LoginFailureWindow         time.Duration
+	// CredentialCacheTTL bounds how long a node keeps a checked session or API token in memory;
+	// 0 reads the credential at every request.
+	CredentialCacheTTL time.Duration
 }
 
 // SyncConfig is the sync.* group.

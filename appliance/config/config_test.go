@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 			IdleInTxTimeout: 0, TxRetryMax: 3},
 		HTTP: HTTPConfig{MaxJSONBodyBytes: 1048576, MaxJSONDepth: 32, RequestTimeout: 30 * time.Second,
 			ReadHeaderTimeout: 5 * time.Second, BodyReadTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
-		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginMaxFailuresPerAddress: 30, LoginFailureWindow: 10 * time.Minute},
+		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginMaxFailuresPerAddress: 30, LoginFailureWindow: 10 * time.Minute, CredentialCacheTTL: 5 * time.Second},
 		Sync: SyncConfig{OutboundQueueMax: 1024, RunPatchCoalesceInterval: 50 * time.Millisecond, IdempotencyKeyTTL: 24 * time.Hour, IdempotencyCleanupInterval: time.Hour,
 			IdempotencyCleanupBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,

@@ -139,6 +139,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Auth.LoginMaxFailuresPerAddress }, check: between(1, 1000000)},
 	{name: "auth.login_failure_window", def: dur(identityDefaults.LoginFailureWindow), kind: kindDuration,
 		field: func(c *Config) any { return &c.Auth.LoginFailureWindow }, check: positive},
+	{name: "auth.credential_cache_ttl", def: "5s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Auth.CredentialCacheTTL }, check: durationBetween(0, time.Minute)},
 
 	{name: "sync.outbound_queue_max", def: num(gatewayDefaults.OutboundQueueMax), kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.OutboundQueueMax }, check: between(2, 1<<20)},
