@@ -8,7 +8,8 @@ import (
 
 // TestBrowserPins pins and unpins a message from the console, in a real Chromium on each
 // engine: the message's Pin leads to a page whose form pins it, the thread comes back with the message marked and the
-// channel header's "Pinned" listing it, and Unpin takes it off again; the REST API sees the same.
+// channel header's "Pinned" listing it, and Unpin takes it off again; the REST API sees the same;
+// a pin made elsewhere shows live.
 func TestBrowserPins(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, false, func(t *testing.T, eng engine) {
@@ -69,6 +70,15 @@ func TestBrowserPins(t *testing.T) {
 			if n := pins(); n != 0 {
 				t.Fatalf("the API lists %d pins", n)
 			}
+		})
+
+		step(t, b, "a pin another person makes shows in the header and on the message live, and so does its removal", func(t *testing.T, b *tab) {
+			b.waitFor(testID("thread", `[data-live="1"]`))
+			w.in.owner.do(t, http.MethodPut, api("messages", m.ID, "pin"), nil).want(t, http.StatusOK)
+			b.until("the header counts the owner's pin", `document.querySelector('[data-testid="channel-pins"] summary').textContent === "Pinned (1)"`)
+			b.waitFor(msgSel(m.ID) + " " + testID("message-pinned"))
+			w.in.owner.do(t, http.MethodDelete, api("messages", m.ID, "pin"), nil).want(t, http.StatusNoContent)
+			b.until("the header is empty again", `document.querySelector('[data-testid="channel-pins"] summary').textContent === "Pinned (0)"`)
 		})
 	})
 }

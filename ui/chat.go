@@ -56,6 +56,7 @@ func (con *Console) chatRoutes() {
 	c := &chatView{Console: con}
 	c.handle("GET /console/chat", signedIn, c.chatHome)
 	c.handle("GET /console/channels/{id}", signedIn, c.channelPage)
+	c.handle("GET /console/channels/{id}/pins", signedIn, c.pinsFragment)
 	c.handle("GET /console/threads/{id}", signedIn, c.threadPage)
 	c.handle("POST /console/threads/{id}/messages", signedIn, c.postMessage)
 	c.handle("POST /console/channels/{id}/threads", signedIn, c.startThread)

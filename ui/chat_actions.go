@@ -450,6 +450,20 @@ func pinnedSet(pins []messaging.PinnedMessage) map[kernel.ID]bool {
 const pinTextRunes = 80
 
 // pinViews are the channel's pins as its header lists them, newest first.
+// pinsFragment is a channel's pins as its header shows them (ListPins: 404 for a channel the
+// person may not read).
+func (c *chatView) pinsFragment(rq *request) error {
+	id, err := c.chatID(rq)
+	if err != nil {
+		return err
+	}
+	pins, err := c.d.Messages.ListPins(rq.ctx(), rq.actor, id)
+	if err != nil {
+		return err
+	}
+	return c.render(rq, http.StatusOK, pages.Pinned(pinViews(pins)))
+}
+
 func pinViews(pins []messaging.PinnedMessage) []pages.PinView {
 	out := make([]pages.PinView, 0, len(pins))
 	for _, p := range pins {

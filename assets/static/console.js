@@ -191,8 +191,25 @@
   function onEvent(e) {
     var d = e.data || {}, m = mountFor(e.thread_id || d.thread_id);
     if (e.type === "read_state.updated" || (e.type === "message.created" && !m && d.author_id !== me)) unreadSoon();
+    if (e.type === "message.pinned" || e.type === "message.unpinned") pinsOf(d.channel_id);
     replies(e, d);
     if (m) m.event(e, d);
+  }
+
+  // A pin made or taken off anywhere in the channel: its header's Pinned is read again (and
+  // stays open if it was).
+  function pinsOf(channelID) {
+    var id = String(channelID || "").replace(/[^0-9a-f-]/g, "");
+    var els = document.querySelectorAll('[data-testid="thread"][data-channel-id="' + id + '"] [data-testid="channel-pins"]');
+    if (!id || !els.length) return;
+    send("/console/channels/" + id + "/pins").then(function (h) {
+      Array.prototype.forEach.call(els, function (old) {
+        var el = first(h);
+        if (!el || !old.isConnected) return;
+        el.open = old.open;
+        old.replaceWith(el);
+      });
+    }, function () {});
   }
 
   // The gateway: identify by the cookie, focus the thread, resume from the last seq after a
@@ -452,7 +469,7 @@
           load("messages", d.id, self);
           break;
         case "message.updated": case "message.deleted": load("messages", d.id); break;
-        case "reaction.added": case "reaction.removed": load("messages", d.message_id); break;
+        case "reaction.added": case "reaction.removed": case "message.pinned": case "message.unpinned": load("messages", d.message_id); break;
         case "run.state_changed": load("runs", d.id, self); break;
         case "run.updated": applyRun(d); break;
         case "typing.started": typed(d.principal_id); break;
