@@ -546,3 +546,30 @@ func TestNotifierTakesCommittedEvents(t *testing.T) {
 		}
 	})
 }
+
+// A notifier that jumps to another node's cursor has not read the level changes up to there:
+// it reads every channel's choosers again.
+func TestNotifierForgetsChoosersAtAnotherNodesCursor(t *testing.T) {
+	ctx := context.Background()
+	w := newNotifierWorld(t)
+	names := map[kernel.ID]string{w.ann: "ann", w.ben: "ben", w.cat: "cat"}
+	w.n = notify.NewNotifier(notify.NotifierDeps{Log: w.log, Store: w.store, Threads: w.threads, DMs: fakeDMs{},
+		Authz: w.az, UoW: w.tx, Events: w.tx, BatchSize: 1})
+	if err := w.n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.post(t, w.ann, w.main, "@ben first", w.ben) // the channel's choosers are read: nobody
+	if got := to(t, w.step(t), names); !slices.Equal(got, []string{"ben:mention"}) {
+		t.Fatalf("first: got %v", got)
+	}
+	w.post(t, w.ann, w.main, "@ben raced", w.ben)
+	w.setLevel(t, w.cat, notify.LevelAll) // after the raced message: this node never reads it
+	*w.store.cursor = int64(len(w.log.evs))
+	if got := w.step(t); len(got) != 0 {
+		t.Fatalf("raced: got %v", to(t, got, names))
+	}
+	w.post(t, w.ann, w.main, "after")
+	if got := to(t, w.step(t), names); !slices.Equal(got, []string{"cat:all"}) {
+		t.Fatalf("after the jump: got %v, want cat:all", got)
+	}
+}
