@@ -49,6 +49,24 @@ type RunPatch struct {
 	Steps        []RunStep
 	Output       *string
 	OutputAppend string
+	// Usage reports what the run consumed so far, cumulative over the run (the totals, not
+	// the increase since the last patch); nil reports nothing. The server counts it against
+	// the agent's budget.
+	Usage *RunUsage
+}
+
+// RunUsage is a run's consumption: tokens in and out, and what they cost in US dollars.
+type RunUsage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// InvocationCommand is the slash command that invoked the agent ("/name args"): Name without
+// the slash or the @handle, Args the rest of the message's first line after it, trimmed.
+type InvocationCommand struct {
+	Name string `json:"name"`
+	Args string `json:"args"`
 }
 
 // RunDocument is what a run shows while it works.
@@ -99,6 +117,7 @@ type Agent struct {
 	running   map[string]context.CancelCauseFunc // run id → cancel of its handler
 	cancelled map[string]bool                    // cancel requests seen before their handler ran
 	flight    *flight                            // the handlers of the Run that runs, or nil
+	approvals approvals                          // RequestApproval's waiters
 }
 
 // NewAgent returns an agent of the instance at baseURL that authenticates with its API token.
@@ -205,6 +224,9 @@ func (a *Agent) peek(ev Event) {
 			f.deliver(ev)
 		}
 		return
+	case "approval.decided":
+		a.approvalDecided(ev)
+		return
 	case "run.cancel_requested":
 	default:
 		return
@@ -226,22 +248,23 @@ func (a *Agent) peek(ev Event) {
 
 func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Context, *Invocation) error) error {
 	var d struct {
-		RunID     string    `json:"run_id"`
-		ThreadID  string    `json:"thread_id"`
-		ChannelID string    `json:"channel_id"`
-		SpaceID   string    `json:"space_id"`
-		MessageID string    `json:"message_id"`
-		InvokedBy string    `json:"invoked_by"`
-		Token     string    `json:"invocation_token"`
-		ExpiresAt time.Time `json:"expires_at"`
-		Content   *string   `json:"content"`
+		RunID     string             `json:"run_id"`
+		ThreadID  string             `json:"thread_id"`
+		ChannelID string             `json:"channel_id"`
+		SpaceID   string             `json:"space_id"`
+		MessageID string             `json:"message_id"`
+		InvokedBy string             `json:"invoked_by"`
+		Token     string             `json:"invocation_token"`
+		ExpiresAt time.Time          `json:"expires_at"`
+		Content   *string            `json:"content"`
+		Command   *InvocationCommand `json:"command"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.RunID == "" {
 		return fmt.Errorf("client: agent.invocation %d does not decode: %w", ev.Seq, err)
 	}
 	inv := &Invocation{
 		a: a, Seq: ev.Seq, RunID: d.RunID, ThreadID: d.ThreadID, ChannelID: d.ChannelID,
-		SpaceID: d.SpaceID, InvokedBy: d.InvokedBy, token: d.Token, expiresAt: d.ExpiresAt,
+		SpaceID: d.SpaceID, InvokedBy: d.InvokedBy, Command: d.Command, token: d.Token, expiresAt: d.ExpiresAt,
 	}
 	inv.Message.ID, inv.Message.ThreadID = d.MessageID, d.ThreadID
 	if d.Content != nil {
@@ -315,6 +338,9 @@ type Invocation struct {
 	InvokedBy string
 	// Message is the message that invoked the agent, its content included.
 	Message Message
+	// Command is the slash command the message invoked the agent with, nil for a mention or
+	// any other invocation.
+	Command *InvocationCommand
 
 	mu        sync.Mutex
 	token     string
@@ -433,6 +459,9 @@ func (inv *Invocation) Update(ctx context.Context, patch RunPatch) (Run, error) 
 	}
 	if patch.OutputAppend != "" {
 		body["output_append"] = patch.OutputAppend
+	}
+	if patch.Usage != nil {
+		body["usage"] = patch.Usage
 	}
 	var r Run
 	if err := inv.call(ctx, http.MethodPatch, inv.runPath(""), body, &r); err != nil {

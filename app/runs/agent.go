@@ -91,7 +91,9 @@ func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 		return err
 	})
 	if err == nil && s.onPatched != nil {
-		// The request may end the moment it is answered; the fan-out must not end with it.
+		// The request may end the moment it is answered; the fan-out must not end with it. The
+		// usage is the agent's owner's business, not the thread's: run.updated leaves it out.
+		p.Usage = nil
 		s.onPatched(context.WithoutCancel(ctx), Patched{Run: out, Patch: p})
 	}
 	return out, err

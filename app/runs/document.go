@@ -108,6 +108,9 @@ type Patch struct {
 	// OutputAppend is appended to the output, after Output. A string rather than a pointer
 	// because appending nothing and not appending are the same.
 	OutputAppend string `json:"output_append,omitempty"`
+	// Usage is what the run has consumed so far, cumulative (not a delta); nil reports nothing.
+	// It is no part of the document: the run keeps it beside it, and run.updated does not carry it.
+	Usage *Usage `json:"usage,omitempty"`
 
 	// span is how many versions the patch advances the document by: 0 (read as 1) for a patch
 	// as an agent sends it, more for one Merge made. Unexported, so that no request body can
@@ -277,7 +280,13 @@ func checkPatch(p Patch) error {
 			return err
 		}
 	}
-	return checkText("output_append", p.OutputAppend, MaxOutputBytes)
+	if err := checkText("output_append", p.OutputAppend, MaxOutputBytes); err != nil {
+		return err
+	}
+	if p.Usage != nil {
+		return p.Usage.check()
+	}
+	return nil
 }
 
 func stepField(i int, name string) string { return fmt.Sprintf("steps[%d].%s", i, name) }

@@ -191,8 +191,11 @@ func TestAgentRunRoutes(t *testing.T) {
 			body: `{"version":1,"status":"Thinking","output_append":"hel"}`, status: http.StatusOK, fields: map[string]any{"version": 1.0}},
 		{name: "a patch out of order is a conflict", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
 			body: `{"version":3}`, status: http.StatusConflict, fields: map[string]any{"code": "run_version_conflict"}},
-		{name: "the next patch", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
-			body: `{"version":2,"output_append":"lo"}`, status: http.StatusOK, fields: map[string]any{"version": 2.0}},
+		{name: "a patch with a negative usage is refused", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":2,"usage":{"input_tokens":-1,"output_tokens":0,"cost_usd":0}}`, status: http.StatusBadRequest,
+			fields: map[string]any{"code": "validation_failed"}},
+		{name: "the next patch, with the usage so far", as: "echo", method: "PATCH", path: "/api/v1/runs/{run.id}", header: tok,
+			body: `{"version":2,"output_append":"lo","usage":{"input_tokens":10,"output_tokens":2,"cost_usd":0.01}}`, status: http.StatusOK, fields: map[string]any{"version": 2.0}},
 		{name: "a reader sees the document so far", as: "pia", method: "GET", path: "/api/v1/runs/{run.id}", status: http.StatusOK,
 			check: func(t *testing.T, api *chatAPI, body []byte) {
 				var r struct{ Document map[string]any }
