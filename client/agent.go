@@ -117,6 +117,7 @@ type Agent struct {
 	running   map[string]context.CancelCauseFunc // run id → cancel of its handler
 	cancelled map[string]bool                    // cancel requests seen before their handler ran
 	flight    *flight                            // the handlers of the Run that runs, or nil
+	approvals approvals                          // RequestApproval's waiters
 }
 
 // NewAgent returns an agent of the instance at baseURL that authenticates with its API token.
@@ -222,6 +223,9 @@ func (a *Agent) peek(ev Event) {
 		if f != nil && ev.Seq > a.c.Cursor() {
 			f.deliver(ev)
 		}
+		return
+	case "approval.decided":
+		a.approvalDecided(ev)
 		return
 	case "run.cancel_requested":
 	default:
