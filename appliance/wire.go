@@ -144,6 +144,8 @@ func wire(ctx context.Context, a *App) error {
 		Logger:      a.Logger,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
+	// The public keys of invocation tokens, for adapters that verify a token themselves.
+	router.Handle(httpapi.JWKSRoutes(az, keys)...)
 	router.Handle(httpapi.IdentityRoutes(ident)...)
 	// The instance's settings (its name) and the owner's overview numbers, for the console.
 	inst := instance.New(instance.Deps{Store: storage.NewInstanceStore(db), UoW: db, Events: db, Authz: az})

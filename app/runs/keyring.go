@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -295,4 +296,48 @@ func loadKey(s SigningKey) (*loadedKey, error) {
 	priv := ed25519.NewKeyFromSeed(s.Seed)
 	return &loadedKey{kid: s.KID, priv: priv, pub: priv.Public().(ed25519.PublicKey), createdAt: s.CreatedAt,
 		retiredAt: s.RetiredAt}, nil
+}
+
+// PublicKey is a public key of the instance that verifies invocation tokens, as published in the
+// instance's JSON Web Key Set: the current key and the retired ones still within their window.
+type PublicKey struct {
+	KID       string
+	Key       ed25519.PublicKey
+	CreatedAt time.Time
+	// RetiredAt is nil for the key that signs now; a retired key is listed until it stops
+	// verifying, at RetiredAt plus the keyring's VerifyWindow.
+	RetiredAt *time.Time
+}
+
+// PublicKeys returns the keys that verify a token now, the current one first and then the
+// retired ones newest first, reading them again when the keyring's copy is stale (as Signer
+// does, so that the first call makes the first key). An adapter that verifies tokens itself
+// needs exactly these: a key is listed from the moment it may sign until the last token it
+// signed has expired. Errors: internal.
+func (k *Keyring) PublicKeys(ctx context.Context) ([]PublicKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	if k.stale(now) {
+		if err := k.load(ctx, now); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PublicKey, 0, len(k.keys))
+	for _, key := range k.keys {
+		if key.retiredAt != nil && !now.Before(key.retiredAt.Add(k.window)) {
+			continue
+		}
+		out = append(out, PublicKey{KID: key.kid, Key: key.pub, CreatedAt: key.createdAt, RetiredAt: key.retiredAt})
+	}
+	slices.SortFunc(out, func(a, b PublicKey) int {
+		if (a.RetiredAt == nil) != (b.RetiredAt == nil) {
+			if a.RetiredAt == nil {
+				return -1
+			}
+			return 1
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
+	return out, nil
 }

@@ -353,3 +353,54 @@ func TestSigningKeyRotation(t *testing.T) {
 		}
 	})
 }
+
+func TestKeyringPublicKeys(t *testing.T) {
+	t.Run("the first read makes the key that signs and lists it alone", func(t *testing.T) {
+		f := mustRuns(t)
+		a := mustKeyNode(t, f, &fakeKeys{})
+		keys, err := a.keys.PublicKeys(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		priv, kid, err := a.keys.Signer(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 || keys[0].KID != kid || keys[0].RetiredAt != nil || !keys[0].Key.Equal(priv.Public()) {
+			t.Fatalf("keys %+v, want the signer %s alone", keys, kid)
+		}
+	})
+
+	t.Run("a retired key is listed after the current one until its window ends", func(t *testing.T) {
+		f := mustRuns(t)
+		a := mustKeyNode(t, f, &fakeKeys{})
+		_, kid1, err := a.keys.Signer(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(testRotation)
+		r := a.rotate(t)
+		if !r.Rotated {
+			t.Fatalf("rotation %+v", r)
+		}
+		keys, err := a.keys.PublicKeys(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 2 || keys[0].KID != r.KID || keys[0].RetiredAt != nil || keys[1].KID != kid1 || keys[1].RetiredAt == nil {
+			t.Fatalf("keys %+v, want %s then the retired %s", keys, r.KID, kid1)
+		}
+		f.clock.Advance(a.keys.VerifyWindow() - time.Second)
+		if keys, _ := a.keys.PublicKeys(bg); len(keys) != 2 {
+			t.Fatalf("a second before the window ends: %d keys, want 2", len(keys))
+		}
+		f.clock.Advance(time.Second)
+		keys, err = a.keys.PublicKeys(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 1 || keys[0].KID != r.KID {
+			t.Fatalf("after the window: keys %+v, want %s alone", keys, r.KID)
+		}
+	})
+}
