@@ -208,6 +208,13 @@ type Fanout struct {
 	Drain              time.Duration
 	ServerCPU          gatewaybench.CPUReader
 	BackgroundWorkers  int
+	// TokenRate, when set, makes each run stream tokens of AppendBytes at this many a second,
+	// as a model does, instead of patching every PatchMin to PatchMax: the agent sends the first
+	// token at once and then each patch Coalesce after the first token it holds, with every token
+	// due by then, as `bothy agent llm` does. The latency is then measured per token, from the
+	// moment the model gave it.
+	TokenRate float64
+	Coalesce  time.Duration
 }
 
 // Fanned is what a fan-out measured.
@@ -227,6 +234,12 @@ type Fanned struct {
 	// ServerCPU and LoadCPU are CPU time per patch, from the first patch to the last version
 	// at the last client (background messages included).
 	ServerCPU, LoadCPU time.Duration
+	// With a TokenRate: TokenLatency is, for every measured token at every client, the first
+	// receipt of a version holding it − the moment the model gave it; Tokens the tokens sent
+	// (all) and ServerCPUPerToken the server's CPU time per token.
+	TokenLatency      measure.Latencies
+	Tokens            int
+	ServerCPUPerToken time.Duration
 }
 
 // RunFanout connects and focuses the clients, makes the runs by mentioning the agent (who gets
@@ -235,6 +248,9 @@ type Fanned struct {
 func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a Agent, cfg Fanout) (Fanned, error) {
 	if cfg.Runs < 1 || cfg.Clients < 1 || cfg.PatchMin <= 0 || cfg.PatchMax < cfg.PatchMin || cfg.Duration <= 0 {
 		return Fanned{}, errors.New("agentsbench: a fan-out needs runs, clients, a patch interval and a duration")
+	}
+	if cfg.TokenRate < 0 || (cfg.TokenRate > 0 && cfg.Coalesce < 0) {
+		return Fanned{}, errors.New("agentsbench: a token stream needs a positive rate and a coalescing interval of 0 or more")
 	}
 	var (
 		mu   sync.Mutex
@@ -296,6 +312,10 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 	errs := make([]error, len(ag)+1)
 	if err == nil {
 		for r, run := range ag {
+			if cfg.TokenRate > 0 {
+				wg.Go(func() { errs[r] = run.streamUntil(ctx, c, in.Base, a.Token, cfg, start, end) })
+				continue
+			}
 			wg.Go(func() { errs[r] = run.patchUntil(ctx, c, in.Base, a.Token, cfg, start, end) })
 		}
 		if bg != nil {
@@ -330,10 +350,17 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 		return Fanned{}, err
 	}
 	out := Fanned{Elapsed: last.Sub(start)}
-	var lat, patch []time.Duration
+	var lat, patch, tokLat []time.Duration
 	frames := int64(0)
+	var gap time.Duration
+	if cfg.TokenRate > 0 {
+		gap = time.Duration(float64(time.Second) / cfg.TokenRate)
+	}
 	for _, run := range ag {
 		out.Patches += int(run.version)
+		for _, n := range run.tokens {
+			out.Tokens += int(n)
+		}
 		for v := 1; v <= int(run.version); v++ {
 			if run.sentAt[v] >= measureFrom.UnixNano() {
 				patch = append(patch, run.took[v])
@@ -356,6 +383,12 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 					return Fanned{}, fmt.Errorf("client %d got version %d of run %d before the agent sent it", i, v, r)
 				}
 				lat = append(lat, d)
+				if cfg.TokenRate > 0 {
+					// The tokens of version v were given one gap apart from its first.
+					for j := range int64(run.tokens[v]) {
+						tokLat = append(tokLat, time.Duration(l.firstAt[v]-run.firstToken[v]-j*int64(gap)))
+					}
+				}
 			}
 		}
 	}
@@ -367,6 +400,10 @@ func RunFanout(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 	out.FramesPerPatch = float64(frames) / float64(len(ws)) / float64(out.Patches)
 	out.ServerCPU = (cpu1 - cpu0) / time.Duration(out.Patches)
 	out.LoadCPU = (own1 - own0) / time.Duration(out.Patches)
+	if cfg.TokenRate > 0 {
+		out.TokenLatency = measure.Summarise(tokLat)
+		out.ServerCPUPerToken = (cpu1 - cpu0) / time.Duration(max(1, out.Tokens))
+	}
 	return out, nil
 }
 
@@ -439,6 +476,10 @@ type agentRun struct {
 	version   int64
 	sentAt    []int64
 	took      []time.Duration
+	// With a token stream, per version: when the model gave its first token (unix
+	// nanoseconds) and how many tokens it carries.
+	firstToken []int64
+	tokens     []int32
 }
 
 // startRuns posts one message mentioning the agent per run into the thread (as the people in
@@ -471,7 +512,8 @@ func startRuns(ctx context.Context, c *http.Client, in gatewaybench.Instance, a 
 		if inv.ThreadID != cfg.Thread {
 			return nil, fmt.Errorf("run %d is in thread %s, not %s", i, inv.ThreadID, cfg.Thread)
 		}
-		out[i] = &agentRun{id: inv.RunID, token: inv.Token, sentAt: make([]int64, 1, 1024), took: make([]time.Duration, 1, 1024)}
+		out[i] = &agentRun{id: inv.RunID, token: inv.Token, sentAt: make([]int64, 1, 1024), took: make([]time.Duration, 1, 1024),
+			firstToken: make([]int64, 1, 1024), tokens: make([]int32, 1, 1024)}
 		if err := agentCall(ctx, c, http.MethodPost, in.Base+"/api/v1/runs/"+inv.RunID+"/start", a.Token, inv.Token, nil); err != nil {
 			return nil, fmt.Errorf("start run %d: %w", i, err)
 		}
@@ -508,6 +550,48 @@ func (r *agentRun) patchUntil(ctx context.Context, c *http.Client, base, token s
 		}
 	}
 	return nil
+}
+
+// streamUntil streams tokens into the run until end: token k is given by the model at a random
+// offset plus k/TokenRate; the first token is sent at once, every later patch Coalesce after the
+// first token it holds, carrying every token given by the time it is sent (more when the patch
+// before it took long). Each token is AppendBytes of output_append.
+func (r *agentRun) streamUntil(ctx context.Context, c *http.Client, base, token string, cfg Fanout, start, end time.Time) error {
+	url := base + "/api/v1/runs/" + r.id
+	gap := time.Duration(float64(time.Second) / cfg.TokenRate)
+	t0 := start.Add(time.Duration(rand.Int64N(int64(gap))))
+	word := bytes.Repeat([]byte("x"), max(0, cfg.AppendBytes-1))
+	var text []byte
+	for k := int64(0); ; {
+		first := t0.Add(time.Duration(k) * gap)
+		if !first.Before(end) {
+			return nil
+		}
+		flush := first
+		if k > 0 {
+			flush = first.Add(cfg.Coalesce)
+		}
+		if d := time.Until(flush); d > 0 {
+			time.Sleep(d)
+		}
+		now := time.Now()
+		n := max(1, int64(now.Sub(first)/gap)+1)
+		text = text[:0]
+		for range n {
+			text = append(append(text, word...), ' ')
+		}
+		v := r.version + 1
+		body := fmt.Appendf(nil, `{"version":%d,"output_append":"%s"}`, v, text)
+		if err := agentCall(ctx, c, http.MethodPatch, url, token, r.token, body); err != nil {
+			return fmt.Errorf("patch version %d of run %s: %w", v, r.id, err)
+		}
+		r.sentAt = append(r.sentAt, now.UnixNano())
+		r.took = append(r.took, time.Since(now))
+		r.firstToken = append(r.firstToken, first.UnixNano())
+		r.tokens = append(r.tokens, int32(n))
+		r.version = v
+		k += n
+	}
 }
 
 // agentCall sends one of the agent's run calls with its API token and the run's invocation

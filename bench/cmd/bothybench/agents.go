@@ -69,6 +69,8 @@ func agentsRuns(fs *flag.FlagSet) runFunc {
 	appendBytes := fs.Int("append", 24, "bytes of output_append per patch")
 	background := fs.Float64("background", 0, "ordinary messages per second into the thread meanwhile (0: none)")
 	drain := fs.Duration("drain", 10*time.Second, "how long the clients may take after the last patch to have every version")
+	tokenRate := fs.Float64("token-rate", 0, "stream tokens of -append bytes at this many a second per run instead of patching every -patch-min to -patch-max (0: patches)")
+	coalesce := fs.Duration("coalesce", 50*time.Millisecond, "with -token-rate: each patch after the first waits this long after the first token it holds")
 	return func(ctx context.Context, r *runner, out io.Writer) error {
 		ns, a, err := r.startAgent(ctx)
 		if err != nil {
@@ -78,9 +80,19 @@ func agentsRuns(fs *flag.FlagSet) runFunc {
 			Thread: ns.inst.Threads[0], Clients: *clients, ConnectParallel: 32, Runs: *runs,
 			PatchMin: *patchMin, PatchMax: *patchMax, AppendBytes: *appendBytes,
 			Warmup: *r.warmup, Duration: *r.duration, BackgroundRate: *background, BackgroundWorkers: 8, Drain: *drain,
-			ServerCPU: ns.servers[0].CPU})
+			ServerCPU: ns.servers[0].CPU, TokenRate: *tokenRate, Coalesce: *coalesce})
 		if err != nil {
 			return fmt.Errorf("%w\n%s", err, ns.logs())
+		}
+		if *tokenRate > 0 {
+			name := fmt.Sprintf("agents/%sstream/%d-runs-%gtok/s-%d-focused", r.prefix(), *runs, *tokenRate, *clients)
+			latencies(out, name+"/token", res.TokenLatency)
+			measure.Result(out, name+"/server-cpu-per-token", us(res.ServerCPUPerToken), "µs/token")
+			measure.Result(out, name+"/tokens", float64(res.Tokens)/res.Elapsed.Seconds(), "tokens/s")
+			measure.Result(out, name+"/tokens-per-patch", float64(res.Tokens)/float64(res.Patches), "tokens")
+			measure.Result(out, name+"/patch-p99", measure.Ms(res.Patch.P99), "ms")
+			measure.Result(out, name+"/server-cpu", us(res.ServerCPU), "µs/patch")
+			return nil
 		}
 		name := fmt.Sprintf("agents/%srun-patch/%d-focused-%d-runs", r.prefix(), *clients, *runs)
 		if *background > 0 {
