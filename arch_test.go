@@ -74,7 +74,7 @@ func TestDomainImportsNoAdapters(t *testing.T) {
 func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 	home := map[string][]string{
 		"modernc.org/sqlite":   {module + "/storage/sqlite"},
-		"go.yaml.in/yaml/v3":   {module + "/appliance/config"},
+		"go.yaml.in/yaml/v3":   {module + "/appliance/config", module + "/agents/llm"},
 		"golang.org/x/crypto/": {module + "/appliance/passwords"},
 		// The gateway's transport in the server; the Go client for bot developers is a program
 		// of its own and speaks WebSocket with the same library.
@@ -95,6 +95,31 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The client and the agents built on it (agents/) are what a bot developer could write outside
+// the project: they speak the public API (REST, the gateway) and import none of the server's
+// packages, only the client and one another.
+func TestClientAndAgentsUseOnlyThePublicAPI(t *testing.T) {
+	found := false
+	for _, p := range listPackages(t) {
+		isClient := p.ImportPath == module+"/client"
+		if !isClient && !strings.HasPrefix(p.ImportPath, module+"/agents/") {
+			continue
+		}
+		found = found || !isClient
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if isClient || (imp != module+"/client" && !strings.HasPrefix(imp, module+"/agents/")) {
+				t.Errorf("%s imports %s: it speaks the public API, not the server's packages", p.ImportPath, imp)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no package under agents/")
 	}
 }
 
