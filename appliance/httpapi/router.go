@@ -7,6 +7,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
@@ -322,21 +324,13 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 
 	// Credentials first: a request that will be refused never has its body read, so anyone
 	// without a token costs a header's worth of memory, not a body's.
-	if token, ok := bearer(r); ok && !route.Public {
-		actor, err := rt.auth.Authenticate(ctx, token)
-		if err != nil {
-			writeProblem(w, err, cid)
+	if !route.Public {
+		actor, ok := rt.authenticate(ctx, w, r)
+		if !ok {
 			return
 		}
 		req.Actor = actor
 		ctx = kernel.WithActor(ctx, actor)
-		if note, ok := ctx.Value(actorNoteKey{}).(*kernel.ID); ok {
-			*note = actor.ID
-		}
-	} else if !route.Public {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="bothy"`)
-		writeProblem(w, kernel.Errorf(kernel.CodeUnauthenticated, "send a token as Authorization: Bearer"), cid)
-		return
 	}
 
 	limit := rt.opts.MaxBodyBytes
@@ -390,6 +384,112 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 		return
 	}
 	writeJSON(w, status, body)
+}
+
+// authenticate resolves the bearer token of r to its actor and notes it for the access log; without
+// a token, or with one that resolves to no one, it answers 401 and returns false.
+func (rt *Router) authenticate(ctx context.Context, w http.ResponseWriter, r *http.Request) (kernel.Actor, bool) {
+	token, ok := bearer(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="bothy"`)
+		writeProblem(w, kernel.Errorf(kernel.CodeUnauthenticated, "send a token as Authorization: Bearer"), correlationFrom(ctx))
+		return kernel.Actor{}, false
+	}
+	actor, err := rt.auth.Authenticate(ctx, token)
+	if err != nil {
+		writeProblem(w, err, correlationFrom(ctx))
+		return kernel.Actor{}, false
+	}
+	if note, ok := ctx.Value(actorNoteKey{}).(*kernel.ID); ok {
+		*note = actor.ID
+	}
+	return actor, true
+}
+
+// HandleJSONRPC registers h for POST on pattern outside the JSON chain, for a JSON-RPC endpoint
+// (MCP) whose handler reads its body and authorizes each call through the use cases itself. The
+// router does what every route gets: the bearer token resolved as for the REST routes (401
+// without one; a session cookie is never read, so no page of another origin can make a browser
+// call h), the deadline of a request, and the body's guards (media type, size, UTF-8, depth,
+// duplicate keys), answered as problem+json before h sees the request. Another method answers
+// 405. h finds the actor in its context (kernel.ActorFrom) and the checked body in r.Body.
+// maxInFlight > 0 bounds the requests of one principal that h serves at once: the next one is
+// answered 429 at once.
+func (rt *Router) HandleJSONRPC(pattern string, maxInFlight int, h http.Handler) {
+	busy := &inFlight{max: maxInFlight, n: map[kernel.ID]int{}}
+	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cid := correlationFrom(r.Context())
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeProblem(w, kernel.Errorf(kernel.CodeMethodNotAllowed, "%s is not allowed here", r.Method), cid)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), rt.opts.RequestTimeout)
+		defer cancel()
+		actor, ok := rt.authenticate(ctx, w, r)
+		if !ok {
+			return
+		}
+		if !busy.enter(actor.ID) {
+			writeProblem(w, kernel.Errorf(kernel.CodeRateLimited, "at most %d requests of one principal at once", maxInFlight), cid)
+			return
+		}
+		defer busy.leave(actor.ID)
+		if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+			writeProblem(w, err, cid)
+			return
+		}
+		if r.ContentLength > rt.opts.MaxBodyBytes {
+			writeProblem(w, kernel.Errorf(kernel.CodePayloadTooLarge, "the body is larger than %d bytes", rt.opts.MaxBodyBytes), cid)
+			return
+		}
+		body, err := readBody(r.Body, rt.opts.MaxBodyBytes)
+		if err == nil {
+			err = checkJSON(body, rt.opts.MaxJSONDepth)
+		}
+		if err == nil && !json.Valid(body) { // checkJSON's tokens take a body cut short
+			err = kernel.Errorf(kernel.CodeMalformedRequest, "the body is not valid JSON")
+		}
+		if err != nil {
+			writeProblem(w, err, cid)
+			return
+		}
+		r = r.WithContext(kernel.WithActor(ctx, actor))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// inFlight counts the requests each principal has under way, up to max (0: no bound).
+type inFlight struct {
+	max int
+	mu  sync.Mutex
+	n   map[kernel.ID]int
+}
+
+func (f *inFlight) enter(id kernel.ID) bool {
+	if f.max <= 0 {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[id] >= f.max {
+		return false
+	}
+	f.n[id]++
+	return true
+}
+
+func (f *inFlight) leave(id kernel.ID) {
+	if f.max <= 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[id]--; f.n[id] <= 0 {
+		delete(f.n, id)
+	}
 }
 
 // errNotChecked is the proof of the check (docs/architecture.md, Authorization): a route that would answer below 400
