@@ -83,6 +83,9 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		// jobs runner (maragu.dev/goqite/jobs) is not used: it panics on an unknown name and
 		// has no backoff.
 		"maragu.dev/goqite": {module + "/storage/jobs"},
+		// The Model Context Protocol: the server's endpoint for outside agents, and the client side of
+		// the model agent, which calls the tools of MCP servers.
+		"github.com/modelcontextprotocol/go-sdk": {module + "/appliance/mcpserver", module + "/agents/llm"},
 	}
 	for _, p := range listPackages(t) {
 		if strings.HasPrefix(p.ImportPath, module+"/bench") || strings.HasPrefix(p.ImportPath, module+"/tests") {

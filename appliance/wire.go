@@ -25,6 +25,7 @@ import (
 	"bothy.dev/bothy/app/stats"
 	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/httpapi"
+	"bothy.dev/bothy/appliance/mcpserver"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/appliance/wstransport"
 	"bothy.dev/bothy/assets"
@@ -161,6 +162,14 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
+	// The MCP endpoint for outside agents (mcp.enabled): its tools call the use cases above as
+	// the principal of the token the router resolved, so their answers are REST's; off, the
+	// path is unknown (404).
+	if a.Config.MCP.Enabled {
+		router.HandleJSONRPC(mcpserver.Path, a.Config.MCP.MaxRequestsPerPrincipal, mcpserver.New(mcpserver.Deps{
+			Chat: chats, Messages: msgs, Inbox: inboxSvc, Runs: runSvc, Authors: storage.NewIdentityStore(db), Logger: a.Logger,
+		}, mcpserver.Options{Version: Version, MaxBodyBytes: a.Config.HTTP.MaxJSONBodyBytes, CallTimeout: a.Config.HTTP.RequestTimeout}))
+	}
 
 	// The realtime gateway (see docs/architecture.md, The write path): one log tail hands every event to authz's permission
 	// cache (Observe) and then to the hub, which decides each delivery from that cache alone

@@ -29,6 +29,7 @@ type Config struct {
 	Gateway  GatewayConfig
 	Agent    AgentConfig
 	Push     PushConfig
+	MCP      MCPConfig
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -173,6 +174,16 @@ type PushConfig struct {
 	// Subject is the VAPID contact (a mailto: or https: URL) the push services may write to;
 	// empty means the instance's public URL.
 	Subject string
+}
+
+// MCPConfig is the mcp.* group: the endpoint /api/v1/mcp for outside agents (Model Context
+// Protocol clients), who call its tools with an API token or an agent token.
+type MCPConfig struct {
+	// Enabled serves the endpoint; off (the default), the path answers 404 like any unknown one.
+	Enabled bool
+	// MaxRequestsPerPrincipal bounds the requests of one person or agent that the endpoint
+	// serves at once; the next is answered 429.
+	MaxRequestsPerPrincipal int
 }
 
 // GatewayConfig is the gateway.* group: the realtime gateway at /api/v1/gateway.

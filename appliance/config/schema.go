@@ -186,6 +186,11 @@ var schema = []key{
 	{name: "push.subject", def: "", kind: kindString,
 		field: func(c *Config) any { return &c.Push.Subject }, check: pushSubject},
 
+	{name: "mcp.enabled", def: "false", kind: kindBool,
+		field: func(c *Config) any { return &c.MCP.Enabled }, check: func(any) string { return "" }},
+	{name: "mcp.max_requests_per_principal", def: "8", kind: kindInt,
+		field: func(c *Config) any { return &c.MCP.MaxRequestsPerPrincipal }, check: between(1, 1000)},
+
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
 	{name: "log.format", def: "text", kind: kindString, normalize: strings.ToLower,
