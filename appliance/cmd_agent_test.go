@@ -19,6 +19,16 @@ func TestAgentCommand(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	yamlFile := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	typo := yamlFile("typo.yaml", "provider: openai\nmodel: m\nsystem_promt: hi\n")
+	noKey := yamlFile("nokey.yaml", "provider: anthropic\nmodel: m\napi_key_ref: env:BOTHY_TEST_NO_SUCH_KEY\n")
+	lan := yamlFile("lan.yaml", "provider: openai\nbase_url: http://127.0.0.1:1/v1\nmodel: m\n")
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -55,6 +65,12 @@ func TestAgentCommand(t *testing.T) {
 		{name: "agent echo refuses an empty token file", args: []string{"agent", "echo", "--url", "http://127.0.0.1:1", "--token-file", empty}, want: 2, stderr: `is empty`},
 		{name: "agent echo refuses a missing token file", args: []string{"agent", "echo", "--url", "http://127.0.0.1:1", "--token-file", filepath.Join(dir, "none")}, want: 2},
 		{name: "agent echo ends with 1 when the server refuses the token", args: []string{"agent", "echo", "--url", refusing.URL, "--token-file", token}, want: 1, stderr: `refused the token`},
+		{name: "agent llm --help goes to stdout with an example agent.yaml", args: []string{"agent", "llm", "--help"}, want: 0, stdout: `(?s)Usage: bothy agent llm.*mcp_servers.*--config.*--rest.*--token-file.*--url`},
+		{name: "agent llm requires --config", args: []string{"agent", "llm", "--url", "http://127.0.0.1:1", "--token-file", token}, want: 2, stderr: `--config is required`},
+		{name: "agent llm requires --url", args: []string{"agent", "llm", "--token-file", token, "--config", lan}, want: 2, stderr: `--url is required`},
+		{name: "agent llm refuses an unknown key of agent.yaml by its name", args: []string{"agent", "llm", "--url", "http://127.0.0.1:1", "--token-file", token, "--config", typo}, want: 2, stderr: `unknown key "system_promt" \(line 3\)`},
+		{name: "agent llm refuses an API key reference that names nothing", args: []string{"agent", "llm", "--url", "http://127.0.0.1:1", "--token-file", token, "--config", noKey}, want: 2, stderr: `BOTHY_TEST_NO_SUCH_KEY is not set`},
+		{name: "agent llm ends with 1 when the server refuses the token", args: []string{"agent", "llm", "--url", refusing.URL, "--token-file", token, "--config", lan}, want: 1, stderr: `llm: the server refused the token`},
 		{name: "agent echo --rest long-polls and ends with 1 when the poll is refused", args: []string{"agent", "echo", "--rest", "--url", pollRefusing.URL, "--token-file", token}, want: 1, stderr: `(?s)rest=true.*client: poll: .*authentication failed`},
 	}
 	for _, tt := range tests {
