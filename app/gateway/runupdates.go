@@ -18,9 +18,9 @@ type RunReader interface {
 }
 
 // RunPatched fans a stored patch out as run.updated (runs.Service.OnPatched calls it after the
-// commit). The first patch of a run after a quiet spell goes out at once; the ones that follow
-// within Config.RunPatchCoalesce of a frame are merged (runs.Merge) into one frame at the end of
-// that window, so a run that streams tokens costs each client a few frames a second. With
+// commit). The first patch of a run after a quiet spell goes out at once, and so does the one that
+// brings the run's first output; the others that follow within Config.RunPatchCoalesce of a frame
+// are merged (runs.Merge) into one frame at the end of that window, so a run that streams tokens costs each client a few frames a second. With
 // several nodes the others are signalled (gateway.run, the run's id and version) and send their
 // clients the stored document.
 func (g *Gateway) RunPatched(ctx context.Context, p runs.Patched) {
@@ -104,6 +104,7 @@ func (f *runFanout) offer(r runs.Run, patch *runs.Patch) {
 	if r.Version <= w.run.Version {
 		return // late or repeated: the window knows a newer version already
 	}
+	firstText := w.run.Document.Output == "" && r.Document.Output != ""
 	w.run = r
 	switch {
 	case patch == nil || w.snapshot:
@@ -118,6 +119,13 @@ func (f *runFanout) offer(r runs.Run, patch *runs.Patch) {
 		w.pending, w.snapshot = nil, true
 	default:
 		w.snapshot = true
+	}
+	if firstText {
+		// The run's first text goes out at once, with what the window held: it is what the
+		// people watching wait for, and the status patch an agent sends just before it
+		// ("Thinking") must not hold it back for a window. The window stays open.
+		f.send(w.run, runUpdatedFrame(w.run, w.pending))
+		w.sent, w.pending, w.snapshot = w.run.Version, nil, false
 	}
 }
 

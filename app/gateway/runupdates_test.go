@@ -200,3 +200,43 @@ func TestRunUpdated(t *testing.T) {
 		}
 	})
 }
+
+func TestRunUpdatedFirstOutput(t *testing.T) {
+	w := newWorld(t)
+	w.runTail()
+	wc := &windowClock{}
+	w.g.runs.after = wc.after
+	ada := w.connect()
+	ada.identify("ada", -1)
+	ada.catchUp()
+	ada.send(`{"op":"focus","d":{"thread_id":"` + string(w.shutTh) + `"}}`)
+	ada.send(`{"op":"heartbeat"}`)
+	ada.expect(OpHeartbeatAck)
+	r := runs.Run{Summary: runs.Summary{ID: kernel.NewID(), ThreadID: w.shutTh, ChannelID: w.shut, SpaceID: w.space,
+		Status: runs.StatusRunning}}
+	ctx := context.Background()
+	thinking := "Thinking"
+
+	t.Run("the patch that brings a run's first text goes out at once, within a window a status opened", func(t *testing.T) {
+		w.g.RunPatched(ctx, patched(t, &r, runs.Patch{Version: 1, Status: &thinking}))
+		if d := ada.expectRunUpdated(); d.Version != 1 || d.Patch == nil || d.Patch.Status == nil {
+			t.Fatalf("the status: %+v", d)
+		}
+		w.g.RunPatched(ctx, patched(t, &r, runs.Patch{Version: 2, OutputAppend: "Hel"}))
+		d := ada.expectRunUpdated()
+		if d.BaseVersion == nil || *d.BaseVersion != 1 || d.Version != 2 || d.Patch == nil || d.Patch.OutputAppend != "Hel" {
+			t.Fatalf("the first text: %+v", d)
+		}
+	})
+
+	t.Run("the text after it is coalesced again", func(t *testing.T) {
+		w.g.RunPatched(ctx, patched(t, &r, runs.Patch{Version: 3, OutputAppend: "lo"}))
+		w.g.RunPatched(ctx, patched(t, &r, runs.Patch{Version: 4, OutputAppend: "!"}))
+		ada.quiet()
+		wc.pass()
+		d := ada.expectRunUpdated()
+		if *d.BaseVersion != 2 || d.Version != 4 || d.Patch.OutputAppend != "lo!" {
+			t.Fatalf("got base %d version %d patch %+v", *d.BaseVersion, d.Version, d.Patch)
+		}
+	})
+}
