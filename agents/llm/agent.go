@@ -177,27 +177,40 @@ func (a *Agent) Handler(c *client.Client) func(context.Context, *client.Invocati
 }
 
 func (a *Agent) handle(ctx context.Context, j job, run runAPI, thread threadAPI) error {
-	restarted, err := run.Start(ctx)
-	if err != nil {
-		return cancelled(ctx, err)
+	if j.Message.AuthorID == "" {
+		// An invocation that carries its message's content names no author: the one who
+		// invoked the agent wrote it.
+		j.Message.AuthorID = j.InvokedBy
+	}
+	// The run is taken while the thread is read: the two are independent, and every round trip
+	// before the model's first token is time the person waits.
+	type started struct {
+		restarted bool
+		err       error
+	}
+	start := make(chan started, 1)
+	go func() {
+		restarted, err := run.Start(ctx)
+		start <- started{restarted, err}
+	}()
+	msgs, convErr := a.conversation(ctx, thread, j)
+	st := <-start
+	if st.err != nil {
+		return cancelled(ctx, st.err)
+	}
+	if convErr != nil {
+		return cancelled(ctx, convErr)
 	}
 	out := &output{run: run, every: a.flushEvery, bytes: a.flushBytes}
 	defer out.stop()
-	first := patch{Status: strp("Reading the thread")}
-	if restarted {
-		first.Output = strp("")
-	}
-	if err := out.patch(ctx, first); err != nil {
-		return cancelled(ctx, err)
-	}
-	msgs, err := a.conversation(ctx, thread, j)
-	if err != nil {
-		return cancelled(ctx, err)
-	}
 	var usage Usage
 	var answer string
 	for round := 1; ; round++ {
-		if err := out.patch(ctx, patch{Status: strp("Thinking")}); err != nil {
+		thinking := patch{Status: strp("Thinking")}
+		if round == 1 && st.restarted {
+			thinking.Output = strp("") // what an earlier attempt streamed goes
+		}
+		if err := out.patch(ctx, thinking); err != nil {
 			return cancelled(ctx, err)
 		}
 		req := Request{System: a.system(), Messages: msgs, MaxTokens: a.cfg.MaxTokens, Temperature: a.cfg.Temperature}
@@ -208,7 +221,8 @@ func (a *Agent) handle(ctx context.Context, j job, run runAPI, thread threadAPI)
 		turn, err := a.provider.Stream(ctx, req, func(s string) {
 			if !streamed {
 				streamed = true
-				out.setStatus(ctx, "Writing")
+				out.writeStatus(ctx, "Writing", s)
+				return
 			}
 			out.write(ctx, s)
 		})
@@ -378,6 +392,7 @@ type output struct {
 	sent    int
 	clipped bool
 	timer   *time.Timer
+	stopped bool  // the handler is done: a timer that fires late sends nothing
 	err     error // the first failed flush, reported by the next patch
 }
 
@@ -385,15 +400,12 @@ type output struct {
 func (o *output) write(ctx context.Context, s string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.clipped {
+	if !o.addLocked(s) {
 		return
 	}
-	if o.sent+o.pending.Len()+len(s) > maxOutput {
-		s = clip(s, max(maxOutput-o.sent-o.pending.Len(), 0)) + "\n\n(the output is cut here)"
-		o.clipped = true
-	}
-	o.pending.WriteString(s)
-	if o.pending.Len() >= o.bytes {
+	// The first text goes at once: the wait for it is what a person watching feels most; the
+	// rest is coalesced.
+	if o.pending.Len() >= o.bytes || o.sent == 0 {
 		o.patchLocked(ctx, patch{})
 		return
 	}
@@ -402,18 +414,32 @@ func (o *output) write(ctx context.Context, s string) {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.timer = nil
-			if o.pending.Len() > 0 {
+			if o.pending.Len() > 0 && !o.stopped {
 				o.patchLocked(ctx, patch{})
 			}
 		})
 	}
 }
 
-// setStatus changes the status line without waiting for the answer's error.
-func (o *output) setStatus(ctx context.Context, status string) {
+// writeStatus changes the status line and sends it at once with the text that waits and s.
+func (o *output) writeStatus(ctx context.Context, status, s string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.addLocked(s)
 	o.patchLocked(ctx, patch{Status: &status})
+}
+
+// addLocked adds s to the text that waits, cut at maxOutput; false once the output was cut.
+func (o *output) addLocked(s string) bool {
+	if o.clipped {
+		return false
+	}
+	if o.sent+o.pending.Len()+len(s) > maxOutput {
+		s = clip(s, max(maxOutput-o.sent-o.pending.Len(), 0)) + "\n\n(the output is cut here)"
+		o.clipped = true
+	}
+	o.pending.WriteString(s)
+	return true
 }
 
 // patch sends p with the text that waits, and reports a failed earlier flush.
@@ -450,10 +476,11 @@ func (o *output) patchLocked(ctx context.Context, p patch) error {
 	return nil
 }
 
-// stop drops a pending timer.
+// stop drops a pending timer; nothing is sent after it.
 func (o *output) stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.stopped = true
 	if o.timer != nil {
 		o.timer.Stop()
 		o.timer = nil
