@@ -107,3 +107,28 @@ func agentsRuns(fs *flag.FlagSet) runFunc {
 		return nil
 	}
 }
+
+// agentsFirstToken: a person focused on a thread mentions `bothy agent llm` (in this process, with
+// a fake OpenAI-compatible model that streams at once) every -interval; the POST of the mention →
+// the person's first run.updated with output of the run it made.
+func agentsFirstToken(fs *flag.FlagSet) runFunc {
+	interval := fs.Duration("interval", 100*time.Millisecond, "time between two mentions")
+	tokens := fs.Int("tokens", 20, "tokens the fake model streams per answer")
+	drain := fs.Duration("drain", 10*time.Second, "how long the last answers may take after the last mention")
+	return func(ctx context.Context, r *runner, out io.Writer) error {
+		ns, a, err := r.startAgent(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := agentsbench.RunFirstToken(ctx, ns.client, ns.inst, ns.inst.Tokens[0], a, agentsbench.FirstToken{
+			Thread: ns.inst.Threads[0], Interval: *interval, Warmup: *r.warmup, Duration: *r.duration, Tokens: *tokens, Drain: *drain})
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, ns.logs())
+		}
+		name := fmt.Sprintf("agents/%smention-to-first-token/llm-fake-model-every-%s", r.prefix(), *interval)
+		latencies(out, name, res.Latency)
+		measure.Result(out, name+"/mentions", float64(res.Mentions), "mentions")
+		measure.Result(out, name+"/answered", float64(res.Answered), "answers")
+		return nil
+	}
+}
