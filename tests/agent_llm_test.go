@@ -197,7 +197,7 @@ func TestLLMAgent(t *testing.T) {
 					first = b
 				}
 			}
-			for _, want := range []string{"Be brief.", "a person, wrote:]", "We need a sum.", "@llm what is 2+3?", "calc__add"} {
+			for _, want := range []string{"Be brief.", "We need a sum.", `a person, wrote:]\n@llm what is 2+3?`, "calc__add"} {
 				if !strings.Contains(first, want) {
 					t.Errorf("the first request lacks %q:\n%s", want, first)
 				}

@@ -40,9 +40,11 @@ var contractRoutes = []string{
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
 	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "POST /api/v1/me/password", "GET /api/v1/instance", "PUT /api/v1/instance", // the owner's console and its API twins
 	"POST /api/v1/mcp", // the MCP endpoint (JSON-RPC), with mcp.enabled
+	"GET /.well-known/jwks.json", // the public keys of invocation tokens
 }
 
-var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true}
+var publicRoutes = map[string]bool{"POST /api/v1/setup": true, "POST /api/v1/auth/login": true, "GET /api/v1/openapi.json": true,
+	"GET /.well-known/jwks.json": true}
 
 // noIdempotencyKey are the POSTs that take no Idempotency-Key: a logout repeated changes nothing,
 // and a JSON-RPC call carries its own request id.

@@ -344,7 +344,10 @@ func newThread() (*fakeThread, job) {
 			{ID: "m4", AuthorID: "u-alice", Content: "@llm what is 2+3?"},
 		},
 	}
-	return th, job{RunID: "r1", ThreadID: "t1", InvokedBy: "u-alice", Message: th.msgs[3]}
+	// The invocation carried the message's content, which names no author.
+	inv := th.msgs[3]
+	inv.AuthorID = ""
+	return th, job{RunID: "r1", ThreadID: "t1", InvokedBy: "u-alice", Message: inv}
 }
 
 // calc is an in-process MCP server of two tools: add, and wipe, which the config asks for.
