@@ -59,6 +59,11 @@ func (p *Anthropic) body(req Request) map[string]any {
 		}
 		add(m.Role, blocks...)
 	}
+	if len(msgs) > 0 && msgs[0].Role == "assistant" {
+		// The conversation must open with a user turn; a thread the agent spoke first in
+		// (its history cut after an answer of its own) gets one that says so.
+		msgs = append([]anMessage{{Role: "user", Content: []map[string]any{{"type": "text", "text": "(earlier in the thread)"}}}}, msgs...)
+	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
