@@ -157,6 +157,10 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
+	// A person's click or pick on a message's buttons and selects; the message's author gets it
+	// through its consumer, prepared by runSvc with a token for the thread.
+	router.Handle(httpapi.InteractionRoutes(runs.NewInteractions(runs.InteractionDeps{Messages: msgStore,
+		Store: storage.NewInteractionStore(db), UoW: db, Events: db, Authz: az, Clock: clock}))...)
 	router.Handle(httpapi.PushRoutes(pushSvc)...)
 	router.Handle(httpapi.NotifyRoutes(notifySvc)...)
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)

@@ -21,7 +21,7 @@ import (
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
 	"spaces", "channels", "dms", "threads", "grants", "messages", "runs", "run_output", "message_revisions", "mentions", "reactions",
-	"message_pins", "read_states", "thread_subscriptions", "notification_levels", "log_cursors",
+	"message_pins", "interactions", "read_states", "thread_subscriptions", "notification_levels", "log_cursors",
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers", "signing_keys",
 	"push_subscriptions", "push_outbox", "vapid_keys",
 	// The job queue (storage/jobs): pending jobs move with the instance. Its times are text on

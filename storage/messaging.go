@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -39,10 +41,14 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if m.TriggerState != nil {
 		trigger = *m.TriggerState
 	}
+	components, err := componentsColumn(m.Components)
+	if err != nil {
+		return false, err
+	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at,
-		run_id, trigger_state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
+		run_id, trigger_state, components) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
 		string(m.ID), string(m.ThreadID), string(m.ChannelID), string(m.SpaceID), string(m.AuthorID), m.Content,
-		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger)
+		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger, components)
 	if err != nil {
 		return false, s.db.mapErr(err, "message")
 	}
@@ -111,16 +117,21 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, m messagin
 // messageSelect reads a message with the thread under it, if any (threads_parent_message): its
 // reply count and last reply are that thread's counters, so a reply writes no row of the parent.
 const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, c.kind, r.id, r.message_count, r.last_message_at
+	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, c.kind, r.id, r.message_count, r.last_message_at
 	FROM messages m JOIN channels c ON c.id = m.channel_id LEFT JOIN threads r ON r.parent_message_id = m.id`
 
 func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
 	var m messaging.Message
-	var cmid, edited, deleted, runID, trigger, replies, lastReply sql.NullString
+	var cmid, edited, deleted, runID, trigger, components, replies, lastReply sql.NullString
 	var replyCount sql.NullInt64
 	var created string
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
-		&created, &edited, &deleted, &runID, &trigger, &m.ChannelKind, &replies, &replyCount, &lastReply)
+		&created, &edited, &deleted, &runID, &trigger, &components, &m.ChannelKind, &replies, &replyCount, &lastReply)
+	if err == nil && components.Valid {
+		if jerr := json.Unmarshal([]byte(components.String), &m.Components); jerr != nil {
+			return m, fmt.Errorf("storage: message %s: components: %w", m.ID, jerr)
+		}
+	}
 	m.ClientMsgID, m.CreatedAt, m.EditedAt, m.Deleted = messaging.ClientMsgID(cmid.String), parseTime(created), parseNullTime(edited), deleted.Valid
 	if runID.Valid {
 		id := kernel.ID(runID.String)
@@ -234,8 +245,12 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 		string(prev.MessageID), prev.Version, prev.Content, fmtTime(prev.CreatedAt)); err != nil {
 		return s.db.mapErr(err, "message revision")
 	}
-	res, err := q.ExecContext(ctx, `UPDATE messages SET content = ?, version = ?, edited_at = ? WHERE id = ?`,
-		m.Content, m.Version, fmtTimePtr(m.EditedAt), string(m.ID))
+	components, err := componentsColumn(m.Components)
+	if err != nil {
+		return err
+	}
+	res, err := q.ExecContext(ctx, `UPDATE messages SET content = ?, version = ?, edited_at = ?, components = ? WHERE id = ?`,
+		m.Content, m.Version, fmtTimePtr(m.EditedAt), components, string(m.ID))
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
 		return err
 	}
@@ -276,6 +291,29 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	return nil
 }
 
+// UpdateComponents writes a message's components and version alone (messaging.Store).
+func (s *MessageStore) UpdateComponents(ctx context.Context, m messaging.Message) error {
+	components, err := componentsColumn(m.Components)
+	if err != nil {
+		return err
+	}
+	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE messages SET components = ?, version = ? WHERE id = ?`,
+		components, m.Version, string(m.ID))
+	return s.db.oneRowOrNotFound(res, err, "message")
+}
+
+// componentsColumn is the messages.components of rows: their JSON, or NULL for none.
+func componentsColumn(rows []messaging.ActionRow) (any, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("storage: components: %w", err)
+	}
+	return string(b), nil
+}
+
 // recountMentions sets a read position's mention tally from the mentions themselves (read_states
 // the row): after an edit, which may add or drop mentions of a message already counted.
 const recountMentions = `mention_count = (SELECT COUNT(*) FROM mentions n WHERE n.principal_id = read_states.principal_id
@@ -285,7 +323,7 @@ const recountMentions = `mention_count = (SELECT COUNT(*) FROM mentions n WHERE 
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
 	q := s.db.q(ctx)
-	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', version = ?, deleted_at = ? WHERE id = ?`,
+	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', components = NULL, version = ?, deleted_at = ? WHERE id = ?`,
 		m.Version, fmtTime(at), string(m.ID))
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
 		return err

@@ -132,6 +132,8 @@ var rules = map[kernel.Action]rule{
 	runs.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
 	runs.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
 	runs.ActRunCancel:   {kind: ruleAuthorOrManage},
+	// A click or pick on a message's components: whoever may post in its channel.
+	runs.ActInteractionCreate: {kind: ruleChannelLevel, need: LevelPost},
 
 	// Direct messages: anyone signed in starts one and lists their own; leaving needs to be a
 	// participant, which on a DM channel is a grant on that very channel.

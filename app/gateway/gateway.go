@@ -66,8 +66,9 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (kernel.Actor, error)
 }
 
-// Preparer is the last step before a personal agent.invocation reaches its agent's connection;
-// every other frame is shared as it is. *runs.Service implements it.
+// Preparer is the last step before a personal agent.invocation or interaction.created reaches
+// its agent's connection (both get a token signed for that delivery); every other frame is
+// shared as it is. *runs.Service implements it.
 type Preparer interface {
 	// Prepare returns the payload to deliver e with to agent, or deliver false (the run ended,
 	// or the agent may no longer read its thread). Errors: internal.
@@ -77,7 +78,8 @@ type Preparer interface {
 // needsPrepare reports whether an event of type typ in scope sc goes through the Preparer on its
 // way to actor.
 func needsPrepare(p Preparer, actor kernel.Actor, typ string, sc kernel.Scope) bool {
-	return p != nil && actor.Kind == kernel.KindAgent && typ == runs.EvAgentInvocation.Name && sc.PrincipalID == actor.ID
+	return p != nil && actor.Kind == kernel.KindAgent && (typ == runs.EvAgentInvocation.Name || typ == runs.EvInteractionCreated.Name) &&
+		sc.PrincipalID == actor.ID
 }
 
 // preparedFrame is the frame of e for actor after the Preparer, or deliver false.

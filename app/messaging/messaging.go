@@ -47,6 +47,9 @@ type Message struct {
 	// it through MessageDeciding.Trigger, before the message is stored; messaging only stores and
 	// shows it.
 	TriggerState *string `json:"trigger_state"`
+	// Components are the message's buttons and selects (components.go), in action rows; nil
+	// for none, and left out of the JSON form then. A tombstone has none.
+	Components []ActionRow `json:"components,omitempty"`
 	// ReplyThreadID, ReplyCount and LastReplyAt describe the thread under the message (started
 	// by POST /api/v1/messages/{id}/thread): its id, its messages (the replies, deleted ones not
 	// counted) and when the newest reply was posted (a deleted reply does not move it back).
@@ -170,11 +173,14 @@ type Store interface {
 	// Messages lists one page of a thread's messages (see chat.Page), tombstones included, and
 	// whether more lie beyond it in the direction of the page.
 	Messages(ctx context.Context, threadID kernel.ID, p chat.Page) ([]Message, bool, error)
-	// UpdateMessage stores prev as a revision and writes m's content, version, edited_at and
-	// mentions. Errors: not_found, conflict (the revision exists).
+	// UpdateMessage stores prev as a revision and writes m's content, version, edited_at,
+	// mentions and components. Errors: not_found, conflict (the revision exists).
 	UpdateMessage(ctx context.Context, m Message, prev Revision) error
-	// DeleteMessage turns the message into the tombstone m (content emptied, deleted_at, version)
-	// and drops its revisions and mentions. Errors: not_found.
+	// UpdateComponents writes m's components and version alone: a change of the buttons is no
+	// edit of the content, so it keeps no revision and leaves edited_at. Errors: not_found.
+	UpdateComponents(ctx context.Context, m Message) error
+	// DeleteMessage turns the message into the tombstone m (content and components emptied,
+	// deleted_at, version) and drops its revisions and mentions. Errors: not_found.
 	DeleteMessage(ctx context.Context, m Message, at time.Time) error
 	// Revisions lists the earlier contents of a message, oldest first.
 	Revisions(ctx context.Context, messageID kernel.ID) ([]Revision, error)

@@ -68,13 +68,16 @@ type NewMessage struct {
 	// of Work. The caller sets it only after checking the agent's invocation token for this
 	// thread (runs.Service.CheckToken); NilID means none.
 	RunID kernel.ID
+	// Components are the message's buttons and selects; only an agent or an app may post them
+	// (components_not_allowed otherwise).
+	Components []ActionRow
 }
 
 // CreateMessage posts a message into a thread (message.create on the thread). It is the hot
 // path: one Unit of Work with a handful of indexed statements. A repeat with a client_msg_id
 // the author used before answers the stored message, created false, and changes nothing.
 // Errors: not_found, forbidden, validation_failed, conflict (the client_msg_id was used in
-// another thread).
+// another thread), components_not_allowed.
 func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadID kernel.ID, in NewMessage) (m Message, created bool, err error) {
 	err = s.uow.Do(ctx, func(ctx context.Context) error {
 		m, created = Message{}, false
@@ -91,11 +94,19 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
 			return err
 		}
+		if err := checkComponentsAuthor(actor, in.Components); err != nil {
+			return err
+		}
+		components, err := NormalizeComponents(in.Components)
+		if err != nil {
+			return err
+		}
 		mentions, err := s.resolveMentions(ctx, actor, th.Resource(), in.Content)
 		if err != nil {
 			return err
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
+		m.Components = components
 		if in.RunID != kernel.NilID {
 			run := in.RunID
 			m.RunID = &run
@@ -463,6 +474,28 @@ func (s *Service) EditMessage(ctx context.Context, actor kernel.Actor, id kernel
 // matches no version. A message at another version is left as it is. Errors: as EditMessage,
 // and precondition_failed.
 func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kernel.ID, content string, versions []int) (Message, error) {
+	return s.ChangeMessage(ctx, actor, id, MessageChange{Content: &content}, versions)
+}
+
+// MessageChange is what ChangeMessage changes: the content when Content is set, the components
+// when SetComponents is (Components nil or empty removes them).
+type MessageChange struct {
+	Content       *string
+	SetComponents bool
+	Components    []ActionRow
+}
+
+// ChangeMessage edits a message's content, its components or both (message.update; only its
+// author may), on condition of versions as EditMessageIf. A new content is an edit: the earlier
+// one is kept as a revision and edited_at is set. New components alone (an agent disabling the
+// button that was clicked) keep no revision and leave edited_at. Either grows the version by one
+// and appends message.updated; a change to what the message already says changes nothing.
+// Errors: not_found, forbidden, message_deleted, validation_failed, precondition_failed,
+// components_not_allowed.
+func (s *Service) ChangeMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, in MessageChange, versions []int) (Message, error) {
+	if in.Content == nil && !in.SetComponents {
+		return Message{}, kernel.Invalid("content", "give content, components or both")
+	}
 	var m Message
 	err := s.uow.Do(ctx, func(ctx context.Context) error {
 		var err error
@@ -481,12 +514,37 @@ func (s *Service) EditMessageIf(ctx context.Context, actor kernel.Actor, id kern
 		if versions != nil && !slices.Contains(versions, m.Version) {
 			return kernel.Errorf(kernel.CodePreconditionFailed, "the message is at version %d, not the one If-Match names", m.Version)
 		}
-		if err := checkContent(content); err != nil {
-			return err
+		contentChanged := in.Content != nil && *in.Content != m.Content
+		if in.Content != nil {
+			if err := checkContent(*in.Content); err != nil {
+				return err
+			}
 		}
-		if content == m.Content {
+		componentsChanged := false
+		if in.SetComponents {
+			if err := checkComponentsAuthor(actor, in.Components); err != nil {
+				return err
+			}
+			rows, err := NormalizeComponents(in.Components)
+			if err != nil {
+				return err
+			}
+			componentsChanged = !sameComponents(rows, m.Components)
+			m.Components = rows
+		}
+		if !contentChanged && !componentsChanged {
 			return nil
 		}
+		if !contentChanged {
+			m.Version++
+			if err := s.store.UpdateComponents(ctx, m); err != nil {
+				return err
+			}
+			s.events.Append(ctx, EvMessageUpdated.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID,
+				ActorID: actor.ID}, m))
+			return nil
+		}
+		content := *in.Content
 		prev := Revision{MessageID: m.ID, Version: m.Version, Content: m.Content, CreatedAt: m.CreatedAt}
 		if m.EditedAt != nil {
 			prev.CreatedAt = *m.EditedAt
@@ -528,6 +586,7 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 			return errDeleted
 		}
 		m.Content, m.Mentions, m.Broadcast, m.Deleted, m.Version = "", []kernel.ID{}, "", true, m.Version+1
+		m.Components = nil
 		if err := s.store.DeleteMessage(ctx, m, s.now()); err != nil {
 			return err
 		}

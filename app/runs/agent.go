@@ -266,6 +266,9 @@ func (s *Service) agentChange(ctx context.Context, actor kernel.Actor, id kernel
 // run, or its invoker the right to invoke, that run fails with permission_revoked in its own
 // Unit of Work (run.state_changed), so that nobody waits for it. Errors: internal.
 func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.LoggedEvent) (payload []byte, deliver bool, err error) {
+	if e.Type == EvInteractionCreated.Name && e.Scope.PrincipalID == agent.ID && agent.Kind == kernel.KindAgent {
+		return s.prepareInteraction(ctx, agent, e)
+	}
 	if e.Type != EvAgentInvocation.Name || e.Scope.PrincipalID != agent.ID {
 		return e.Payload, true, nil
 	}

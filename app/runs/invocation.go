@@ -17,11 +17,15 @@ import (
 // what the agent may do and never widens it.
 type InvocationClaims struct {
 	// Issuer is the instance that signed the token (its public URL).
-	Issuer    string    `json:"iss"`
-	Subject   kernel.ID `json:"sub"` // the agent
-	RunID     kernel.ID `json:"run_id"`
-	ThreadID  kernel.ID `json:"thread_id"`
-	ChannelID kernel.ID `json:"channel_id"`
+	Issuer  string    `json:"iss"`
+	Subject kernel.ID `json:"sub"` // the agent
+	// RunID is the run the token acts for. A token delivered with interaction.created has none
+	// and names its InteractionID instead: it lets the agent answer in the thread, never act for
+	// a run. Exactly one of the two is set.
+	RunID         kernel.ID `json:"run_id,omitempty"`
+	InteractionID kernel.ID `json:"interaction_id,omitempty"`
+	ThreadID      kernel.ID `json:"thread_id"`
+	ChannelID     kernel.ID `json:"channel_id"`
 	// IssuedAt and ExpiresAt are seconds since the Unix epoch (RFC 7519 NumericDate).
 	IssuedAt  int64 `json:"iat"`
 	ExpiresAt int64 `json:"exp"`
@@ -81,7 +85,13 @@ func Check(token string, keyFor func(kid string) (ed25519.PublicKey, bool), now 
 		return InvocationClaims{}, invalidToken("the invocation token is not valid yet", nil)
 	}
 	if now.Unix() >= c.ExpiresAt {
+		if c.RunID == kernel.NilID {
+			return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenExpired, "the invocation token of interaction %s has expired", c.InteractionID)
+		}
 		return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenExpired, "the invocation token has expired; renew it for run %s", c.RunID)
+	}
+	if wantRun != kernel.NilID && c.RunID == kernel.NilID {
+		return InvocationClaims{}, invalidToken("the invocation token is for an interaction, not a run", nil)
 	}
 	if wantRun != kernel.NilID && c.RunID != wantRun {
 		return InvocationClaims{}, invalidToken("the invocation token is for another run", nil)
@@ -103,10 +113,21 @@ func (c InvocationClaims) check() error {
 	if c.Issuer == "" {
 		return errors.New("no issuer")
 	}
+	// A token acts for a run or answers an interaction, never both and never neither.
+	ref := struct {
+		name string
+		id   kernel.ID
+	}{"run_id", c.RunID}
+	switch {
+	case c.RunID != kernel.NilID && c.InteractionID != kernel.NilID:
+		return errors.New("both run_id and interaction_id")
+	case c.RunID == kernel.NilID && c.InteractionID != kernel.NilID:
+		ref.name, ref.id = "interaction_id", c.InteractionID
+	}
 	for _, claim := range []struct {
 		name string
 		id   kernel.ID
-	}{{"sub", c.Subject}, {"run_id", c.RunID}, {"thread_id", c.ThreadID}, {"channel_id", c.ChannelID}, {"jti", c.ID}} {
+	}{{"sub", c.Subject}, ref, {"thread_id", c.ThreadID}, {"channel_id", c.ChannelID}, {"jti", c.ID}} {
 		// The id's own validation_failed is not wrapped: a bad claim is no fault of a request.
 		if _, err := kernel.ParseID(string(claim.id)); err != nil {
 			return fmt.Errorf("claim %s is not a UUIDv7", claim.name)

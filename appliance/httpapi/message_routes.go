@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ type MessageUseCases interface {
 	Reply(ctx context.Context, actor kernel.Actor, messageID kernel.ID, in messaging.NewReply) (chat.Thread, messaging.Message, bool, error)
 	ListMessages(ctx context.Context, actor kernel.Actor, threadID kernel.ID, p chat.Page) ([]messaging.Message, bool, error)
 	GetMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) (messaging.Message, error)
-	EditMessageIf(ctx context.Context, actor kernel.Actor, id kernel.ID, content string, versions []int) (messaging.Message, error)
+	ChangeMessage(ctx context.Context, actor kernel.Actor, id kernel.ID, in messaging.MessageChange, versions []int) (messaging.Message, error)
 	DeleteMessage(ctx context.Context, actor kernel.Actor, id kernel.ID) error
 	ListRevisions(ctx context.Context, actor kernel.Actor, id kernel.ID) ([]messaging.Revision, error)
 	AddReaction(ctx context.Context, actor kernel.Actor, id kernel.ID, emoji string) error
@@ -190,9 +191,31 @@ type messageBody struct {
 
 func (b messageBody) check() error { return checkClientMsgID(b.ClientMsgID) }
 
-// editBody is the new content of a message.
+// postBody is a new message in a thread: a message body, with the buttons and selects an agent
+// or an app may put under it.
+type postBody struct {
+	messageBody
+	Components []messaging.ActionRow `json:"components"`
+}
+
+// editBody is the new content of a message, its new components, or both. Components absent
+// leave them as they are; null or [] removes them.
 type editBody struct {
-	Content string `json:"content"`
+	Content    *string         `json:"content"`
+	Components json.RawMessage `json:"components"`
+}
+
+// change is the edit the body asks for. Errors: validation_failed (components of the wrong shape).
+func (b editBody) change() (messaging.MessageChange, error) {
+	c := messaging.MessageChange{Content: b.Content}
+	if b.Components == nil {
+		return c, nil
+	}
+	c.SetComponents = true
+	if err := json.Unmarshal(b.Components, &c.Components); err != nil {
+		return c, kernel.Invalid("components", "components must be a list of rows, each {\"components\": [...]}")
+	}
+	return c, nil
 }
 
 // threadAnswer answers a thread with the message that made or answered it: 201 when it is new,
@@ -220,13 +243,13 @@ func (rt messageRoutes) reply(r *Request, messageID kernel.ID, in messageBody) (
 		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID)}))
 }
 
-func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in messageBody) (int, any, error) {
+func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in postBody) (int, any, error) {
 	run, err := answerRun(r, rt.tokens, threadID)
 	if err != nil {
 		return 0, nil, err
 	}
 	msg, isNew, err := rt.m.CreateMessage(r.Context(), r.Actor, threadID,
-		messaging.NewMessage{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), RunID: run})
+		messaging.NewMessage{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), RunID: run, Components: in.Components})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -254,7 +277,11 @@ func (rt messageRoutes) editMessage(r *Request, id kernel.ID, in editBody) (int,
 	if err != nil {
 		return 0, nil, err
 	}
-	msg, err := rt.m.EditMessageIf(r.Context(), r.Actor, id, in.Content, versions)
+	change, err := in.change()
+	if err != nil {
+		return 0, nil, err
+	}
+	msg, err := rt.m.ChangeMessage(r.Context(), r.Actor, id, change, versions)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -71,6 +71,22 @@ var documentedBounds = map[string]bounds{
 	"schemas/Instance/name":                      {names.MinLen, names.MaxInstanceName},
 	"schemas/UpdateInstanceRequest/name":         {names.MinLen, names.MaxInstanceName},
 
+	// A message's buttons and selects, and an interaction with them.
+	"schemas/PostMessageRequest/content":       {1, messaging.MaxContentBytes},
+	"schemas/PostMessageRequest/client_msg_id": {names.MinLen, names.MaxClientMsgID},
+	"schemas/PostMessageRequest/components":    {none, messaging.MaxComponentRows},
+	"schemas/UpdateMessageRequest/components":  {none, messaging.MaxComponentRows},
+	"schemas/Message/components":               {none, messaging.MaxComponentRows},
+	"schemas/ActionRow/components":             {none, messaging.MaxRowComponents},
+	"schemas/Component/id":                     {1, messaging.MaxComponentIDBytes},
+	"schemas/Component/label":                  {1, messaging.MaxComponentLabel},
+	"schemas/Component/value":                  {none, messaging.MaxComponentValue},
+	"schemas/Component/placeholder":            {none, messaging.MaxSelectPlaceholder},
+	"schemas/Component/options":                {none, messaging.MaxSelectOptions},
+	"schemas/SelectOption/label":               {1, messaging.MaxComponentLabel},
+	"schemas/SelectOption/value":               {1, messaging.MaxComponentValue},
+	"schemas/InteractionRequest/component_id":  {1, none},
+
 	// Runs: the document an agent patches, and its error message.
 	"schemas/RunPatch/status":          {none, runs.MaxStatusLineRunes},
 	"schemas/RunPatch/steps":           {none, runs.MaxSteps},
