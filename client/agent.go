@@ -112,6 +112,9 @@ type Agent struct {
 	renewBefore time.Duration
 	// pollWait is the wait of each long poll (the server allows up to 25 s).
 	pollWait time.Duration
+	// onInteraction handles interaction.created (OnInteraction, interactions.go); nil: none.
+	// It is guarded by mu.
+	onInteraction func(context.Context, *Interaction) error
 
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc // run id → cancel of its handler
@@ -163,7 +166,7 @@ func (a *Agent) Run(ctx context.Context, handle func(ctx context.Context, inv *I
 		return err
 	}
 	err = a.c.Run(f.ctx, func(ev Event) error {
-		if ev.Type != "agent.invocation" {
+		if !a.handles(ev.Type) {
 			f.forget(ev.Seq)
 			return nil
 		}
@@ -216,11 +219,11 @@ func (a *Agent) end(ctx context.Context, f *flight, err error) error {
 // still run.
 func (a *Agent) peek(ev Event) {
 	switch ev.Type {
-	case "agent.invocation":
+	case "agent.invocation", "interaction.created":
 		a.mu.Lock()
 		f := a.flight
 		a.mu.Unlock()
-		if f != nil && ev.Seq > a.c.Cursor() {
+		if f != nil && ev.Seq > a.c.Cursor() && a.handles(ev.Type) {
 			f.deliver(ev)
 		}
 		return
@@ -247,6 +250,9 @@ func (a *Agent) peek(ev Event) {
 }
 
 func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Context, *Invocation) error) error {
+	if ev.Type == "interaction.created" {
+		return a.interact(ctx, ev)
+	}
 	var d struct {
 		RunID     string             `json:"run_id"`
 		ThreadID  string             `json:"thread_id"`

@@ -123,7 +123,7 @@ func (a *Agent) poll(f *flight, cursor int64, hasCursor bool) error {
 			if ev.Seq <= 0 || (hasCursor && ev.Seq <= from) {
 				continue
 			}
-			if ev.Type != "agent.invocation" {
+			if !a.handles(ev.Type) {
 				a.peek(ev)
 			} else if !held && !f.offer(ev) {
 				held, cursor = true, ev.Seq-1

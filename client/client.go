@@ -181,6 +181,8 @@ type Message struct {
 	CreatedAt time.Time  `json:"created_at"`
 	EditedAt  *time.Time `json:"edited_at"`
 	Deleted   bool       `json:"deleted"`
+	// Components are the message's buttons and selects (interactions.go); nil for none.
+	Components []ActionRow `json:"components,omitempty"`
 }
 
 // Event is one event. Seq is its place in the log (commit order; a client sees only the events

@@ -1,0 +1,210 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	botclient "bothy.dev/bothy/client"
+)
+
+// deployRows are the components the asking agent posts: Approve and Deny, and a select of one
+// or two regions.
+func deployRows() []botclient.ActionRow {
+	return []botclient.ActionRow{
+		botclient.Row(botclient.Button("approve", "Approve", botclient.Primary, "yes"), botclient.Button("deny", "Deny", botclient.Danger, "no")),
+		botclient.Row(botclient.Select("region", "Where?", 1, 2,
+			botclient.SelectOption{Label: "Europe", Value: "eu"}, botclient.SelectOption{Label: "America", Value: "us"})),
+	}
+}
+
+// askingAgent runs an agent (over the gateway) that answers a mention with a question carrying
+// deployRows, and each interaction with a reply in the thread ("approve: yes" …) made with the
+// interaction's token, after which it disables the component answered. Each interaction is sent
+// on the channel it answers, with what a run call and a post into another thread answered with
+// the same token.
+type tokenUse struct {
+	in             *botclient.Interaction
+	runStart, post int // the statuses of a run start and of a post elsewhere with the token
+}
+
+func askingAgent(t *testing.T, w *world, a agent, ac *client, elsewhere string) <-chan tokenUse {
+	t.Helper()
+	got := make(chan tokenUse, 8)
+	bot := botclient.NewAgent(w.in.srv.public, a.Token)
+	var runID atomic.Value // the run of the invocation, a string
+	bot.OnInteraction(func(ctx context.Context, in *botclient.Interaction) error {
+		use := tokenUse{in: in}
+		if r, err := ac.try(t, http.MethodPost, api("runs", runID.Load().(string), "start"), nil, header("Invocation-Token", in.Token)); err == nil {
+			use.runStart = r.status
+		}
+		if r, err := ac.try(t, http.MethodPost, api("threads", elsewhere, "messages"), map[string]any{"content": "not here"},
+			header("Invocation-Token", in.Token)); err == nil {
+			use.post = r.status
+		}
+		if _, err := in.Reply(ctx, in.ComponentID+": "+strings.Join(in.Values, ",")); err != nil {
+			return err
+		}
+		m, err := in.Client().GetMessage(ctx, in.MessageID)
+		if err != nil {
+			return err
+		}
+		if _, err := in.Client().SetComponents(ctx, in.MessageID, botclient.Disable(m.Components, in.ComponentID)); err != nil {
+			return err
+		}
+		got <- use
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- bot.Run(ctx, func(ctx context.Context, inv *botclient.Invocation) error {
+			runID.Store(inv.RunID)
+			if _, err := inv.Start(ctx); err != nil {
+				return err
+			}
+			if _, err := inv.ReplyWith(ctx, botclient.NewMessage{Content: "Deploy now?", Components: deployRows()}); err != nil {
+				return err
+			}
+			return inv.Finish(ctx, botclient.Succeeded, nil)
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Agent.Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Agent.Run did not stop within 10s of its context's end")
+		}
+	})
+	return got
+}
+
+// questionOf waits for the agent's message with components in thread th after start.
+func questionOf(t *testing.T, reader *client, th string, start int64) event {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		evs, _ := reader.mustAllEvents(t, start)
+		for _, e := range evs {
+			if e.Type == "message.created" && e.ThreadID == th && e.Data["components"] != nil {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no message with components in thread %s within 15s; events %v", th, types(evs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestButtonsAndSelects: an agent asks with buttons and a select, a person clicks, the agent
+// gets interaction.created with a token for the thread, answers there and disables the button;
+// a second click is refused, and so are components on a person's message, an interaction by
+// someone who cannot read the channel, and picks the select does not take.
+func TestButtonsAndSelects(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		w.in.owner.mustGrant(t, w.shared.ID, w.aliceU.ID, "invoke")
+		a, ac, start := w.mustPostingAgent(t, "asker")
+		th := w.in.owner.mustCreateThread(t, w.shared.ID, "Deploy", "release 1.2").Thread.ID
+		other := w.in.owner.mustCreateThread(t, w.shared.ID, "Other", "another thread").Thread.ID
+		uses := askingAgent(t, w, a, ac, other)
+
+		postedMessage(t, w.alice, th, "@asker shall we deploy?")
+		q := questionOf(t, w.alice, th, start)
+		mid := q.Data["id"].(string)
+		rows := q.Data["components"].([]any)
+		if len(rows) != 2 || q.Data["author_id"] != a.ID {
+			t.Fatalf("the question %v", q.Data)
+		}
+
+		t.Run("a person's message may not carry components", func(t *testing.T) {
+			r := w.alice.do(t, http.MethodPost, api("threads", th, "messages"), map[string]any{"content": "mine",
+				"components": []any{map[string]any{"components": []any{map[string]any{"type": "button", "id": "x", "label": "X"}}}}})
+			if r.want(t, http.StatusForbidden); r.code() != "components_not_allowed" {
+				t.Fatalf("code %q", r.code())
+			}
+		})
+
+		t.Run("someone who cannot read the channel gets 404", func(t *testing.T) {
+			w.bob.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "approve"}).
+				want(t, http.StatusNotFound)
+		})
+
+		t.Run("picks the select does not take are refused", func(t *testing.T) {
+			r := w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "region", "values": []string{"mars"}})
+			if r.want(t, http.StatusBadRequest); r.code() != "validation_failed" {
+				t.Fatalf("code %q", r.code())
+			}
+		})
+
+		t.Run("a click reaches the agent with a token for the thread; it answers there and disables the button", func(t *testing.T) {
+			obj := w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "approve"}).
+				want(t, http.StatusAccepted).obj()
+			var use tokenUse
+			select {
+			case use = <-uses:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the agent got no interaction.created within 15s")
+			}
+			in := use.in
+			if in.ID != obj["interaction_id"] || in.MessageID != mid || in.ThreadID != th || in.UserID != w.aliceU.ID ||
+				strings.Join(in.Values, ",") != "yes" || in.Token == "" {
+				t.Fatalf("interaction %+v, answer %v", in, obj)
+			}
+			if use.runStart != http.StatusUnauthorized || use.post != http.StatusForbidden {
+				t.Fatalf("with the interaction's token a run start answered %d (want 401), a post into another thread %d (want 403)", use.runStart, use.post)
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				var reply, disabled bool
+				evs, _ := w.alice.mustAllEvents(t, start)
+				for _, e := range evs {
+					if e.Type == "message.created" && e.ThreadID == th && e.Data["content"] == "approve: yes" && e.Data["run_id"] == nil {
+						reply = true
+					}
+					if e.Type == "message.updated" && e.Data["id"] == mid {
+						row := e.Data["components"].([]any)[0].(map[string]any)["components"].([]any)
+						disabled = row[0].(map[string]any)["disabled"] == true && row[1].(map[string]any)["disabled"] == false
+					}
+				}
+				if reply && disabled {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("reply %v, button disabled %v within 15s; events %v", reply, disabled, types(evs))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+
+		t.Run("a second click on the disabled button answers 409", func(t *testing.T) {
+			r := w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "approve"})
+			if r.want(t, http.StatusConflict); r.code() != "component_disabled" {
+				t.Fatalf("code %q", r.code())
+			}
+		})
+
+		t.Run("a pick of two regions reaches the agent with both values", func(t *testing.T) {
+			w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "region", "values": []string{"us", "eu"}}).
+				want(t, http.StatusAccepted)
+			select {
+			case use := <-uses:
+				if use.in.ComponentID != "region" || strings.Join(use.in.Values, ",") != "us,eu" {
+					t.Fatalf("interaction %+v", use.in)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the agent got no interaction.created within 15s")
+			}
+		})
+	})
+}
