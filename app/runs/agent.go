@@ -2,7 +2,6 @@ package runs
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,19 +186,11 @@ func (s *Service) CheckToken(ctx context.Context, actor kernel.Actor, token stri
 	if s.keys == nil {
 		return InvocationClaims{}, errors.New("runs: no keyring to check invocation tokens")
 	}
-	// The token names its key (kid): the current one or a retired one within its window. A
-	// failed read of the keys is the server's fault, not the token's: it is returned as it is.
-	var readErr error
-	keyFor := func(kid string) (ed25519.PublicKey, bool) {
-		pub, ok, err := s.keys.publicKey(ctx, kid)
-		readErr = err
-		return pub, ok
-	}
-	c, err := Check(token, keyFor, s.clock.Now(), wantRun)
-	if readErr != nil {
-		return InvocationClaims{}, readErr
-	}
+	c, err := s.verifiedClaims(ctx, token)
 	if err != nil {
+		return InvocationClaims{}, err
+	}
+	if err := c.validAt(s.clock.Now(), wantRun); err != nil {
 		return InvocationClaims{}, err
 	}
 	if c.Subject != actor.ID {

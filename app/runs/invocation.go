@@ -74,29 +74,53 @@ func Issue(key ed25519.PrivateKey, kid string, claims InvocationClaims) (string,
 // yet valid, claims missing, another run). The detail is wrapped for the log, not for the
 // caller: the message says only what the agent can act on.
 func Check(token string, keyFor func(kid string) (ed25519.PublicKey, bool), now time.Time, wantRun kernel.ID) (InvocationClaims, error) {
+	c, _, err := verifyToken(token, keyFor)
+	if err != nil {
+		return InvocationClaims{}, err
+	}
+	if err := c.validAt(now, wantRun); err != nil {
+		return InvocationClaims{}, err
+	}
+	return c, nil
+}
+
+// verifyToken checks what a token's signature proves once and for all: that a key of the
+// instance signed these claims, and that they say what every token must. It returns the claims
+// and the key id that signed them; the times and the run are validAt's.
+func verifyToken(token string, keyFor func(kid string) (ed25519.PublicKey, bool)) (InvocationClaims, string, error) {
 	var c InvocationClaims
-	if err := jose.Verify(token, keyFor, &c); err != nil {
-		return InvocationClaims{}, invalidToken("the invocation token is not valid", err)
+	var kid string
+	named := func(k string) (ed25519.PublicKey, bool) {
+		kid = k
+		return keyFor(k)
+	}
+	if err := jose.Verify(token, named, &c); err != nil {
+		return InvocationClaims{}, "", invalidToken("the invocation token is not valid", err)
 	}
 	if err := c.check(); err != nil {
-		return InvocationClaims{}, invalidToken("the invocation token is not valid", err)
+		return InvocationClaims{}, "", invalidToken("the invocation token is not valid", err)
 	}
+	return c, kid, nil
+}
+
+// validAt is what Check asks of verified claims at now for run wantRun (NilID: any run).
+func (c InvocationClaims) validAt(now time.Time, wantRun kernel.ID) error {
 	if c.IssuedAt > now.Add(MaxClockSkew).Unix() {
-		return InvocationClaims{}, invalidToken("the invocation token is not valid yet", nil)
+		return invalidToken("the invocation token is not valid yet", nil)
 	}
 	if now.Unix() >= c.ExpiresAt {
 		if c.RunID == kernel.NilID {
-			return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenExpired, "the invocation token of interaction %s has expired", c.InteractionID)
+			return kernel.Errorf(CodeInvocationTokenExpired, "the invocation token of interaction %s has expired", c.InteractionID)
 		}
-		return InvocationClaims{}, kernel.Errorf(CodeInvocationTokenExpired, "the invocation token has expired; renew it for run %s", c.RunID)
+		return kernel.Errorf(CodeInvocationTokenExpired, "the invocation token has expired; renew it for run %s", c.RunID)
 	}
 	if wantRun != kernel.NilID && c.RunID == kernel.NilID {
-		return InvocationClaims{}, invalidToken("the invocation token is for an interaction, not a run", nil)
+		return invalidToken("the invocation token is for an interaction, not a run", nil)
 	}
 	if wantRun != kernel.NilID && c.RunID != wantRun {
-		return InvocationClaims{}, invalidToken("the invocation token is for another run", nil)
+		return invalidToken("the invocation token is for another run", nil)
 	}
-	return c, nil
+	return nil
 }
 
 // invalidToken is invocation_token_invalid with message, wrapping cause (if any) for the log.

@@ -92,6 +92,9 @@ type Service struct {
 	// onPatched is told of every stored patch after its commit (OnPatched).
 	onPatched func(context.Context, Patched)
 
+	// verified are the invocation tokens this node verified (tokencache.go).
+	verified verifiedTokens
+
 	dms DMParticipants
 }
 
