@@ -157,10 +157,12 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
-	// A person's click or pick on a message's buttons and selects; the message's author gets it
-	// through its consumer, prepared by runSvc with a token for the thread.
-	router.Handle(httpapi.InteractionRoutes(runs.NewInteractions(runs.InteractionDeps{Messages: msgStore,
-		Store: storage.NewInteractionStore(db), UoW: db, Events: db, Authz: az, Clock: clock}))...)
+	// A person's click or pick on a message's buttons and selects, over REST and from the
+	// console; the message's author gets it through its consumer, prepared by runSvc with a token
+	// for the thread.
+	interactions := runs.NewInteractions(runs.InteractionDeps{Messages: msgStore, Store: storage.NewInteractionStore(db),
+		UoW: db, Events: db, Authz: az, Clock: clock})
+	router.Handle(httpapi.InteractionRoutes(interactions)...)
 	router.Handle(httpapi.PushRoutes(pushSvc)...)
 	router.Handle(httpapi.NotifyRoutes(notifySvc)...)
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
@@ -272,7 +274,7 @@ func wire(ctx context.Context, a *App) error {
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
-		LogHead: db, Inbox: inboxSvc, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
+		LogHead: db, Inbox: inboxSvc, Interactions: interactions, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
 		Notify: notifySvc, Threads: chats, Push: pushSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())

@@ -61,6 +61,7 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/threads/{id}/messages", signedIn, c.postMessage)
 	c.handle("POST /console/channels/{id}/threads", signedIn, c.startThread)
 	c.handle("POST /console/messages/{id}/reactions", signedIn, c.toggleReaction)
+	c.handle("POST /console/messages/{id}/interactions", signedIn, c.interact)
 	c.handle("GET /console/messages/{id}/pin", signedIn, c.pinPage)
 	c.handle("POST /console/messages/{id}/pin", signedIn, c.togglePin)
 	c.handle("POST /console/runs/{id}/cancel", signedIn, c.cancelRun)
@@ -610,6 +611,7 @@ func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction
 		v.CanReply, v.InThread = may.reply, may.inThread
 		v.CanEdit, v.CanDelete = may.edit, may.delete
 		v.CanPin, v.Pinned = may.pin, may.pinned[m.ID]
+		v.Components, v.CanInteract = componentRows(m.Components), may.react
 	}
 	if m.ReplyThreadID != nil {
 		r := &components.RepliesView{ThreadID: string(*m.ReplyThreadID), Href: "/console/threads/" + string(*m.ReplyThreadID)}

@@ -65,6 +65,9 @@ type Deps struct {
 	AgentsSeen  AgentsSeen
 	// Reactions reads the reactions under the chat view's messages (chat.go); nil shows none.
 	Reactions ReactionSource
+	// Interactions posts the clicks on a message's buttons and selects (chat_components.go);
+	// nil refuses them.
+	Interactions InteractionUseCases
 	// DMs lists and starts the person's direct messages in the chat view (chat_dms.go); nil
 	// leaves them out.
 	DMs DMUseCases

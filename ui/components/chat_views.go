@@ -56,6 +56,10 @@ type MessageView struct {
 	// side pane, while the channel beside it shows the message too): it carries no element id,
 	// so the page's anchors and the script's lookups find the one in its thread.
 	Echo bool
+	// Components are the message's buttons and selects; CanInteract lets the person use them
+	// (post in the channel), else they show disabled.
+	Components  []ComponentRowView
+	CanInteract bool
 }
 
 // RepliesView is the thread under a message as the message shows it: how many replies and when
