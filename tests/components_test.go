@@ -206,5 +206,24 @@ func TestButtonsAndSelects(t *testing.T) {
 				t.Fatal("the agent got no interaction.created within 15s")
 			}
 		})
+
+		t.Run("a click repeated with its Idempotency-Key answers the first interaction again", func(t *testing.T) {
+			click := func() *response {
+				return w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "deny"},
+					header("Idempotency-Key", "deny-once")).want(t, http.StatusAccepted)
+			}
+			first, again := click(), click()
+			if first.obj()["interaction_id"] != again.obj()["interaction_id"] || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("first %v, again %v (replayed %q)", first.obj(), again.obj(), again.header.Get("Idempotent-Replayed"))
+			}
+			select {
+			case use := <-uses:
+				if use.in.ID != first.obj()["interaction_id"] {
+					t.Fatalf("interaction %+v", use.in)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the agent got no interaction.created within 15s")
+			}
+		})
 	})
 }
