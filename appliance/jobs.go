@@ -40,6 +40,16 @@ const JobIdempotencyCleanup = "sync.idempotency_cleanup"
 func registerRunJobs(q *jobs.Queue, svc *runs.Service, interval time.Duration, logger *slog.Logger) {
 	q.Register(runs.JobQueuedExpiry, runJob(svc.ExpireQueued))
 	q.Register(runs.JobCancelTimeout, runJob(svc.TimeoutCancel))
+	q.Register(runs.JobApprovalTimeout, func(ctx context.Context, raw json.RawMessage) error {
+		var args runs.ApprovalJobArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		if args.ApprovalID.IsZero() {
+			return fmt.Errorf("the job names no approval")
+		}
+		return svc.TimeoutApproval(ctx, args.ApprovalID)
+	})
 	q.RegisterPeriodic(runs.JobStallCheck, interval, func(ctx context.Context, _ json.RawMessage) error {
 		n, err := svc.FailStalled(ctx)
 		if n > 0 {

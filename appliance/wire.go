@@ -113,7 +113,7 @@ func wire(ctx context.Context, a *App) error {
 	// of Work), and runs reads their participants to invoke a DM's agents without a mention.
 	dmSvc := dms.New(dms.Deps{Store: storage.NewDMStore(db), Chat: chatStore, Principals: chatStore, Grants: az, UoW: db, Events: db, Authz: az, Clock: clock})
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
-		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue, DMs: dmSvc}, runConfig)
+		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue, DMs: dmSvc, Approvals: storage.NewApprovalStore(db)}, runConfig)
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
 	// Web Push: a notification enqueues one push.send job per browser of the person (in the
 	// notifier's Unit of Work); the job posts through the egress client, whose dialer refuses
@@ -157,6 +157,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
+	router.Handle(httpapi.ApprovalRoutes(runSvc)...)
 	// A person's click or pick on a message's buttons and selects, over REST and from the
 	// console; the message's author gets it through its consumer, prepared by runSvc with a token
 	// for the thread.
@@ -275,7 +276,7 @@ func wire(ctx context.Context, a *App) error {
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
 		LogHead: db, Inbox: inboxSvc, Interactions: interactions, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
-		Notify: notifySvc, Threads: chats, Push: pushSvc}))
+		Notify: notifySvc, Threads: chats, Push: pushSvc, Approvals: runSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))

@@ -24,6 +24,7 @@ var CopyTables = []string{
 	"message_pins", "interactions", "read_states", "thread_subscriptions", "notification_levels", "log_cursors",
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers", "signing_keys",
 	"push_subscriptions", "push_outbox", "vapid_keys",
+	"approvals", "approval_approvers",
 	// The job queue (storage/jobs): pending jobs move with the instance. Its times are text on
 	// SQLite and timestamptz on PostgreSQL; PostgreSQL reads goqite's fixed-width UTC text.
 	"goqite",

@@ -241,10 +241,13 @@ func (s *RunStore) UnendedRuns(ctx context.Context, agentID kernel.ID) ([]runs.R
 		string(runs.StatusQueued), string(runs.StatusRunning), string(runs.StatusWaitingInput))
 }
 
-// StalledRuns implements runs.Store.
+// StalledRuns implements runs.Store. A run waiting for a pending approval is not stalled: it
+// waits for a person, and the approval's own timeout bounds the wait.
 func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]runs.Run, error) {
-	return s.list(ctx, runHeadSelect+` WHERE r.status IN (?, ?) AND r.last_activity_at < ? ORDER BY r.last_activity_at, r.id LIMIT ?`,
-		string(runs.StatusRunning), string(runs.StatusWaitingInput), fmtTime(before), limit)
+	return s.list(ctx, runHeadSelect+` WHERE r.status IN (?, ?) AND r.last_activity_at < ?
+		AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.state = ?)
+		ORDER BY r.last_activity_at, r.id LIMIT ?`,
+		string(runs.StatusRunning), string(runs.StatusWaitingInput), fmtTime(before), string(runs.ApprovalPending), limit)
 }
 
 func (s *RunStore) list(ctx context.Context, q string, args ...any) ([]runs.Run, error) {

@@ -77,6 +77,7 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/dms", signedIn, c.newDM)
 	c.handle("POST /console/dms/{id}/leave", signedIn, c.leaveDM)
 	c.inboxRoutes()
+	c.approvalRoutes()
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -140,6 +141,9 @@ func (c *chatView) chatHome(rq *request) error {
 		return err
 	}
 	v := pages.ChatView{Chrome: c.chrome(rq, "Chat", "chat"), Nav: nav, DMs: dmNav}
+	if err := c.withApprovals(rq, &v); err != nil {
+		return err
+	}
 	if err := c.withUnread(rq, &v); err != nil {
 		return err
 	}
@@ -255,6 +259,9 @@ func (c *chatView) showThread(rq *request, threadID kernel.ID, ch *chat.Channel,
 		return err
 	}
 	v := pages.ChatView{Chrome: c.chrome(rq, tv.Title, "chat"), Nav: nav, DMs: dmNav, Thread: main, Pane: pane}
+	if err := c.withApprovals(rq, &v); err != nil {
+		return err
+	}
 	if err := c.withUnread(rq, &v); err != nil {
 		return err
 	}
@@ -441,7 +448,12 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	if err != nil {
 		return tv, err
 	}
-	need := make([]kernel.ID, 0, len(msgs)+len(list))
+	approvals, asked, err := c.runApprovals(ctx, rq, list)
+	if err != nil {
+		return tv, err
+	}
+	need := make([]kernel.ID, 0, len(msgs)+len(list)+len(asked))
+	need = append(need, asked...)
 	for _, m := range msgs {
 		need = append(need, m.AuthorID)
 	}
@@ -457,6 +469,7 @@ func (c *chatView) threadView(rq *request, th chat.Thread, ch chat.Channel, msgs
 	cards := make([]components.RunCardView, len(list))
 	for i, r := range list {
 		cards[i] = c.runCard(ctx, rq, r, dir)
+		cards[i].Approvals = c.approvalViews(rq, approvals[r.ID], dir)
 	}
 	pins, err := c.d.Messages.ListPins(ctx, rq.actor, ch.ID)
 	if err != nil {
@@ -950,9 +963,15 @@ func (c *chatView) runFragment(rq *request) error {
 }
 
 func (c *chatView) renderRun(rq *request, r runs.Run) error {
-	dir, err := c.directory(rq.ctx(), rq.actor, []kernel.ID{r.AgentID})
+	approvals, asked, err := c.runApprovals(rq.ctx(), rq, []runs.Run{r})
 	if err != nil {
 		return err
 	}
-	return c.render(rq, http.StatusOK, components.RunCard(c.runCard(rq.ctx(), rq, r, dir)))
+	dir, err := c.directory(rq.ctx(), rq.actor, append([]kernel.ID{r.AgentID}, asked...))
+	if err != nil {
+		return err
+	}
+	card := c.runCard(rq.ctx(), rq, r, dir)
+	card.Approvals = c.approvalViews(rq, approvals[r.ID], dir)
+	return c.render(rq, http.StatusOK, components.RunCard(card))
 }

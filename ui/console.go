@@ -83,6 +83,9 @@ type Deps struct {
 	// LogHead is the event log's head, which the chat view's script identifies from (chat.go);
 	// nil: the script starts at the head it connects at.
 	LogHead LogHead
+	// Approvals shows what runs ask people on their run cards and the Approvals page
+	// (chat_approvals.go); nil leaves them out.
+	Approvals ApprovalUseCases
 }
 
 // IdentityUseCases is what the sign-in, account, people and token pages and the session call;

@@ -132,6 +132,8 @@ var rules = map[kernel.Action]rule{
 	runs.ActAgentInvoke: {kind: ruleChannelLevel, need: LevelInvoke},
 	runs.ActRunRead:     {kind: ruleChannelLevel, need: LevelView},
 	runs.ActRunCancel:   {kind: ruleAuthorOrManage},
+	// One's own approvals to decide are listed by anyone signed in (each filtered by its thread).
+	runs.ActApprovalInbox: {kind: ruleAuthenticated},
 	// A click or pick on a message's components: whoever may post in its channel.
 	runs.ActInteractionCreate: {kind: ruleChannelLevel, need: LevelPost},
 

@@ -10,4 +10,7 @@ const (
 	ActRunRead kernel.Action = "run.read"
 	// ActRunCancel is asking a run to stop: the one who invoked it, or a manager of its channel.
 	ActRunCancel kernel.Action = "run.cancel"
+	// ActApprovalInbox is listing the approvals one is asked to decide: anyone signed in, each
+	// approval filtered by the right to read its thread.
+	ActApprovalInbox kernel.Action = "approval.inbox.read"
 )

@@ -32,6 +32,9 @@ type Deps struct {
 	// DMs answers the participants of a direct message, whose agents a person's message there
 	// invokes without a mention (nil: none do).
 	DMs DMParticipants
+	// Approvals stores what runs ask people (approval.go); nil answers every request of one
+	// not_found.
+	Approvals ApprovalStore
 }
 
 // Config tunes runs. DefaultConfig holds the defaults, which the configuration schema shows
@@ -95,7 +98,8 @@ type Service struct {
 	// verified are the invocation tokens this node verified (tokencache.go).
 	verified verifiedTokens
 
-	dms DMParticipants
+	dms       DMParticipants
+	approvals ApprovalStore
 }
 
 // Patched is a patch after its commit: the run as it is now, with the whole document at the
@@ -126,7 +130,7 @@ func New(d Deps, cfg Config) *Service {
 	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
 		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: cfg.Issuer, tokenTTL: cfg.TokenTTL, jobs: d.Jobs,
-		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch, dms: d.DMs}
+		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch, dms: d.DMs, approvals: d.Approvals}
 }
 
 // now is the clock's time at the precision the store keeps.
@@ -190,6 +194,16 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 		s.events.Append(ctx, EvRunCancelRequested.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: r.AgentID},
 			SubjectID: r.ID, ActorID: actor.ID}, CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
 			ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: actor.ID, RequestedAt: now}))
+		// Nobody is to answer what a run that stops asked: its pending approvals end cancelled,
+		// and a run that waited for them goes on to confirm the cancel.
+		if n, err := s.cancelApprovals(ctx, r.ID, actor.ID, now); err != nil {
+			return err
+		} else if n > 0 && r.Status == StatusWaitingInput {
+			if err := s.move(ctx, &r, Resume, actor.ID, now); err != nil {
+				return err
+			}
+			r.LastActivityAt = now
+		}
 		if r.Status == StatusQueued {
 			if err := s.move(ctx, &r, Cancel, actor.ID, now); err != nil {
 				return err
@@ -227,7 +241,8 @@ func (s *Service) OnAgentDisabled(ctx context.Context, ev agents.AgentDisabled) 
 }
 
 // move changes r's state on t as Next decides, stamps its times and appends run.state_changed;
-// the caller stores r. Errors: those of Next.
+// a run that ends cancels its pending approvals. The caller stores r. Errors: those of Next,
+// and of the approvals' store.
 func (s *Service) move(ctx context.Context, r *Run, t Trigger, actorID kernel.ID, now time.Time) error {
 	to, reason, err := Next(r.Status, t)
 	if err != nil {
@@ -240,6 +255,12 @@ func (s *Service) move(ctx context.Context, r *Run, t Trigger, actorID kernel.ID
 	}
 	if to.Terminal() {
 		r.EndedAt = &now
+		// A run that ended waits for nobody: what it asked is cancelled with it.
+		if from == StatusWaitingInput || from == StatusRunning {
+			if _, err := s.cancelApprovals(ctx, r.ID, actorID, now); err != nil {
+				return err
+			}
+		}
 	}
 	s.logState(ctx, *r, &from, actorID)
 	return nil

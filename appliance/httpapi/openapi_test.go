@@ -105,6 +105,11 @@ var documentedBounds = map[string]bounds{
 	"parameters/IdempotencyKey":        {1, maxIdempotencyKeyBytes},
 	"headers/CorrelationId":            {1, none},
 
+	// Approvals: what a run asks people.
+	"schemas/ApprovalRequest/title":        {1, runs.MaxApprovalTitleBytes},
+	"schemas/ApprovalRequest/detail":       {none, runs.MaxApprovalDetailBytes},
+	"schemas/ApprovalRequest/approver_ids": {none, runs.MaxApprovers},
+
 	// Web Push: a browser's endpoint.
 	"schemas/CreatePushSubscriptionRequest/endpoint": {1, push.MaxEndpointBytes},
 }

@@ -471,6 +471,7 @@
         case "message.updated": case "message.deleted": load("messages", d.id); break;
         case "reaction.added": case "reaction.removed": case "message.pinned": case "message.unpinned": load("messages", d.message_id); break;
         case "run.state_changed": load("runs", d.id, self); break;
+        case "approval.requested": case "approval.decided": load("runs", d.run_id); break;
         case "run.updated": applyRun(d); break;
         case "typing.started": typed(d.principal_id); break;
       }

@@ -109,6 +109,8 @@ type RunCardView struct {
 	// CanCancel shows the cancel form: the person may cancel and the run has not ended.
 	CanCancel bool
 	CSRF      string
+	// Approvals are what the run asked people, oldest first (approval cards).
+	Approvals []ApprovalView
 }
 
 // StepView is one step of a run. Status is what the card shows: a step of a run that ended

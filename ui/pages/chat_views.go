@@ -22,6 +22,10 @@ type ChatView struct {
 	// person's unread mentions.
 	Inbox    bool
 	Mentions int64
+	// ApprovalsShown shows the link of the Approvals page, with Approvals, how many wait on
+	// the person.
+	ApprovalsShown bool
+	Approvals      int
 }
 
 // SpaceNav is a space of the left column with its channels.
@@ -194,4 +198,18 @@ func currentPage(on bool) templ.Attributes {
 		return templ.Attributes{"aria-current": "page"}
 	}
 	return nil
+}
+
+// ApprovalsView is the Approvals page: what runs ask the person, newest first.
+type ApprovalsView struct {
+	Chrome layouts.Chrome
+	Items  []ApprovalItem
+	// More: more wait than the page shows.
+	More bool
+}
+
+// ApprovalItem is one approval that waits on the person: where its run is and the card.
+type ApprovalItem struct {
+	Href, Place, Agent string
+	Card               components.ApprovalView
 }
