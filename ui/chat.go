@@ -843,29 +843,18 @@ func (c *chatView) toggleReaction(rq *request) error {
 	} else {
 		err = c.d.Messages.AddReaction(rq.ctx(), rq.actor, m.ID, emoji)
 	}
-	flash := layouts.Flash{}
+	var text string
 	if err != nil {
 		if !refusal(err, kernel.CodeValidation, messaging.CodeMessageDeleted, kernel.CodeForbidden) {
 			return err
 		}
 		// Forbidden here is a reader who may not post: they saw the message, so say so.
-		text := formError(err)
+		text = formError(err)
 		if !kernel.IsCode(err, kernel.CodeValidation) {
 			text = "You cannot react to this message."
 		}
-		if wantsFragment(rq) {
-			refuseFragment(rq, http.StatusUnprocessableEntity, text)
-			return nil
-		}
-		flash = layouts.Flash{Kind: "error", Text: text}
 	}
-	if wantsFragment(rq) {
-		if m, err = c.d.Messages.GetMessage(rq.ctx(), rq.actor, id); err != nil {
-			return err
-		}
-		return c.renderMessage(rq, m, http.StatusOK)
-	}
-	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), flash)
+	return c.answerMessageAction(rq, m, text, layouts.Flash{})
 }
 
 // cancelRun asks a run to stop, for its invoker or a manager of the channel.

@@ -69,12 +69,11 @@ func (c *chatView) interact(rq *request) error {
 		}
 	}
 	_, err = c.d.Interactions.Interact(rq.ctx(), rq.actor, m.ID, runs.NewInteraction{ComponentID: rq.r.PostFormValue("component_id"), Values: values})
-	flash := layouts.Flash{Kind: "ok", Text: "Sent."}
+	var text string
 	if err != nil {
 		if !refusal(err, kernel.CodeValidation, kernel.CodeForbidden, runs.CodeComponentDisabled, runs.CodeComponentUnavailable) {
 			return err
 		}
-		text := formError(err)
 		switch {
 		case kernel.IsCode(err, kernel.CodeForbidden):
 			text = "You cannot answer this message."
@@ -82,18 +81,31 @@ func (c *chatView) interact(rq *request) error {
 			text = "That button is no longer active."
 		case kernel.IsCode(err, runs.CodeComponentUnavailable):
 			text = "That choice is gone from the message."
+		default:
+			text = formError(err)
 		}
-		if wantsFragment(rq) {
-			refuseFragment(rq, http.StatusUnprocessableEntity, text)
+	}
+	return c.answerMessageAction(rq, m, text, layouts.Flash{Kind: "ok", Text: "Sent."})
+}
+
+// answerMessageAction answers a form's action on message m: refused, when not empty, is why it
+// was refused. With the script (Bothy-Fragment) it answers the message as it now is, or the
+// refusal as text (422); without it, it goes back to the message in its thread with refused as
+// an error, or done.
+func (c *chatView) answerMessageAction(rq *request, m messaging.Message, refused string, done layouts.Flash) error {
+	if wantsFragment(rq) {
+		if refused != "" {
+			refuseFragment(rq, http.StatusUnprocessableEntity, refused)
 			return nil
 		}
-		flash = layouts.Flash{Kind: "error", Text: text}
-	}
-	if wantsFragment(rq) {
-		if m, err = c.d.Messages.GetMessage(rq.ctx(), rq.actor, id); err != nil {
+		m, err := c.d.Messages.GetMessage(rq.ctx(), rq.actor, m.ID)
+		if err != nil {
 			return err
 		}
 		return c.renderMessage(rq, m, http.StatusOK)
 	}
-	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), flash)
+	if refused != "" {
+		done = layouts.Flash{Kind: "error", Text: refused}
+	}
+	return c.backToThread(rq, m.ThreadID, "#m-"+string(m.ID), done)
 }
