@@ -83,6 +83,9 @@ type consumer struct {
 	handled      atomic.Int64 // the seq of the last event read
 	acker        *time.Ticker
 	r            *gatewaybench.Reader // runs follow
+
+	// onEvent, when set, sees every other logged event (its type, data and when it was read).
+	onEvent func(typ, data []byte, at time.Time) error
 }
 
 // ackInterval is how often the consumer acks: the server saves acks about once a second. A var
@@ -92,6 +95,12 @@ var ackInterval = time.Second
 // connectConsumer identifies as the agent (live from the head) and returns once its
 // catchup.complete arrived.
 func connectConsumer(ctx context.Context, base, token string, onInvocation func(invocation) error) (*consumer, error) {
+	return connectConsumerWith(ctx, base, token, onInvocation, nil)
+}
+
+// connectConsumerWith is connectConsumer with onEvent, which sees the other logged events.
+func connectConsumerWith(ctx context.Context, base, token string, onInvocation func(invocation) error,
+	onEvent func(typ, data []byte, at time.Time) error) (*consumer, error) {
 	conn, err := gatewaybench.Dial(ctx, base)
 	if err != nil {
 		return nil, err
@@ -100,7 +109,7 @@ func connectConsumer(ctx context.Context, base, token string, onInvocation func(
 		conn.Abort()
 		return nil, err
 	}
-	k := &consumer{c: conn, onInvocation: onInvocation, acker: time.NewTicker(ackInterval), r: gatewaybench.NewReader()}
+	k := &consumer{c: conn, onInvocation: onInvocation, onEvent: onEvent, acker: time.NewTicker(ackInterval), r: gatewaybench.NewReader()}
 	k.r.Start(k.follow)
 	go k.ackEvery()
 	if err := k.r.WaitComplete(ctx); err != nil {
@@ -151,6 +160,11 @@ func (k *consumer) follow() error {
 				return err
 			}
 			if string(e.Type) != "agent.invocation" {
+				if k.onEvent != nil {
+					if err := k.onEvent(e.Type, e.Data, at); err != nil {
+						return err
+					}
+				}
 				k.handled.Store(e.Seq)
 				continue
 			}

@@ -132,3 +132,23 @@ func agentsFirstToken(fs *flag.FlagSet) runFunc {
 		return nil
 	}
 }
+
+// agentsApproval: a person mentions the agent, the agent asks for approval, the person approves,
+// one after the other; the decide's POST → the agent's approval.decided on its consumer.
+func agentsApproval(fs *flag.FlagSet) runFunc {
+	return func(ctx context.Context, r *runner, out io.Writer) error {
+		ns, a, err := r.startAgent(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := agentsbench.RunApproval(ctx, ns.client, ns.inst, a, agentsbench.Approval{Warmup: *r.warmup, Duration: *r.duration})
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, ns.logs())
+		}
+		name := fmt.Sprintf("agents/%sapproval-decide-to-agent", r.prefix())
+		latencies(out, name, res.Latency)
+		measure.Result(out, name+"/decide-p99", measure.Ms(res.Decide.P99), "ms")
+		measure.Result(out, name+"/approvals", float64(res.Approvals), "approvals")
+		return nil
+	}
+}

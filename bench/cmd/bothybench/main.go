@@ -83,6 +83,8 @@ var scenarios = []scenario{
 		serve: gatewayServe(20, 1), timing: &timing{warmup: 2 * time.Second, warming: "patch", duration: 15 * time.Second}, flags: agentsRuns},
 	{name: "agents-first-token", about: "a mention of `bothy agent llm` (a fake model streaming at once) → its first streamed token at a client focused on the thread (bench/agents)",
 		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "mention", duration: 20 * time.Second}, flags: agentsFirstToken},
+	{name: "agents-approval", about: "a person decides a run's approval → the agent's approval.decided on its gateway consumer (bench/agents)",
+		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "ask and decide", duration: 20 * time.Second}, flags: agentsApproval},
 
 	{name: "inbox-unread", about: "GET /api/v1/me/unread for a person in many channels and DMs, a million messages in the database (bench/inbox)",
 		serve: inboxServe, flags: inboxUnread},
