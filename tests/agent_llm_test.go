@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // fakeChatModel is an OpenAI-compatible chat completions API. It answers by the question it
 // is asked: "what is 2+3?" with a call of the calc__add tool, then (given the tool's result)
 // with the answer in chunks; "think forever" with a chunk and then nothing until the client
-// goes away (gone); "use a bad key" with a 401.
+// goes away (gone); "use a bad key" with a 401; "wipe the disk" with a call of calc__wipe,
+// then with a sentence.
 type fakeChatModel struct {
 	srv    *httptest.Server
 	gone   chan time.Time
@@ -62,6 +64,13 @@ func newFakeChatModel(t *testing.T, answer []string) *fakeChatModel {
 			<-r.Context().Done()
 			f.gone <- time.Now()
 			return
+		case strings.Contains(body, "wipe the disk") && !strings.Contains(body, "tool_call_id"):
+			send(map[string]any{"tool_calls": []map[string]any{{"index": 0, "id": "call_w", "type": "function",
+				"function": map[string]any{"name": "calc__wipe", "arguments": `{}`}}}}, nil)
+			send(map[string]any{}, "tool_calls")
+		case strings.Contains(body, "wipe the disk"):
+			send(map[string]any{"content": "I did not wipe it."}, nil)
+			send(map[string]any{}, "stop")
 		case !strings.Contains(body, "tool_call_id"):
 			send(map[string]any{"tool_calls": []map[string]any{{"index": 0, "id": "call_1", "type": "function",
 				"function": map[string]any{"name": "calc__add", "arguments": `{"a":2,`}}}}, nil)
@@ -87,8 +96,9 @@ func (f *fakeChatModel) requests() []string {
 	return append([]string(nil), f.bodies...)
 }
 
-// mustCalcMCP serves an MCP server of one tool, add, over streamable HTTP.
-func mustCalcMCP(t *testing.T) string {
+// mustCalcMCP serves an MCP server of two tools over streamable HTTP: add, and wipe, which
+// counts its calls in wiped.
+func mustCalcMCP(t *testing.T, wiped *atomic.Int32) string {
 	s := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
 	type args struct {
 		A int `json:"a"`
@@ -96,6 +106,10 @@ func mustCalcMCP(t *testing.T) string {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two numbers"}, func(_ context.Context, _ *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Description: "Wipes the disk"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		wiped.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped"}}}, nil, nil
 	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(srv.Close)
@@ -115,13 +129,14 @@ func TestLLMAgent(t *testing.T) {
 		a, _, start := w.mustPostingAgent(t, "llm")
 
 		model := newFakeChatModel(t, []string{"2 + 3 ", "is ", "5", "."})
+		var wiped atomic.Int32
 		dir := t.TempDir()
 		tokenFile, configFile := filepath.Join(dir, "token"), filepath.Join(dir, "agent.yaml")
 		if err := os.WriteFile(tokenFile, []byte(a.Token+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		yaml := fmt.Sprintf("provider: openai\nbase_url: %s/v1\nmodel: test-model\nhistory: 10\nsystem_prompt: Be brief.\n"+
-			"mcp_servers:\n  - name: calc\n    url: %s\n", model.srv.URL, mustCalcMCP(t))
+			"mcp_servers:\n  - name: calc\n    url: %s\n    ask: [wipe]\n", model.srv.URL, mustCalcMCP(t, &wiped))
 		if err := os.WriteFile(configFile, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +222,64 @@ func TestLLMAgent(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), "llm: connected") {
 				t.Errorf("the agent did not log its connection:\n%s", stderr.String())
+			}
+		})
+
+		t.Run("an ask tool waits for the invoker's approval, and a denial is what the model reads", func(t *testing.T) {
+			th := w.in.owner.mustCreateThread(t, w.shared.ID, "Disk", "The disk is full.").Thread.ID
+			postedMessage(t, w.alice, th, "@llm wipe the disk please")
+			var pending struct {
+				ID, RunID, Title, State string
+				ApproverIDs             []string `json:"approver_ids"`
+			}
+			for deadline := time.Now().Add(15 * time.Second); pending.ID == ""; {
+				var runs struct {
+					Items []runView `json:"items"`
+				}
+				w.alice.do(t, http.MethodGet, api("threads", th, "runs"), nil).want(t, http.StatusOK).decode(t, &runs)
+				if len(runs.Items) == 1 {
+					var aps struct {
+						Items []struct {
+							ID          string   `json:"id"`
+							RunID       string   `json:"run_id"`
+							Title       string   `json:"title"`
+							State       string   `json:"state"`
+							ApproverIDs []string `json:"approver_ids"`
+						} `json:"items"`
+					}
+					w.alice.do(t, http.MethodGet, api("runs", runs.Items[0].ID, "approvals"), nil).want(t, http.StatusOK).decode(t, &aps)
+					if len(aps.Items) == 1 {
+						a := aps.Items[0]
+						pending.ID, pending.RunID, pending.Title, pending.State, pending.ApproverIDs = a.ID, a.RunID, a.Title, a.State, a.ApproverIDs
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no approval asked within 15s; the agent logged:\n%s", stderr.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if pending.State != "pending" || !strings.Contains(pending.Title, "calc.wipe") ||
+				len(pending.ApproverIDs) != 1 || pending.ApproverIDs[0] != w.aliceU.ID {
+				t.Fatalf("approval %+v", pending)
+			}
+			if r := runOf(t, w.alice, pending.RunID); r.Status != "waiting_input" {
+				t.Errorf("the run is %s while it waits for the approval", r.Status)
+			}
+			w.alice.do(t, http.MethodPost, api("approvals", pending.ID, "decide"), map[string]any{"decision": "deny", "scope": "once"}).want(t, http.StatusOK)
+			answer := answerOf(t, w.alice, th, start)
+			if answer["content"] != "I did not wipe it." || answer["run_id"] != pending.RunID {
+				t.Fatalf("answer %v", answer)
+			}
+			if n := wiped.Load(); n != 0 {
+				t.Errorf("the denied tool ran %d times", n)
+			}
+			var denied bool
+			for _, b := range model.requests() {
+				denied = denied || (strings.Contains(b, `"tool_call_id":"call_w"`) && strings.Contains(b, "A person denied this call"))
+			}
+			if !denied {
+				t.Errorf("the model was not told of the denial: %q", model.requests())
 			}
 		})
 
