@@ -366,11 +366,12 @@ func (a *Agent) runError(pe *ProviderError) *client.RunError {
 	return &client.RunError{Code: pe.Code, Message: msg}
 }
 
-// clip cuts s to at most n bytes, on a character boundary.
+// clip cuts s to at most n bytes, on a character boundary, an ellipsis included.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	n = max(n-len("…"), 0)
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

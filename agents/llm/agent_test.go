@@ -266,3 +266,19 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 6, "abc…"},
+		{"ééééé", 7, "éé…"}, // never a half character
+	} {
+		if got := clip(c.s, c.n); got != c.want || len(got) > c.n {
+			t.Errorf("clip(%q, %d) = %q, want %q of at most %d bytes", c.s, c.n, got, c.want, c.n)
+		}
+	}
+}
