@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,6 +74,10 @@ var (
 	// thread, or a run with no such default approver (HTTP 422, field approver_ids).
 	CodeApproverInvalid = kernel.NewCode("approver_invalid", kernel.ClassUnprocessable)
 )
+
+// timeoutSkew is how much earlier than expires_at the timeout job may deny an approval: the
+// queue's due time is another node's wall clock.
+const timeoutSkew = time.Second
 
 // JobApprovalTimeout denies a pending approval at its expires_at (TimeoutApproval); enqueued with
 // the request, in its Unit of Work; args ApprovalJobArgs.
@@ -406,7 +411,9 @@ func (s *Service) resumeIfAnswered(ctx context.Context, runID, actorID kernel.ID
 
 // TimeoutApproval is the job runs.approval_timeout: an approval still pending at its expires_at
 // is denied, timed out, by nobody (approval.decided), and its run goes on when nothing else of it
-// is pending. One decided meanwhile, or gone, is left as it is. Errors: internal, unavailable.
+// is pending. One decided meanwhile, or gone, is left as it is. A job that runs more than
+// timeoutSkew before expires_at (the clocks of two nodes) fails, to be tried again.
+// Errors: internal, unavailable.
 func (s *Service) TimeoutApproval(ctx context.Context, id kernel.ID) error {
 	if s.approvals == nil {
 		return nil
@@ -420,8 +427,13 @@ func (s *Service) TimeoutApproval(ctx context.Context, id kernel.ID) error {
 			return err
 		}
 		now := s.now()
-		if a.State != ApprovalPending || now.Before(a.ExpiresAt) {
+		if a.State != ApprovalPending {
 			return nil
+		}
+		if now.Add(timeoutSkew).Before(a.ExpiresAt) {
+			// The queue's clock ran ahead of this node's: the job is tried again shortly, so
+			// that the approval is not left pending for good.
+			return fmt.Errorf("runs: approval %s is due at %s, not yet", a.ID, a.ExpiresAt.Format(time.RFC3339Nano))
 		}
 		decided(&a, ApprovalTimedOut, DecisionDeny, ScopeOnce, nil, now)
 		if err := s.endApprovals(ctx, []Approval{a}, kernel.NilID); err != nil {
