@@ -225,5 +225,16 @@ func TestButtonsAndSelects(t *testing.T) {
 				t.Fatal("the agent got no interaction.created within 15s")
 			}
 		})
+
+		t.Run("the author removes the components with null; a click then answers 409 component_unavailable", func(t *testing.T) {
+			m := ac.do(t, http.MethodPatch, api("messages", mid), map[string]any{"components": nil}).want(t, http.StatusOK).obj()
+			if _, has := m["components"]; has || m["content"] != "Deploy now?" || m["edited_at"] != nil {
+				t.Fatalf("the message after the removal %v", m)
+			}
+			r := w.alice.do(t, http.MethodPost, api("messages", mid, "interactions"), map[string]any{"component_id": "region", "values": []string{"eu"}})
+			if r.want(t, http.StatusConflict); r.code() != "component_unavailable" {
+				t.Fatalf("code %q", r.code())
+			}
+		})
 	})
 }
