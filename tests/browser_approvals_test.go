@@ -8,8 +8,8 @@ import (
 )
 
 // TestBrowserApprovals is a run asking a person in the console: the card shows in the thread
-// live, the person approves from it and the agent goes on; the Approvals page counts and lists
-// what waits, and a denial from it works without the script.
+// live and the Approvals link counts it, the person approves from it and the agent goes on; the
+// Approvals page lists what waits, and a denial from it works without the script.
 func TestBrowserApprovals(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, false, func(t *testing.T, eng engine) {
@@ -30,8 +30,10 @@ func TestBrowserApprovals(t *testing.T) {
 				t.Fatalf("the card asks %q", title)
 			}
 			b.screenshot("approval-card.png")
+			b.until("the Approvals link counts it, live", `(document.querySelector('[data-testid="approvals-badge"]') || {}).textContent === "1"`)
 			b.clickLive(card + " " + testID("approval-approve"))
 			b.until("the card says approved", `document.querySelector('[data-testid="approval-card"][data-state="approved"]') !== null`)
+			b.until("the badge goes", `document.querySelector('[data-testid="approvals-badge"]') === null`)
 			messageWith(b, "approve approved false "+w.aliceU.ID)
 			if got := b.text(testID("approval-card") + " " + testID("approval-state")); got != "Approved by you" {
 				t.Errorf("the card's line reads %q", got)

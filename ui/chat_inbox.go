@@ -10,6 +10,7 @@ import (
 	"bothy.dev/bothy/app/inbox"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/ui/pages"
 )
 
@@ -129,6 +130,8 @@ type unreadAnswer struct {
 	Channels map[kernel.ID][2]int64 `json:"channels"`
 	Threads  map[kernel.ID][2]int64 `json:"threads"`
 	Mentions int64                  `json:"mentions"`
+	// Approvals is how many approvals wait on the person (up to a page), when they are wired.
+	Approvals *int `json:"approvals,omitempty"`
 }
 
 // unreadCounts answers the counts of the left column as JSON, for the script that keeps them
@@ -148,6 +151,14 @@ func (c *chatView) unreadCounts(rq *request) error {
 	}
 	for id, e := range byThread {
 		a.Threads[id] = [2]int64{e.UnreadCount, e.MentionCount}
+	}
+	if c.d.Approvals != nil {
+		items, _, err := c.d.Approvals.Inbox(rq.ctx(), rq.actor, runs.InboxPage{State: runs.ApprovalPending, Limit: approvalsPerPage})
+		if err != nil {
+			return err
+		}
+		n := len(items)
+		a.Approvals = &n
 	}
 	rq.w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(rq.w).Encode(a)

@@ -184,6 +184,11 @@
       });
       var m = document.querySelector('[data-testid="mentions-link"]');
       if (m) setCounts(m, [0, u.mentions]);
+      var ap = document.querySelector('[data-testid="approvals-link"] .counts');
+      if (ap && typeof u.approvals === "number") {
+        ap.textContent = "";
+        if (u.approvals > 0) ap.appendChild(badge("count mention", "approvals-badge", String(u.approvals)));
+      }
     }, function () {});
   }
   function unreadSoon() { clearTimeout(unreadTimer); unreadTimer = setTimeout(refreshUnread, 250); }
@@ -191,6 +196,8 @@
   function onEvent(e) {
     var d = e.data || {}, m = mountFor(e.thread_id || d.thread_id);
     if (e.type === "read_state.updated" || (e.type === "message.created" && !m && d.author_id !== me)) unreadSoon();
+    // An approval asked of the person, or decided, changes what waits on them.
+    if ((e.type === "approval.requested" || e.type === "approval.decided") && (d.approver_ids || []).indexOf(me) >= 0) unreadSoon();
     if (e.type === "message.pinned" || e.type === "message.unpinned") pinsOf(d.channel_id);
     replies(e, d);
     if (m) m.event(e, d);
