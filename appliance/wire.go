@@ -107,6 +107,7 @@ func wire(ctx context.Context, a *App) error {
 	runConfig.QueuedTimeout = a.Config.Agent.QueuedTimeout
 	runConfig.StallTimeout = a.Config.Agent.StallTimeout
 	runConfig.CancelGrace = a.Config.Agent.CancelGrace
+	runConfig.MaxHandoffDepth = a.Config.Runs.MaxHandoffDepth
 	keys := runs.NewKeyringWith(storage.NewSigningKeyStore(db), clock, runs.KeyringOptions{
 		Rotation: a.Config.Agent.SigningKeyRotation, TokenTTL: a.Config.Agent.InvocationTokenTTL})
 	// Direct messages: their participants' rights are grants (authz writes them in the DM's Unit
@@ -155,6 +156,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.ChatRoutes(chats)...)
 	router.Handle(httpapi.DMRoutes(dmSvc)...)
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
+	router.Handle(httpapi.CommandRoutes(agentSvc, runSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.ApprovalRoutes(runSvc)...)

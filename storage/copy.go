@@ -20,6 +20,7 @@ import (
 // cannot be left behind.
 var CopyTables = []string{
 	"instance", "sequence_counters", "principals", "local_credentials", "auth_sessions", "api_tokens", "agents",
+	"agent_commands", "agent_budgets", "agent_usage",
 	"spaces", "channels", "dms", "threads", "grants", "messages", "runs", "run_output", "message_revisions", "mentions", "reactions",
 	"message_pins", "interactions", "read_states", "thread_subscriptions", "notification_levels", "log_cursors",
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers", "signing_keys",

@@ -59,12 +59,12 @@ func (s *RunStore) CreateRun(ctx context.Context, r runs.Run) error {
 	return s.db.Do(ctx, func(ctx context.Context) error {
 		_, err := s.db.q(ctx).ExecContext(ctx, `INSERT INTO runs (id, agent_id, thread_id, channel_id, space_id, trigger_message_id,
 			invoked_by, status, reason, version, document, cancel_requested_at, created_at, started_at, ended_at, last_activity_at,
-			updated_at, output_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			updated_at, output_bytes, depth)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			string(r.ID), string(r.AgentID), string(r.ThreadID), string(r.ChannelID), string(r.SpaceID), nullIDPtr(r.TriggerMessageID),
 			string(r.InvokedBy), string(r.Status), emptyAsNull(string(r.Reason)), r.Version, doc, fmtTimePtr(r.CancelRequestedAt),
 			fmtTime(r.CreatedAt), fmtTimePtr(r.StartedAt), fmtTimePtr(r.EndedAt), fmtTime(r.LastActivityAt), fmtTime(r.UpdatedAt),
-			len(r.Document.Output))
+			len(r.Document.Output), r.Depth)
 		if err != nil {
 			return s.db.mapErr(err, "run")
 		}
@@ -86,8 +86,10 @@ func (s *RunStore) UpdateRun(ctx context.Context, r runs.Run) error {
 // and the other finds no row and answers run_version_conflict.
 func (s *RunStore) PatchRun(ctx context.Context, r runs.Run, p runs.Patch) error {
 	set, args := `status = ?, reason = ?, version = ?, output_bytes = ?, cancel_requested_at = ?, started_at = ?, ended_at = ?,
-		last_activity_at = ?, updated_at = ?`, []any{string(r.Status), emptyAsNull(string(r.Reason)), r.Version, r.OutputBytes,
-		fmtTimePtr(r.CancelRequestedAt), fmtTimePtr(r.StartedAt), fmtTimePtr(r.EndedAt), fmtTime(r.LastActivityAt), fmtTime(r.UpdatedAt)}
+		last_activity_at = ?, updated_at = ?, input_tokens = ?, output_tokens = ?, cost_micros = ?`, []any{string(r.Status),
+		emptyAsNull(string(r.Reason)), r.Version, r.OutputBytes, fmtTimePtr(r.CancelRequestedAt), fmtTimePtr(r.StartedAt),
+		fmtTimePtr(r.EndedAt), fmtTime(r.LastActivityAt), fmtTime(r.UpdatedAt), r.Usage.InputTokens, r.Usage.OutputTokens,
+		runs.Micros(r.Usage.CostUSD)}
 	if p.Status != nil || len(p.Steps) > 0 {
 		doc, err := encodeDocHead(r.Document)
 		if err != nil {
@@ -176,7 +178,7 @@ func (s *RunStore) insertPart(ctx context.Context, id kernel.ID, part int, text 
 // (NULL without any), runHeadSelect does without it.
 const runColumns = `SELECT r.id, r.agent_id, r.thread_id, r.channel_id, r.space_id, r.trigger_message_id, r.invoked_by, r.status,
 	r.reason, r.version, r.document, r.cancel_requested_at, r.created_at, r.started_at, r.ended_at, r.last_activity_at,
-	r.updated_at, c.kind, r.output_bytes, r.error_message`
+	r.updated_at, c.kind, r.output_bytes, r.error_message, r.depth, r.input_tokens, r.output_tokens, r.cost_micros`
 
 const (
 	runSelect = runColumns + `, (SELECT string_agg(o.text, '' ORDER BY o.part) FROM run_output o WHERE o.run_id = r.id)
@@ -188,10 +190,13 @@ func scanRun(sc interface{ Scan(...any) error }) (runs.Run, error) {
 	var r runs.Run
 	var trigger, reason, cancel, started, ended, errMsg, output sql.NullString
 	var status, doc, created, active, updated string
+	var costMicros int64
 	if err := sc.Scan(&r.ID, &r.AgentID, &r.ThreadID, &r.ChannelID, &r.SpaceID, &trigger, &r.InvokedBy, &status, &reason,
-		&r.Version, &doc, &cancel, &created, &started, &ended, &active, &updated, &r.ChannelKind, &r.OutputBytes, &errMsg, &output); err != nil {
+		&r.Version, &doc, &cancel, &created, &started, &ended, &active, &updated, &r.ChannelKind, &r.OutputBytes, &errMsg,
+		&r.Depth, &r.Usage.InputTokens, &r.Usage.OutputTokens, &costMicros, &output); err != nil {
 		return r, err
 	}
+	r.Usage.CostUSD = runs.FromMicros(costMicros)
 	if trigger.Valid {
 		id := kernel.ID(trigger.String)
 		r.TriggerMessageID = &id

@@ -38,11 +38,13 @@ var contractRoutes = []string{
 	"GET /api/v1/events", "GET /api/v1/agents/me/events", "POST /api/v1/agents/me/ack", "GET /api/v1/openapi.json",
 	"GET /api/v1/runs/{id}", "GET /api/v1/threads/{id}/runs", "POST /api/v1/runs/{id}/cancel",
 	"POST /api/v1/runs/{id}/start", "PATCH /api/v1/runs/{id}", "POST /api/v1/runs/{id}/finish", "POST /api/v1/runs/{id}/token",
-	"POST /api/v1/messages/{id}/interactions", // a click or pick on a message's buttons and selects
+	"POST /api/v1/messages/{id}/interactions",                                                           // a click or pick on a message's buttons and selects
 	"POST /api/v1/runs/{id}/approvals", "GET /api/v1/runs/{id}/approvals", "GET /api/v1/approvals/{id}", // what runs ask people
 	"POST /api/v1/approvals/{id}/decide", "GET /api/v1/me/approvals",
 	"POST /api/v1/users/{id}/enable", "POST /api/v1/users/{id}/password", "POST /api/v1/me/password", "GET /api/v1/instance", "PUT /api/v1/instance", // the owner's console and its API twins
-	"POST /api/v1/mcp", // the MCP endpoint (JSON-RPC), with mcp.enabled
+	"POST /api/v1/mcp",                                                                                       // the MCP endpoint (JSON-RPC), with mcp.enabled
+	"PUT /api/v1/agents/me/commands", "GET /api/v1/agents/me/commands", "GET /api/v1/channels/{id}/commands", // slash commands
+	"GET /api/v1/agents/{id}/budget", "PUT /api/v1/agents/{id}/budget", "DELETE /api/v1/agents/{id}/budget", // an agent's budget
 	"GET /.well-known/jwks.json", // the public keys of invocation tokens
 }
 

@@ -10,3 +10,6 @@ const (
 	ActAgentEnable     kernel.Action = "agent.enable"
 	ActAgentTokenReset kernel.Action = "agent.token.reset"
 )
+
+// ActAgentCommandsWrite is an agent declaring or reading its own slash commands.
+const ActAgentCommandsWrite kernel.Action = "agent.commands.write"

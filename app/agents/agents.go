@@ -71,6 +71,11 @@ type Store interface {
 	// Agents lists one page of agents in id order (chat.Page: the newest page by default) and
 	// whether more lie beyond it in the direction of the page.
 	Agents(ctx context.Context, p chat.Page) ([]Agent, bool, error)
+	// SetCommands replaces the slash commands of agent id with cmds, in their order.
+	SetCommands(ctx context.Context, id kernel.ID, cmds []Command) error
+	// Commands lists the slash commands of agent id in the order it declared them (empty, never
+	// nil, for none).
+	Commands(ctx context.Context, id kernel.ID) ([]Command, error)
 }
 
 // Principals is the part of identity that agents uses: identity owns principals and API tokens.

@@ -67,6 +67,8 @@ var rules = map[kernel.Action]rule{
 	push.ActVAPIDKeyRead:       {kind: rulePerson},
 
 	catchup.ActAgentConsume: {kind: ruleAgent},
+	// An agent's own slash commands.
+	agents.ActAgentCommandsWrite: {kind: ruleAgent},
 
 	identity.ActTokenList:   {kind: ruleSelf},
 	identity.ActTokenCreate: {kind: ruleSelf},
@@ -87,6 +89,7 @@ var rules = map[kernel.Action]rule{
 	agents.ActAgentEnable:  {kind: ruleOwner},
 
 	agents.ActAgentTokenReset: {kind: ruleOwner},
+	runs.ActAgentBudget:       {kind: ruleOwner},
 
 	chat.ActSpaceRead:     {kind: ruleSpaceRead},
 	chat.ActSpaceUpdate:   {kind: ruleSpaceLevel, need: LevelManage},

@@ -185,3 +185,11 @@ func scanMentions(s string) []string {
 	}
 	return out
 }
+
+// MentionKeys returns the distinct handle keys (lower case) of the @handles in content, as the
+// mentions are read: runs finds among them the disabled agents, whose handles resolve to no
+// mention, to say why they were not invoked.
+func MentionKeys(content string) []string {
+	keys, _ := splitBroadcast(scanMentions(content))
+	return keys
+}

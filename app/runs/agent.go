@@ -82,7 +82,14 @@ func (s *Service) Patch(ctx context.Context, actor kernel.Actor, id kernel.ID, t
 		}
 		now := s.now()
 		r.Document, r.OutputBytes, r.Version, r.LastActivityAt, r.UpdatedAt = doc, n, doc.Version, now, now
+		prev := r.Usage
+		if p.Usage != nil {
+			r.Usage = prev.max(*p.Usage)
+		}
 		if err := s.store.PatchRun(ctx, r, p); err != nil {
+			return err
+		}
+		if err := s.countUsage(ctx, r, prev, now); err != nil {
 			return err
 		}
 		// PATCH answers the run as GET does, with the whole output: it is read, not rewritten.
@@ -308,19 +315,21 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 // PreparedInvocation is the data of agent.invocation as Prepare delivers it to its agent: the
 // logged Invocation with the run's invocation token. Its members are in the order of their names.
 type PreparedInvocation struct {
-	AgentID         kernel.ID `json:"agent_id"`
-	ChannelID       kernel.ID `json:"channel_id"`
-	ExpiresAt       time.Time `json:"expires_at"`
-	InvocationToken string    `json:"invocation_token"`
-	InvokedBy       kernel.ID `json:"invoked_by"`
-	MessageID       kernel.ID `json:"message_id"`
-	RunID           kernel.ID `json:"run_id"`
-	SpaceID         kernel.ID `json:"space_id"`
-	ThreadID        kernel.ID `json:"thread_id"`
+	AgentID   kernel.ID `json:"agent_id"`
+	ChannelID kernel.ID `json:"channel_id"`
+	// Command is the slash command that invoked the agent; absent for any other invocation.
+	Command         *InvocationCommand `json:"command,omitempty"`
+	ExpiresAt       time.Time          `json:"expires_at"`
+	InvocationToken string             `json:"invocation_token"`
+	InvokedBy       kernel.ID          `json:"invoked_by"`
+	MessageID       kernel.ID          `json:"message_id"`
+	RunID           kernel.ID          `json:"run_id"`
+	SpaceID         kernel.ID          `json:"space_id"`
+	ThreadID        kernel.ID          `json:"thread_id"`
 }
 
 func prepared(inv Invocation, tok InvocationToken) PreparedInvocation {
-	return PreparedInvocation{AgentID: inv.AgentID, ChannelID: inv.ChannelID, ExpiresAt: tok.ExpiresAt,
+	return PreparedInvocation{AgentID: inv.AgentID, ChannelID: inv.ChannelID, Command: inv.Command, ExpiresAt: tok.ExpiresAt,
 		InvocationToken: tok.Token, InvokedBy: inv.InvokedBy, MessageID: inv.MessageID, RunID: inv.RunID,
 		SpaceID: inv.SpaceID, ThreadID: inv.ThreadID}
 }

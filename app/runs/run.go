@@ -38,6 +38,9 @@ type Summary struct {
 	// check of a later item reads it.
 	LastActivityAt time.Time `json:"last_activity_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// Depth counts the agent-to-agent handoffs that led to the run: 0 when a person (or an agent
+	// outside any run) invoked it, the depth of run R plus one when an agent's answer in R did.
+	Depth int `json:"depth"`
 }
 
 // Run is a run as the API shows it: its summary and its latest document, whose Version is the
@@ -45,6 +48,8 @@ type Summary struct {
 type Run struct {
 	Summary
 	Document Document `json:"document"`
+	// Usage is what the agent reported the run consumed, cumulative.
+	Usage Usage `json:"usage"`
 	// OutputBytes is the length of the output in bytes, kept by the store, so that a patch is
 	// bounded without the output read (Store.RunHead).
 	OutputBytes int `json:"-"`
@@ -79,6 +84,8 @@ type Invocation struct {
 	SpaceID   kernel.ID `json:"space_id"`
 	MessageID kernel.ID `json:"message_id"`
 	InvokedBy kernel.ID `json:"invoked_by"`
+	// Command is the slash command the message invoked the agent with; absent otherwise.
+	Command *InvocationCommand `json:"command,omitempty"`
 }
 
 // StateChange is the payload of run.state_changed: the run's summary after the change and the
@@ -98,6 +105,9 @@ type CancelRequest struct {
 	SpaceID     kernel.ID `json:"space_id"`
 	RequestedBy kernel.ID `json:"requested_by"`
 	RequestedAt time.Time `json:"requested_at"`
+	// Reason is why the server asked (budget_exhausted: the agent's budget is used up, and
+	// RequestedBy is the agent whose report used it up); null for a person's request.
+	Reason *string `json:"reason"`
 }
 
 // TriggerState is what a message that concerned an agent triggered, kept on the message
@@ -115,11 +125,20 @@ const (
 	TriggerAgentDisabled TriggerState = "agent_disabled"
 	// TriggerAgentCannotRead: the agent holds no grant that lets it read the channel.
 	TriggerAgentCannotRead TriggerState = "agent_cannot_read"
+	// TriggerCommandAmbiguous: several agents declare the slash command and the message named
+	// none of them (/name@handle does).
+	TriggerCommandAmbiguous TriggerState = "command_ambiguous"
+	// TriggerBudgetExhausted: the agent's budget is used up for the period.
+	TriggerBudgetExhausted TriggerState = ReasonBudgetExhausted
+	// TriggerHandoffDepthExceeded: an agent's answer would invoke an agent beyond
+	// runs.max_handoff_depth handoffs from the person who started the chain.
+	TriggerHandoffDepthExceeded TriggerState = "handoff_depth_exceeded"
 )
 
 // refusalRank orders the refusals: when no run was made, the message shows the one the author
 // can do most about, whatever the order of the agents.
-var refusalRank = map[TriggerState]int{TriggerAgentCannotRead: 1, TriggerAgentDisabled: 2, TriggerNoInvokeRight: 3}
+var refusalRank = map[TriggerState]int{TriggerHandoffDepthExceeded: 1, TriggerBudgetExhausted: 2, TriggerAgentCannotRead: 3,
+	TriggerAgentDisabled: 4, TriggerCommandAmbiguous: 5, TriggerNoInvokeRight: 6}
 
 // worse returns the refusal of the two that the message shows.
 func worse(a, b TriggerState) TriggerState {
@@ -163,6 +182,22 @@ type Store interface {
 	// p.OutputAppend is appended as a new part. r.Document.Output is not read. It writes only
 	// if the stored version is still p.BaseVersion(). Errors: not_found, run_version_conflict.
 	PatchRun(ctx context.Context, r Run, p Patch) error
+
+	// Budget loads an agent's budget; ok is false when it has none. Errors: internal.
+	Budget(ctx context.Context, agentID kernel.ID) (b Budget, ok bool, err error)
+	// SetBudget inserts or replaces b. Errors: internal.
+	SetBudget(ctx context.Context, b Budget) error
+	// DeleteBudget deletes an agent's budget and reports whether it had one. Errors: internal.
+	DeleteBudget(ctx context.Context, agentID kernel.ID) (bool, error)
+	// PeriodUsage reads the counter of an agent in one period (zero when nothing was counted
+	// there). Errors: internal.
+	PeriodUsage(ctx context.Context, agentID kernel.ID, p Period, start string) (PeriodUsage, error)
+	// AddUsage adds delta to the agent's counter of each period, starts giving each period's key,
+	// making the counters that do not exist yet. Errors: internal.
+	AddUsage(ctx context.Context, agentID kernel.ID, starts map[Period]string, delta Usage) error
+	// MarkBudgetWarned stamps the counter's warning at at unless it was stamped already, and
+	// reports whether this call stamped it. Errors: internal.
+	MarkBudgetWarned(ctx context.Context, agentID kernel.ID, p Period, start string, at time.Time) (bool, error)
 }
 
 // Agents is what runs reads of principals: which of some principals are agents and their status,
@@ -183,6 +218,17 @@ type Agents interface {
 	// whether it is active: Prepare asks whether the invoker of a run still holds invoke.
 	// Errors: not_found.
 	Principal(ctx context.Context, id kernel.ID) (actor kernel.Actor, active bool, err error)
+	// CommandHolders lists the agents that declare the slash command name, active or not, with
+	// their handles. Errors: internal.
+	CommandHolders(ctx context.Context, name string) ([]CommandHolder, error)
+	// ActiveCommands lists the commands of the active agents, by handle and then each agent's
+	// order. Errors: internal.
+	ActiveCommands(ctx context.Context) ([]ChannelCommand, error)
+	// Owners lists the active owners of the instance. Errors: internal.
+	Owners(ctx context.Context) ([]kernel.ID, error)
+	// DisabledAgents returns the disabled agents among the principals of the handle keys.
+	// Errors: internal.
+	DisabledAgents(ctx context.Context, handleKeys []string) ([]kernel.ID, error)
 }
 
 // Structure is the part of chat that runs reads: a channel for its operator, a thread to

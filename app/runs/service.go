@@ -48,12 +48,15 @@ type Config struct {
 	// (agent.cancel_grace) time the jobs; StallBatch bounds the runs one stall check fails.
 	QueuedTimeout, StallTimeout, CancelGrace time.Duration
 	StallBatch                               int
+	// MaxHandoffDepth is how many agent-to-agent handoffs a chain may take before the next
+	// mention is refused with handoff_depth_exceeded (runs.max_handoff_depth; 0 allows none).
+	MaxHandoffDepth int
 }
 
 // DefaultConfig returns the defaults of runs.
 func DefaultConfig() Config {
 	return Config{Issuer: "bothy", TokenTTL: 15 * time.Minute, QueuedTimeout: 5 * time.Minute,
-		StallTimeout: 5 * time.Minute, CancelGrace: 30 * time.Second, StallBatch: 100}
+		StallTimeout: 5 * time.Minute, CancelGrace: 30 * time.Second, StallBatch: 100, MaxHandoffDepth: 5}
 }
 
 // problems lists the values of c that New refuses.
@@ -70,6 +73,9 @@ func (c Config) problems() []string {
 	}
 	if c.StallBatch <= 0 {
 		out = append(out, "StallBatch must be positive")
+	}
+	if c.MaxHandoffDepth < 0 {
+		out = append(out, "MaxHandoffDepth must not be negative")
 	}
 	slices.Sort(out)
 	return out
@@ -91,6 +97,7 @@ type Service struct {
 
 	queuedTimeout, stallTimeout, cancelGrace time.Duration
 	stallBatch                               int
+	maxHandoffDepth                          int
 
 	// onPatched is told of every stored patch after its commit (OnPatched).
 	onPatched func(context.Context, Patched)
@@ -130,7 +137,8 @@ func New(d Deps, cfg Config) *Service {
 	}
 	return &Service{store: d.Store, agents: d.Agents, structure: d.Structure, uow: d.UoW, events: d.Events,
 		authz: d.Authz, clock: d.Clock, keys: d.Keys, issuer: cfg.Issuer, tokenTTL: cfg.TokenTTL, jobs: d.Jobs,
-		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch, dms: d.DMs, approvals: d.Approvals}
+		queuedTimeout: cfg.QueuedTimeout, stallTimeout: cfg.StallTimeout, cancelGrace: cfg.CancelGrace, stallBatch: cfg.StallBatch, dms: d.DMs, approvals: d.Approvals,
+		maxHandoffDepth: cfg.MaxHandoffDepth}
 }
 
 // now is the clock's time at the precision the store keeps.

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/chat"
@@ -29,9 +30,16 @@ import (
 //   - the agent is active;
 //   - the agent may read the channel (channel.read in its own name).
 //
+// A message that starts with a slash command (ParseCommand) adds the agent that declared it
+// (commandTarget: the one /name@handle names, or the only one that may answer); several that
+// could, unnamed, invoke nobody for the command: command_ambiguous. A mention's @handle of a
+// disabled agent resolves to no mention, but the message still says agent_disabled. Then, for
+// every candidate, the agent's budget must not be used up (budget_exhausted) and the message's
+// handoff depth (depthOf) must be within runs.max_handoff_depth (handoff_depth_exceeded).
+//
 // The trigger state is "triggered" when a run was made, else the refusal the author can do most
-// about: no_invoke_right before agent_disabled before agent_cannot_read. A message that
-// concerns no agent (it mentions only people, or nobody) keeps none. Messages that mention no
+// about (refusalRank). A message that concerns no agent (it mentions only people, or nobody)
+// keeps none. Messages that mention no
 // one and open no thread cost nothing here; others one read for the agents among the mentions.
 // Errors: whatever a read fails with; a refusal is not an error.
 func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDeciding) error {
@@ -66,17 +74,49 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 			}
 		}
 	}
+	channel := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID,
+		ChannelKind: m.ChannelKind}
+	var refused TriggerState
+	if call, ok := ParseCommand(m.Content); ok {
+		target, ambiguous, err := s.commandTarget(ctx, call, m.AuthorID, channel)
+		if err != nil {
+			return err
+		}
+		if ambiguous {
+			refused = TriggerCommandAmbiguous
+		} else if !target.IsZero() && !slices.Contains(candidates, target) {
+			candidates = append(candidates, target)
+		}
+	}
+	if keys := messaging.MentionKeys(m.Content); len(keys) > len(m.Mentions) {
+		// A handle that resolved to no mention may be a disabled agent's: the message says so
+		// rather than invoke nobody without a word.
+		disabled, err := s.agents.DisabledAgents(ctx, keys)
+		if err != nil {
+			return err
+		}
+		if len(disabled) > 0 {
+			refused = worse(refused, TriggerAgentDisabled)
+		}
+	}
 	if len(candidates) == 0 {
+		*ev.Trigger = messaging.Trigger{State: string(refused)}
 		return nil
 	}
 	statuses, err := s.agents.AgentStatuses(ctx, candidates)
-	if err != nil || len(statuses) == 0 {
+	if err != nil {
 		return err
 	}
-	channel := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID,
-		ChannelKind: m.ChannelKind}
+	if len(statuses) == 0 {
+		*ev.Trigger = messaging.Trigger{State: string(refused)}
+		return nil
+	}
+	depth, err := s.depthOf(ctx, m)
+	if err != nil {
+		return err
+	}
+	now := s.now()
 	var (
-		refused                TriggerState
 		invoke                 []kernel.ID
 		askedInvoke, mayInvoke bool
 	)
@@ -107,6 +147,16 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 		}
 		if !reads {
 			refused = worse(refused, TriggerAgentCannotRead)
+			continue
+		}
+		if exhausted, err := s.budgetExhausted(ctx, id, now); err != nil {
+			return err
+		} else if exhausted {
+			refused = worse(refused, TriggerBudgetExhausted)
+			continue
+		}
+		if depth > s.maxHandoffDepth {
+			refused = worse(refused, TriggerHandoffDepthExceeded)
 			continue
 		}
 		invoke = append(invoke, id)
@@ -150,21 +200,64 @@ func (s *Service) allowed(ctx context.Context, actor kernel.Actor, action kernel
 	return false, err
 }
 
+// depthOf is the handoff depth of the runs message m makes: the depth of the run it answers
+// plus one (message.run_id, set only for an agent's answer), 0 for any other message.
+func (s *Service) depthOf(ctx context.Context, m messaging.Message) (int, error) {
+	if m.RunID == nil {
+		return 0, nil
+	}
+	r, err := s.store.RunHead(ctx, *m.RunID)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.Depth + 1, nil
+}
+
+// commandFor is the slash command m invokes agent with: m's command when agent declares it and
+// the message did not name another agent; nil otherwise.
+func (s *Service) commandFor(ctx context.Context, m messaging.Message, agent kernel.ID) (*InvocationCommand, error) {
+	call, ok := ParseCommand(m.Content)
+	if !ok {
+		return nil, nil
+	}
+	holders, err := s.agents.CommandHolders(ctx, call.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range holders {
+		if h.AgentID == agent && (call.Handle == "" || strings.EqualFold(h.Handle, call.Handle)) {
+			return &InvocationCommand{Name: call.Name, Args: call.Args}, nil
+		}
+	}
+	return nil, nil
+}
+
 // invoke makes the queued run of agent for message m and appends agent.invocation to the agent
 // and run.state_changed (from nothing to queued) to the thread, in the author's name. It enqueues
 // runs.queued_expiry for the run, due agent.queued_timeout after it was made.
 func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.ID) error {
 	now := s.now()
 	trigger := m.ID
+	depth, err := s.depthOf(ctx, m)
+	if err != nil {
+		return err
+	}
+	cmd, err := s.commandFor(ctx, m, agent)
+	if err != nil {
+		return err
+	}
 	r := Run{Summary: Summary{ID: kernel.NewID(), AgentID: agent, ThreadID: m.ThreadID, ChannelID: m.ChannelID,
 		SpaceID: m.SpaceID, TriggerMessageID: &trigger, InvokedBy: m.AuthorID, Status: StatusQueued,
-		CreatedAt: now, LastActivityAt: now, UpdatedAt: now}, ChannelKind: m.ChannelKind}
+		CreatedAt: now, LastActivityAt: now, UpdatedAt: now, Depth: depth}, ChannelKind: m.ChannelKind}
 	if err := s.store.CreateRun(ctx, r); err != nil {
 		return err
 	}
 	s.events.Append(ctx, EvAgentInvocation.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
 		ActorID: m.AuthorID}, Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
-		SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID}))
+		SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID, Command: cmd}))
 	s.logState(ctx, r, nil, m.AuthorID)
 	return s.enqueue(ctx, JobQueuedExpiry, r, now.Add(s.queuedTimeout))
 }

@@ -31,3 +31,14 @@ func (u Usage) check() error {
 	}
 	return nil
 }
+
+// max is the usage with each figure the larger of u's and v's: the usage is cumulative, so a
+// report below what is stored (a late retry, a restarted agent counting from zero) lowers
+// nothing and counts nothing twice.
+func (u Usage) max(v Usage) Usage {
+	out := Usage{InputTokens: max(u.InputTokens, v.InputTokens), OutputTokens: max(u.OutputTokens, v.OutputTokens), CostUSD: u.CostUSD}
+	if Micros(v.CostUSD) > Micros(u.CostUSD) {
+		out.CostUSD = v.CostUSD
+	}
+	return out
+}

@@ -28,6 +28,7 @@ type Config struct {
 	Sync     SyncConfig
 	Gateway  GatewayConfig
 	Agent    AgentConfig
+	Runs     RunsConfig
 	Push     PushConfig
 	MCP      MCPConfig
 	Log      LogConfig
@@ -162,6 +163,13 @@ type AgentConfig struct {
 	// CancelGrace is how long an agent has to confirm a cancel request before the job
 	// runs.cancel_timeout ends the run cancelled with cancel_timeout.
 	CancelGrace time.Duration
+}
+
+// RunsConfig is the runs.* group: what the trigger allows agents among themselves.
+type RunsConfig struct {
+	// MaxHandoffDepth is how many agent-to-agent handoffs a chain may take: a mention in an
+	// agent's answer deeper than this invokes nobody (handoff_depth_exceeded).
+	MaxHandoffDepth int
 }
 
 // PushConfig is the push.* group: Web Push to people's browsers.

@@ -48,6 +48,7 @@ func TestDefaults(t *testing.T) {
 			MaxConnectionsPerPrincipal: 32, MaxConnectionsPerAddress: 256},
 		Agent: AgentConfig{InvocationTokenTTL: 15 * time.Minute, SigningKeyRotation: 720 * time.Hour, QueuedTimeout: 5 * time.Minute, StallTimeout: 5 * time.Minute,
 			StallCheckInterval: 30 * time.Second, CancelGrace: 30 * time.Second},
+		Runs:     RunsConfig{MaxHandoffDepth: 5},
 		MCP:      MCPConfig{Enabled: false, MaxRequestsPerPrincipal: 8},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},

@@ -180,6 +180,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Agent.StallCheckInterval }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 	{name: "agent.cancel_grace", def: dur(runsDefaults.CancelGrace), kind: kindDuration,
 		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
+	{name: "runs.max_handoff_depth", def: num(runsDefaults.MaxHandoffDepth), kind: kindInt,
+		field: func(c *Config) any { return &c.Runs.MaxHandoffDepth }, check: between(0, 100)},
 
 	{name: "push.allow_private_endpoints", def: "false", kind: kindBool,
 		field: func(c *Config) any { return &c.Push.AllowPrivateEndpoints }, check: func(any) string { return "" }},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/dms"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel/names"
@@ -112,6 +113,10 @@ var documentedBounds = map[string]bounds{
 
 	// Web Push: a browser's endpoint.
 	"schemas/CreatePushSubscriptionRequest/endpoint": {1, push.MaxEndpointBytes},
+
+	"schemas/AgentCommand/name":        {1, agents.MaxCommandName},
+	"schemas/AgentCommand/description": {none, agents.MaxCommandDescription},
+	"schemas/AgentCommand/args_hint":   {none, agents.MaxCommandArgsHint},
 }
 
 // TestDocumentedBoundsAreTheServers walks every schema of the OpenAPI document and compares
