@@ -33,6 +33,11 @@ type tokenUse struct {
 }
 
 func askingAgent(t *testing.T, w *world, a agent, ac *client, elsewhere string) <-chan tokenUse {
+	return askingAgentOn(t, w, a, ac, elsewhere, false)
+}
+
+// askingAgentOn is askingAgent over the gateway, or over the REST long poll when poll is set.
+func askingAgentOn(t *testing.T, w *world, a agent, ac *client, elsewhere string, poll bool) <-chan tokenUse {
 	t.Helper()
 	got := make(chan tokenUse, 8)
 	bot := botclient.NewAgent(w.in.srv.public, a.Token)
@@ -61,17 +66,22 @@ func askingAgent(t *testing.T, w *world, a agent, ac *client, elsewhere string) 
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	handle := func(ctx context.Context, inv *botclient.Invocation) error {
+		runID.Store(inv.RunID)
+		if _, err := inv.Start(ctx); err != nil {
+			return err
+		}
+		if _, err := inv.ReplyWith(ctx, botclient.NewMessage{Content: "Deploy now?", Components: deployRows()}); err != nil {
+			return err
+		}
+		return inv.Finish(ctx, botclient.Succeeded, nil)
+	}
 	go func() {
-		done <- bot.Run(ctx, func(ctx context.Context, inv *botclient.Invocation) error {
-			runID.Store(inv.RunID)
-			if _, err := inv.Start(ctx); err != nil {
-				return err
-			}
-			if _, err := inv.ReplyWith(ctx, botclient.NewMessage{Content: "Deploy now?", Components: deployRows()}); err != nil {
-				return err
-			}
-			return inv.Finish(ctx, botclient.Succeeded, nil)
-		})
+		if poll {
+			done <- bot.RunLongPoll(ctx, handle)
+			return
+		}
+		done <- bot.Run(ctx, handle)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -226,6 +236,25 @@ func TestButtonsAndSelects(t *testing.T) {
 			}
 		})
 
+		t.Run("an agent on the REST long poll gets the click with a token for the thread too", func(t *testing.T) {
+			pa, pac, pstart := w.mustPostingAgent(t, "poll-asker")
+			pth := w.in.owner.mustCreateThread(t, w.shared.ID, "Poll deploy", "release 1.3").Thread.ID
+			puses := askingAgentOn(t, w, pa, pac, other, true)
+			postedMessage(t, w.alice, pth, "@poll-asker shall we deploy?")
+			pmid := questionOf(t, w.alice, pth, pstart).Data["id"].(string)
+			w.alice.do(t, http.MethodPost, api("messages", pmid, "interactions"), map[string]any{"component_id": "approve"}).
+				want(t, http.StatusAccepted)
+			select {
+			case use := <-puses:
+				if use.in.MessageID != pmid || use.in.Token == "" || use.runStart != http.StatusUnauthorized || use.post != http.StatusForbidden {
+					t.Fatalf("interaction %+v: a run start with its token answered %d, a post elsewhere %d", use.in, use.runStart, use.post)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the polling agent got no interaction.created within 15s")
+			}
+			answerOfContent(t, w.alice, pth, pstart, "approve: yes")
+		})
+
 		t.Run("the author removes the components with null; a click then answers 409 component_unavailable", func(t *testing.T) {
 			m := ac.do(t, http.MethodPatch, api("messages", mid), map[string]any{"components": nil}).want(t, http.StatusOK).obj()
 			if _, has := m["components"]; has || m["content"] != "Deploy now?" || m["edited_at"] != nil {
@@ -237,4 +266,22 @@ func TestButtonsAndSelects(t *testing.T) {
 			}
 		})
 	})
+}
+
+// answerOfContent waits for a message with content in thread th after start that answers no run.
+func answerOfContent(t *testing.T, reader *client, th string, start int64, content string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		evs, _ := reader.mustAllEvents(t, start)
+		for _, e := range evs {
+			if e.Type == "message.created" && e.ThreadID == th && e.Data["content"] == content && e.Data["run_id"] == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no message %q in thread %s within 15s; events %v", content, th, types(evs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
