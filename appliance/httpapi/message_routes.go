@@ -40,7 +40,9 @@ type InvocationChecker interface {
 var _ InvocationChecker = (*runs.Service)(nil)
 
 // answerRun reads the Invocation-Token of a message post into thread: none is no run; a token
-// must be valid, the actor's, and for this thread (another thread's token: 403 forbidden).
+// must be valid, the actor's, and for this thread (another thread's token: 403 forbidden). The
+// token of an interaction (a click on the agent's button) names no run: the post is the agent's
+// answer in that thread, linked to nothing.
 func answerRun(r *Request, tokens InvocationChecker, thread kernel.ID) (kernel.ID, error) {
 	tok := r.Header.Get(InvocationTokenHeader)
 	if tok == "" {
