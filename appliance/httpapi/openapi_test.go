@@ -107,9 +107,9 @@ var documentedBounds = map[string]bounds{
 	"headers/CorrelationId":            {1, none},
 
 	// Approvals: what a run asks people.
-	"schemas/ApprovalRequest/title":        {1, runs.MaxApprovalTitleBytes},
-	"schemas/ApprovalRequest/detail":       {none, runs.MaxApprovalDetailBytes},
-	"schemas/ApprovalRequest/approver_ids": {none, runs.MaxApprovers},
+	"schemas/CreateApprovalRequest/title":        {1, runs.MaxApprovalTitleBytes},
+	"schemas/CreateApprovalRequest/detail":       {none, runs.MaxApprovalDetailBytes},
+	"schemas/CreateApprovalRequest/approver_ids": {none, runs.MaxApprovers},
 
 	// Web Push: a browser's endpoint.
 	"schemas/CreatePushSubscriptionRequest/endpoint": {1, push.MaxEndpointBytes},
