@@ -278,7 +278,8 @@ func wire(ctx context.Context, a *App) error {
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
 		LogHead: db, Inbox: inboxSvc, Interactions: interactions, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
-		Notify: notifySvc, Threads: chats, Push: pushSvc, Approvals: runSvc}))
+		Notify: notifySvc, Threads: chats, Push: pushSvc, Approvals: runSvc,
+		Budgets: runSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))

@@ -24,6 +24,7 @@ func (c *Console) routes() {
 	c.handle("/console/", anyone, func(rq *request) error { c.notFound(rq); return nil })
 	c.ownerRoutes()
 	c.chatRoutes()
+	c.commandRoutes() // agent_budget.go
 	c.notifyRoutes()
 	c.accountRoutes()
 	c.appRoutes()

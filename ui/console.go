@@ -86,6 +86,9 @@ type Deps struct {
 	// Approvals shows what runs ask people on their run cards and the Approvals page
 	// (chat_approvals.go); nil leaves them out.
 	Approvals ApprovalUseCases
+	// Budgets serves the budget on an agent's page and the slash commands the composer lists
+	// (agent_budget.go); nil leaves them out.
+	Budgets BudgetUseCases
 }
 
 // IdentityUseCases is what the sign-in, account, people and token pages and the session call;

@@ -55,6 +55,8 @@ func (c *Console) agentRoutes() {
 	c.handle("POST /console/agents/{id}/disable", ownerOnly, c.agentDisable)
 	c.handle("POST /console/agents/{id}/enable", ownerOnly, c.agentEnable)
 	c.handle("POST /console/agents/{id}/token", ownerOnly, c.agentResetToken)
+	c.handle("POST /console/agents/{id}/budget", ownerOnly, c.agentBudgetSet)
+	c.handle("POST /console/agents/{id}/budget/delete", ownerOnly, c.agentBudgetDelete)
 }
 
 func (c *Console) agentsPage(rq *request) error {
@@ -236,8 +238,13 @@ func (c *Console) agentPage(rq *request) error {
 	if err != nil {
 		return err
 	}
+	budget, err := c.agentBudgetView(rq, a.ID)
+	if err != nil {
+		return err
+	}
 	v := pages.AgentView{Chrome: c.chrome(rq, a.DisplayName, "agents"), Agent: rows[0].row, Runs: rows[0].runs,
-		Description: a.Description, Created: whenText(a.CreatedAt), Token: c.takeAgentToken(rq, a.ID), URL: c.publicBase(rq)}
+		Description: a.Description, Created: whenText(a.CreatedAt), Token: c.takeAgentToken(rq, a.ID), URL: c.publicBase(rq),
+		Budget: budget}
 	return c.render(rq, http.StatusOK, pages.Agent(v))
 }
 

@@ -622,6 +622,73 @@
       menu.hidden = true;
       input.focus();
     }
+    // / completion: the slash commands of the thread's channel, read once from
+    // /console/threads/{id}/commands when "/" starts the message; Enter, Tab or a click puts the
+    // command in the composer (/name@handle when two agents share the name).
+    var cmdMenu = document.createElement("ul"), cmds = null, cmdPicks = [], cmdSel = 0;
+    cmdMenu.className = "complete commands";
+    cmdMenu.dataset.testid = "command-list";
+    cmdMenu.hidden = true;
+    input.after(cmdMenu);
+    function showCommands() {
+      var m = /^\/([a-z0-9_-]*)$/.exec(input.value.slice(0, input.selectionStart));
+      cmdPicks = [];
+      if (m && cmds === null) {
+        cmds = [];
+        fetch("/console/threads/" + threadID + "/commands", { credentials: "same-origin", headers: { Accept: "application/json" } })
+          .then(function (r) { return r.ok ? r.json() : []; })
+          .then(function (l) { cmds = l || []; showCommands(); }, function () { cmds = []; });
+      } else if (m) {
+        cmdPicks = cmds.filter(function (c) { return c.name.indexOf(m[1]) === 0; }).slice(0, 8);
+      }
+      cmdSel = 0;
+      cmdMenu.textContent = "";
+      cmdPicks.forEach(function (c, i) {
+        var li = document.createElement("li"), b = document.createElement("b");
+        li.dataset.testid = "command-option";
+        b.textContent = c.insert;
+        li.appendChild(b);
+        li.appendChild(document.createTextNode((c.args_hint ? " " + c.args_hint : "") + (c.description ? " — " + c.description : "") + " · @" + c.agent_handle));
+        if (i === cmdSel) li.className = "on";
+        li.addEventListener("mousedown", function (e) { e.preventDefault(); pickCommand(c); });
+        cmdMenu.appendChild(li);
+      });
+      cmdMenu.hidden = cmdPicks.length === 0;
+    }
+    function pickCommand(c) {
+      var head = c.insert + " ";
+      input.value = head + input.value.slice(input.selectionStart).replace(/^\s+/, "");
+      input.selectionStart = input.selectionEnd = head.length;
+      cmdPicks = [];
+      cmdMenu.hidden = true;
+      input.focus();
+    }
+    input.addEventListener("input", showCommands);
+    input.addEventListener("blur", function () { cmdMenu.hidden = true; cmdPicks = []; });
+    // Registered before the composer's own keys, so that Enter picks instead of sending.
+    input.addEventListener("keydown", function (e) {
+      if (!cmdPicks.length) return;
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        cmdSel = (cmdSel + (e.key === "ArrowDown" ? 1 : cmdPicks.length - 1)) % cmdPicks.length;
+        Array.prototype.forEach.call(cmdMenu.children, function (li, i) { li.className = i === cmdSel ? "on" : ""; });
+      } else if (e.key === "Enter" || e.key === "Tab") {
+        pickCommand(cmdPicks[cmdSel]);
+        picked = true;
+      } else if (e.key === "Escape") {
+        cmdMenu.hidden = true;
+        cmdPicks = [];
+      } else {
+        return;
+      }
+      e.preventDefault();
+      e.stopImmediatePropagation();
+    });
+    // The key that picked inserts nothing, also where it arrives as a text input of its own.
+    var picked = false;
+    input.addEventListener("beforeinput", function (e) {
+      if (picked && (e.inputType === "insertLineBreak" || e.inputType === "insertParagraph" || e.data === "\t" || e.data === "\r" || e.data === "\n")) e.preventDefault();
+    });
+    input.addEventListener("keyup", function () { picked = false; });
     input.addEventListener("input", show);
     // Typing: tell the thread at most every three seconds while the person writes.
     var lastTyping = 0;

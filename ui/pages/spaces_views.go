@@ -113,6 +113,21 @@ type AgentView struct {
 	// URL is the instance's address for the connect hint.
 	URL  string
 	Runs []RunRow
+	// Budget is the agent's budget and usage, nil when the page has no budgets to show.
+	Budget *AgentBudget
+}
+
+// AgentBudget is an agent's cap (Set) and its usage in the period: the cap's, or this month
+// without one. The caps are the form's values ("" for none).
+type AgentBudget struct {
+	Set                  bool
+	Period, PeriodStart  string
+	MaxTokens, MaxCost   string
+	UsedTokens, UsedCost string
+	// Percent is the usage against the nearest cap (at most 100); Warned: the owners were warned
+	// at 80 % in this period.
+	Percent int
+	Warned  bool
 }
 
 // RunRow is one run of an agent.
