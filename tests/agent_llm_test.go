@@ -166,7 +166,11 @@ func TestLLMAgent(t *testing.T) {
 			}
 			runID := answer["run_id"].(string)
 			var r struct {
-				Status   string `json:"status"`
+				Status string `json:"status"`
+				Usage  *struct {
+					InputTokens  int64 `json:"input_tokens"`
+					OutputTokens int64 `json:"output_tokens"`
+				} `json:"usage"`
 				Document struct {
 					Output string `json:"output"`
 					Steps  []struct {
@@ -177,6 +181,10 @@ func TestLLMAgent(t *testing.T) {
 			w.alice.do(t, http.MethodGet, api("runs", runID), nil).want(t, http.StatusOK).decode(t, &r)
 			if r.Status != "succeeded" || r.Document.Output != "2 + 3 is 5." {
 				t.Fatalf("run %+v", r)
+			}
+			// Two calls of the model, 12 tokens in and 7 out each: the run holds their sum.
+			if r.Usage == nil || r.Usage.InputTokens != 24 || r.Usage.OutputTokens != 14 {
+				t.Errorf("usage %+v, want 24 in and 14 out", r.Usage)
 			}
 			if len(r.Document.Steps) != 1 || r.Document.Steps[0].Kind != "tool_call" || r.Document.Steps[0].Title != "calc.add" ||
 				r.Document.Steps[0].Status != "done" || !strings.HasSuffix(r.Document.Steps[0].Detail, "5") {
