@@ -52,6 +52,7 @@ agent.yaml:
   history: 20                            # earlier messages of the thread (0 to 200)
   max_tokens: 4096
   temperature: 0.3                       # optional
+  pricing: {input_usd_per_mtok: 3, output_usd_per_mtok: 15}   # optional: the run's cost
   mcp_servers:                           # optional
     - {name: files, command: mcp-files, args: [--root, /srv], env: {K: V}, ask: [write_file]}
     - {name: web, url: http://tools.lan/mcp}

@@ -93,19 +93,6 @@ func (s *AgentStore) DisabledAgents(ctx context.Context, handleKeys []string) ([
 	for i, k := range handleKeys {
 		args[i] = k
 	}
-	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id FROM principals WHERE kind = 'agent' AND status <> 'active'
+	return s.ids(ctx, "principals", `SELECT id FROM principals WHERE kind = 'agent' AND status <> 'active'
 		AND handle_key IN (`+placeholders(len(handleKeys))+`)`, args...)
-	if err != nil {
-		return nil, s.db.mapErr(err, "principals")
-	}
-	defer rows.Close()
-	var out []kernel.ID
-	for rows.Next() {
-		var id kernel.ID
-		if err := rows.Scan(&id); err != nil {
-			return nil, s.db.mapErr(err, "principals")
-		}
-		out = append(out, id)
-	}
-	return out, s.db.mapErr(rows.Err(), "principals")
 }

@@ -118,18 +118,23 @@ func (s *RunStore) MarkBudgetWarned(ctx context.Context, agentID kernel.ID, p ru
 
 // Owners implements runs.Agents.
 func (s *AgentStore) Owners(ctx context.Context) ([]kernel.ID, error) {
-	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id FROM principals WHERE is_owner = 1 AND status = 'active' ORDER BY id`)
+	return s.ids(ctx, "principals", `SELECT id FROM principals WHERE is_owner = 1 AND status = 'active' ORDER BY id`)
+}
+
+// ids reads the one id column of q's rows; what names the rows in an error.
+func (s *AgentStore) ids(ctx context.Context, what, q string, args ...any) ([]kernel.ID, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.db.mapErr(err, "principals")
+		return nil, s.db.mapErr(err, what)
 	}
 	defer rows.Close()
 	var out []kernel.ID
 	for rows.Next() {
 		var id kernel.ID
 		if err := rows.Scan(&id); err != nil {
-			return nil, s.db.mapErr(err, "principals")
+			return nil, s.db.mapErr(err, what)
 		}
 		out = append(out, id)
 	}
-	return out, s.db.mapErr(rows.Err(), "principals")
+	return out, s.db.mapErr(rows.Err(), what)
 }

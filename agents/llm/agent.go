@@ -240,6 +240,7 @@ func (a *Agent) handle(ctx context.Context, j job, run runAPI, thread threadAPI)
 		}
 		usage.InputTokens += turn.Usage.InputTokens
 		usage.OutputTokens += turn.Usage.OutputTokens
+		usage.CostUSD = a.cfg.Pricing.Cost(usage)
 		u := usage
 		if err := out.patch(ctx, patch{Usage: &u}); err != nil {
 			return cancelled(ctx, err)
@@ -502,7 +503,7 @@ func (r invocationRun) Start(ctx context.Context) (bool, error) {
 func (r invocationRun) Update(ctx context.Context, p patch) error {
 	rp := client.RunPatch{Status: p.Status, Steps: p.Steps, Output: p.Output, OutputAppend: p.OutputAppend}
 	if p.Usage != nil {
-		rp.Usage = &client.RunUsage{InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens}
+		rp.Usage = &client.RunUsage{InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CostUSD: p.Usage.CostUSD}
 	}
 	_, err := r.inv.Update(ctx, rp)
 	return err

@@ -66,7 +66,9 @@ func TestAgentAgainstEachProvider(t *testing.T) {
 				tb, c := mustCalc(t)
 				th, j := newThread()
 				run := &fakeRun{}
-				if err := newTestAgent(m.provider(), tb).handle(context.Background(), j, run, th); err != nil {
+				a := newTestAgent(m.provider(), tb)
+				a.cfg.Pricing = &Pricing{InputUSDPerMTok: 3, OutputUSDPerMTok: 15}
+				if err := a.handle(context.Background(), j, run, th); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(c.called(), []string{"add 2 3"}) {
@@ -99,7 +101,8 @@ func TestAgentAgainstEachProvider(t *testing.T) {
 				if got := run.output(); got != "Let me add.\n\nIt is 5." {
 					t.Errorf("output %q", got)
 				}
-				if u := run.lastUsage(); u == nil || *u != (Usage{InputTokens: 30, OutputTokens: 8}) {
+				// At $3 and $15 per million tokens in and out.
+				if u := run.lastUsage(); u == nil || *u != (Usage{InputTokens: 30, OutputTokens: 8, CostUSD: (30*3 + 8*15) / 1e6}) {
 					t.Errorf("the usage is not cumulative: %+v", u)
 				}
 			})

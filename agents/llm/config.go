@@ -30,6 +30,22 @@ type Config struct {
 	MaxTokens   int         `yaml:"max_tokens"`
 	Temperature *float64    `yaml:"temperature"`
 	MCPServers  []MCPServer `yaml:"mcp_servers"`
+	// Pricing turns the tokens into the run's cost, which budgets may bound; none reports 0.
+	Pricing *Pricing `yaml:"pricing"`
+}
+
+// Pricing is what the model costs, in US dollars per million tokens.
+type Pricing struct {
+	InputUSDPerMTok  float64 `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok float64 `yaml:"output_usd_per_mtok"`
+}
+
+// Cost is what u cost at these prices; 0 without prices.
+func (p *Pricing) Cost(u Usage) float64 {
+	if p == nil {
+		return 0
+	}
+	return (float64(u.InputTokens)*p.InputUSDPerMTok + float64(u.OutputTokens)*p.OutputUSDPerMTok) / 1e6
 }
 
 // MCPServer is one MCP server whose tools the model may call: a command started as a child
@@ -114,6 +130,9 @@ func ParseConfig(raw []byte) (Config, error) {
 	}
 	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2) {
 		return Config{}, fmt.Errorf("temperature %v: want 0 to 2", *c.Temperature)
+	}
+	if p := c.Pricing; p != nil && (p.InputUSDPerMTok < 0 || p.OutputUSDPerMTok < 0) {
+		return Config{}, errors.New("pricing: a price is not negative")
 	}
 	seen := map[string]bool{}
 	for i, s := range c.MCPServers {

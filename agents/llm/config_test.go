@@ -15,6 +15,7 @@ model: claude-sonnet-4-5
 api_key_ref: env:ANTHROPIC_API_KEY
 system_prompt: Be brief.
 temperature: 0.2
+pricing: {input_usd_per_mtok: 3, output_usd_per_mtok: 15}
 mcp_servers:
   - name: files
     command: mcp-files
@@ -28,7 +29,7 @@ mcp_servers:
 			t.Fatal(err)
 		}
 		if c.History != DefaultHistory || c.MaxTokens != DefaultMaxTokens || *c.Temperature != 0.2 ||
-			len(c.MCPServers) != 2 || c.MCPServers[0].Ask[0] != "write_file" || c.MCPServers[1].URL != "http://tools.lan/mcp" {
+			len(c.MCPServers) != 2 || c.MCPServers[0].Ask[0] != "write_file" || c.MCPServers[1].URL != "http://tools.lan/mcp" || c.Pricing.Cost(Usage{InputTokens: 1e6, OutputTokens: 2e6}) != 33 {
 			t.Errorf("config %+v", c)
 		}
 	})
@@ -46,6 +47,7 @@ mcp_servers:
 		{"refuses a key reference of another kind", "provider: openai\nmodel: m\napi_key_ref: vault:x\n", "want env:NAME or file:PATH"},
 		{"refuses a server with a command and a url", "provider: openai\nmodel: m\nmcp_servers: [{name: a, command: x, url: http://h}]\n", "either command or url"},
 		{"refuses two servers of one name", "provider: openai\nmodel: m\nmcp_servers: [{name: a, command: x}, {name: a, command: y}]\n", "two servers"},
+		{"refuses a negative price", "provider: openai\nmodel: m\npricing: {input_usd_per_mtok: -1}\n", "pricing"},
 		{"refuses a temperature out of range", "provider: openai\nmodel: m\ntemperature: 3\n", "temperature 3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

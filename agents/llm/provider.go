@@ -53,9 +53,10 @@ type Request struct {
 	Temperature *float64
 }
 
-// Usage counts the tokens of one or more calls.
+// Usage counts the tokens of one or more calls, and what they cost when the prices are known.
 type Usage struct {
 	InputTokens, OutputTokens int64
+	CostUSD                   float64
 }
 
 // Turn is the model's answer to one Request.
