@@ -63,7 +63,7 @@ type RunUsage struct {
 }
 
 // InvocationCommand is the slash command that invoked the agent ("/name args"): Name without
-// the slash or the @handle, Args the rest of the message's first line after it, trimmed.
+// the slash or the @handle, Args the rest of the message after it, trimmed.
 type InvocationCommand struct {
 	Name string `json:"name"`
 	Args string `json:"args"`
