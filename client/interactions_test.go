@@ -70,7 +70,9 @@ func TestOnInteraction(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				done := make(chan error, 1)
-				go func() { done <- run(ctx, fs.agent(), transport, func(context.Context, *Invocation) error { return nil }) }()
+				go func() {
+					done <- run(ctx, fs.agent(), transport, func(context.Context, *Invocation) error { return nil })
+				}()
 				fs.waitAck(t, 1)
 				cancel()
 				<-done

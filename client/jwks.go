@@ -15,13 +15,16 @@ import (
 
 // InvocationClaims are what an invocation token says: agent Subject may act for run RunID in
 // thread ThreadID of channel ChannelID until ExpiresAt. A token handed out with an interaction
-// names no run (RunID is empty): it is good for the thread only.
+// names no run (RunID is empty) but the interaction: it is good for answering in the thread only.
 type InvocationClaims struct {
-	Issuer    string `json:"iss"`
-	Subject   string `json:"sub"`
-	RunID     string `json:"run_id,omitempty"`
-	ThreadID  string `json:"thread_id"`
-	ChannelID string `json:"channel_id"`
+	Issuer  string `json:"iss"`
+	Subject string `json:"sub"`
+	RunID   string `json:"run_id,omitempty"`
+	// InteractionID is the interaction a token handed out with interaction.created answers;
+	// empty for a run's token.
+	InteractionID string `json:"interaction_id,omitempty"`
+	ThreadID      string `json:"thread_id"`
+	ChannelID     string `json:"channel_id"`
 	// IssuedAt and ExpiresAt are seconds since the Unix epoch.
 	IssuedAt  int64  `json:"iat"`
 	ExpiresAt int64  `json:"exp"`
@@ -108,7 +111,8 @@ func (k *KeySet) Verify(ctx context.Context, token string) (InvocationClaims, er
 	if err := decodeSegment(parts[1], &c); err != nil {
 		return InvocationClaims{}, fmt.Errorf("%w: claims: %v", ErrTokenInvalid, err)
 	}
-	if c.Issuer == "" || c.Subject == "" || c.ThreadID == "" || c.ChannelID == "" || c.ID == "" || c.ExpiresAt <= c.IssuedAt {
+	if c.Issuer == "" || c.Subject == "" || c.ThreadID == "" || c.ChannelID == "" || c.ID == "" || c.ExpiresAt <= c.IssuedAt ||
+		(c.RunID == "") == (c.InteractionID == "") {
 		return InvocationClaims{}, fmt.Errorf("%w: claims missing", ErrTokenInvalid)
 	}
 	now := k.now()

@@ -129,6 +129,24 @@ func TestKeySetVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("an interaction's token names the interaction instead of a run; one naming both or neither is refused", func(t *testing.T) {
+		_, ks, key := setup(t)
+		c := freshClaims(time.Now())
+		c.RunID, c.InteractionID = "", "interaction-1"
+		got, err := ks.Verify(ctx, signToken(t, key, eddsa, c))
+		if err != nil || got.InteractionID != "interaction-1" || got.RunID != "" {
+			t.Fatalf("Verify = %+v, %v", got, err)
+		}
+		c.RunID = "run-1"
+		if _, err := ks.Verify(ctx, signToken(t, key, eddsa, c)); !errors.Is(err, client.ErrTokenInvalid) {
+			t.Fatalf("both: %v, want ErrTokenInvalid", err)
+		}
+		c.RunID, c.InteractionID = "", ""
+		if _, err := ks.Verify(ctx, signToken(t, key, eddsa, c)); !errors.Is(err, client.ErrTokenInvalid) {
+			t.Fatalf("neither: %v, want ErrTokenInvalid", err)
+		}
+	})
+
 	t.Run("an expired token is told apart from an invalid one", func(t *testing.T) {
 		_, ks, key := setup(t)
 		c := freshClaims(time.Now().Add(-time.Hour))
