@@ -23,6 +23,12 @@ const (
 // (run.cancel_requested): context.Cause(ctx) answers it.
 var ErrCancelRequested = errors.New("bothy: the run's cancel was requested")
 
+// ErrBudgetExhausted is the cause of a handler's context when the server asked its run to stop
+// because the agent's budget is used up (run.cancel_requested with the reason budget_exhausted).
+// It wraps ErrCancelRequested: errors.Is(cause, ErrCancelRequested) holds for it too, and the
+// cancel is confirmed the same way.
+var ErrBudgetExhausted = fmt.Errorf("%w: the agent's budget is used up", ErrCancelRequested)
+
 // RunError is the reason of a failed run: Code is lower-case letters, digits and underscores
 // (agent_error when Finish is given an error of another type).
 type RunError struct {
@@ -118,7 +124,7 @@ type Agent struct {
 
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc // run id → cancel of its handler
-	cancelled map[string]bool                    // cancel requests seen before their handler ran
+	cancelled map[string]error                   // cancel requests seen before their handler ran, with their cause
 	flight    *flight                            // the handlers of the Run that runs, or nil
 	approvals approvals                          // RequestApproval's waiters
 }
@@ -131,7 +137,7 @@ func NewAgent(baseURL, token string, opts ...Option) *Agent {
 		renewBefore: 30 * time.Second,
 		pollWait:    25 * time.Second,
 		running:     map[string]context.CancelCauseFunc{},
-		cancelled:   map[string]bool{},
+		cancelled:   map[string]error{},
 	}
 	a.c.peek = a.peek
 	return a
@@ -152,7 +158,8 @@ func (a *Agent) Client() *Client { return a.c }
 // before then answers already_started, see Start).
 //
 // The handler's ctx is cancelled, with the cause ErrCancelRequested, when a person asks the run
-// to stop; when the handler then returns, Run confirms the cancel (Finish cancelled) unless the
+// to stop (ErrBudgetExhausted, which wraps it, when the server does because the agent's budget
+// is used up); when the handler then returns, Run confirms the cancel (Finish cancelled) unless the
 // handler finished the run itself. A handler that returns nil after Start without Finish
 // finishes the run succeeded. A handler that returns an error ends Run with it, wrapped: the
 // other handlers' contexts are cancelled, Run waits for them, and the failed invocation and
@@ -235,18 +242,23 @@ func (a *Agent) peek(ev Event) {
 		return
 	}
 	var d struct {
-		RunID string `json:"run_id"`
+		RunID  string  `json:"run_id"`
+		Reason *string `json:"reason"`
 	}
 	if json.Unmarshal(ev.Data, &d) != nil || d.RunID == "" {
 		return
 	}
+	cause := ErrCancelRequested
+	if d.Reason != nil && *d.Reason == "budget_exhausted" {
+		cause = ErrBudgetExhausted
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if cancel := a.running[d.RunID]; cancel != nil {
-		cancel(ErrCancelRequested)
+		cancel(cause)
 		return
 	}
-	a.cancelled[d.RunID] = true
+	a.cancelled[d.RunID] = cause
 }
 
 func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Context, *Invocation) error) error {
@@ -287,9 +299,9 @@ func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Contex
 	defer cancel(nil)
 	a.mu.Lock()
 	a.running[d.RunID] = cancel
-	if a.cancelled[d.RunID] {
+	if cause := a.cancelled[d.RunID]; cause != nil {
 		delete(a.cancelled, d.RunID)
-		cancel(ErrCancelRequested)
+		cancel(cause)
 	}
 	a.mu.Unlock()
 	defer func() {

@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,6 +41,27 @@ func TestRunUsageAndCommand(t *testing.T) {
 			func(_ context.Context, inv *Invocation) error { got = inv.Command; return nil })
 		if err != nil || got == nil || got.Name != "deploy" || got.Args != "prod" {
 			t.Fatalf("command %+v (%v), want deploy prod", got, err)
+		}
+	})
+	t.Run("a cancel request for the budget ends the handler's context with ErrBudgetExhausted, a person's with ErrCancelRequested", func(t *testing.T) {
+		for reason, want := range map[string]error{"budget_exhausted": ErrBudgetExhausted, "": ErrCancelRequested} {
+			a := NewAgent("http://127.0.0.1:1", "secret")
+			ctx, cancel := context.WithCancelCause(context.Background())
+			a.running["r1"] = cancel
+			d := map[string]any{"run_id": "r1", "reason": nil}
+			if reason != "" {
+				d["reason"] = reason
+			}
+			data, _ := json.Marshal(d)
+			a.peek(Event{Seq: 1, Type: "run.cancel_requested", Data: data})
+			if got := context.Cause(ctx); got != want || !errors.Is(got, ErrCancelRequested) {
+				t.Fatalf("reason %q: cause %v, want %v", reason, got, want)
+			}
+			// One that arrives before its handler runs keeps its cause for it.
+			a.peek(Event{Seq: 2, Type: "run.cancel_requested", Data: []byte(strings.Replace(string(data), "r1", "r2", 1))})
+			if a.cancelled["r2"] != want {
+				t.Fatalf("reason %q: kept %v", reason, a.cancelled["r2"])
+			}
 		}
 	})
 	t.Run("a mention hands no command", func(t *testing.T) {

@@ -238,7 +238,7 @@ func TestBudgets(t *testing.T) {
 		mid, _ := postedMessage(t, w.alice, w.sharedTh.Thread.ID, "@spender spend")
 		select {
 		case err := <-cause:
-			if !errors.Is(err, botclient.ErrCancelRequested) {
+			if !errors.Is(err, botclient.ErrBudgetExhausted) || !errors.Is(err, botclient.ErrCancelRequested) {
 				t.Fatalf("the handler's context ended with %v", err)
 			}
 		case <-time.After(20 * time.Second):
