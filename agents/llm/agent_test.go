@@ -285,3 +285,26 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestToolCalls(t *testing.T) {
+	var tc toolCalls
+	tc.at(1).Name = "second"
+	tc.at(0).ID, tc.at(0).Name = "c0", "first"
+	tc.addArgs(0, `{"a":`)
+	tc.addArgs(1, `{"b":2}`)
+	tc.addArgs(0, `1}`)
+	tc.addArgs(7, `lost`) // a fragment of a call that never began
+	got := tc.done()
+	if len(got) != 2 || got[0].Name != "first" || string(got[0].Args) != `{"a":1}` || got[1].Name != "second" || string(got[1].Args) != `{"b":2}` {
+		t.Errorf("calls %+v", got)
+	}
+	var none toolCalls
+	if c := none.done(); len(c) != 0 {
+		t.Errorf("no calls: %+v", c)
+	}
+	var empty toolCalls
+	empty.at(0).Name = "noargs"
+	if c := empty.done(); string(c[0].Args) != "{}" {
+		t.Errorf("a call without arguments has %s", c[0].Args)
+	}
+}

@@ -145,9 +145,7 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 	var (
 		turn  Turn
 		text  strings.Builder
-		calls = map[int]*ToolCall{}
-		args  = map[int]*strings.Builder{}
-		order []int
+		calls toolCalls
 	)
 	err = readSSE(ctx, resp.Body, func(ev sseEvent) error {
 		if ev.Data == "" {
@@ -164,9 +162,8 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		case "content_block_start":
 			switch e.ContentBlock.Type {
 			case "tool_use":
-				calls[e.Index] = &ToolCall{ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}
-				args[e.Index] = &strings.Builder{}
-				order = append(order, e.Index)
+				c := calls.at(e.Index)
+				c.ID, c.Name = e.ContentBlock.ID, e.ContentBlock.Name
 			case "text":
 				if e.ContentBlock.Text != "" {
 					text.WriteString(e.ContentBlock.Text)
@@ -179,9 +176,7 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 				text.WriteString(e.Delta.Text)
 				onText(e.Delta.Text)
 			case "input_json_delta":
-				if b := args[e.Index]; b != nil {
-					b.WriteString(e.Delta.PartialJSON)
-				}
+				calls.addArgs(e.Index, e.Delta.PartialJSON)
 			}
 		case "message_delta":
 			if e.Usage != nil {
@@ -202,13 +197,6 @@ func (p *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		return Turn{}, err
 	}
 	turn.Text = text.String()
-	for _, i := range order {
-		c := calls[i]
-		c.Args = json.RawMessage(args[i].String())
-		if len(strings.TrimSpace(string(c.Args))) == 0 {
-			c.Args = json.RawMessage("{}")
-		}
-		turn.ToolCalls = append(turn.ToolCalls, *c)
-	}
+	turn.ToolCalls = calls.done()
 	return turn, nil
 }

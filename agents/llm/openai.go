@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 )
 
@@ -142,8 +141,7 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 	var (
 		turn  Turn
 		text  strings.Builder
-		calls = map[int]*ToolCall{}
-		args  = map[int]*strings.Builder{}
+		calls toolCalls
 	)
 	err = readSSE(ctx, resp.Body, func(ev sseEvent) error {
 		if ev.Data == "[DONE]" {
@@ -170,18 +168,12 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 				if tc.Index != nil {
 					idx = *tc.Index
 				}
-				call := calls[idx]
-				if call == nil {
-					call, args[idx] = &ToolCall{}, &strings.Builder{}
-					calls[idx] = call
-				}
+				call := calls.at(idx)
 				if tc.ID != "" {
 					call.ID = tc.ID
 				}
-				if tc.Function.Name != "" {
-					call.Name += tc.Function.Name
-				}
-				args[idx].WriteString(tc.Function.Arguments)
+				call.Name += tc.Function.Name
+				calls.addArgs(idx, tc.Function.Arguments)
 			}
 		}
 		return nil
@@ -190,18 +182,6 @@ func (p *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 		return Turn{}, err
 	}
 	turn.Text = text.String()
-	idxs := make([]int, 0, len(calls))
-	for i := range calls {
-		idxs = append(idxs, i)
-	}
-	sort.Ints(idxs)
-	for _, i := range idxs {
-		c := calls[i]
-		c.Args = json.RawMessage(args[i].String())
-		if len(strings.TrimSpace(string(c.Args))) == 0 {
-			c.Args = json.RawMessage("{}")
-		}
-		turn.ToolCalls = append(turn.ToolCalls, *c)
-	}
+	turn.ToolCalls = calls.done()
 	return turn, nil
 }

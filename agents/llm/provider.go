@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +215,50 @@ func classifyError(status int, msg, kind string) *ProviderError {
 		pe.Message = http.StatusText(status)
 	}
 	return pe
+}
+
+// toolCalls assembles the tool calls a stream sends in pieces (an id and a name, then the
+// arguments' JSON in fragments), each under its index in the answer.
+type toolCalls struct {
+	calls map[int]*ToolCall
+	args  map[int]*strings.Builder
+}
+
+// at is the call of index i, begun when it is new.
+func (tc *toolCalls) at(i int) *ToolCall {
+	if tc.calls == nil {
+		tc.calls, tc.args = map[int]*ToolCall{}, map[int]*strings.Builder{}
+	}
+	if tc.calls[i] == nil {
+		tc.calls[i], tc.args[i] = &ToolCall{}, &strings.Builder{}
+	}
+	return tc.calls[i]
+}
+
+// addArgs appends a fragment of the arguments of the call of index i, if it began.
+func (tc *toolCalls) addArgs(i int, fragment string) {
+	if b := tc.args[i]; b != nil {
+		b.WriteString(fragment)
+	}
+}
+
+// done returns the calls in index order, empty arguments as {}.
+func (tc *toolCalls) done() []ToolCall {
+	idxs := make([]int, 0, len(tc.calls))
+	for i := range tc.calls {
+		idxs = append(idxs, i)
+	}
+	slices.Sort(idxs)
+	var out []ToolCall
+	for _, i := range idxs {
+		c := *tc.calls[i]
+		c.Args = json.RawMessage(tc.args[i].String())
+		if strings.TrimSpace(string(c.Args)) == "" {
+			c.Args = json.RawMessage("{}")
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // sseEvent is one server-sent event.
