@@ -1,7 +1,12 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -44,4 +49,20 @@ func TestAnthropicBody(t *testing.T) {
 			t.Errorf("roles %q", got)
 		}
 	})
+}
+
+func TestAnthropicStreamError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n")
+		fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hal\"}}\n\n")
+		fmt.Fprint(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+	}))
+	defer srv.Close()
+	var text string
+	_, err := NewAnthropic(srv.URL, "k", "m", srv.Client(), Retry{Attempts: 1}).Stream(context.Background(), Request{}, func(s string) { text += s })
+	var pe *ProviderError
+	if !errors.As(err, &pe) || pe.Code != "provider_error" || pe.Message != "Overloaded" || text != "Hal" {
+		t.Errorf("an error inside the stream: %v (text %q)", err, text)
+	}
 }
