@@ -73,6 +73,21 @@ func TestBrowserSlashCommands(t *testing.T) {
 			}
 		})
 
+		step(t, b, "with two agents on one name a bare command invokes nobody and the thread says why", func(t *testing.T, b *tab) {
+			_, sc, _ := w.mustPostingAgent(t, "shipper")
+			sc.do(t, http.MethodPut, api("agents", "me", "commands"), []map[string]any{{"name": "deploy"}}).want(t, http.StatusOK)
+			b.visit(channel)
+			b.waitFor(testID("thread", `[data-live="1"]`))
+			b.typeInto(testID("composer-input"), "/deploy")
+			b.until("the list offers both agents' commands by name and handle",
+				`[...document.querySelectorAll('[data-testid="command-option"] b')].map(e => e.textContent).join(",") === "/deploy@deployer,/deploy@shipper"`)
+			b.press(testID("composer-input"), kb.Escape)
+			b.typeMore(testID("composer-input"), " prod")
+			b.press(testID("composer-input"), kb.Enter)
+			mid := messageWith(b, "/deploy prod")
+			b.until("the message says why nobody answered", `(document.querySelector(`+jsString(msgSel(mid)+" "+testID("message-note"))+`) || {}).textContent === "No agent was invoked: several agents answer this command; name one with /command@agent."`)
+		})
+
 		owner := f.c.newVisitor(t, "owner")
 		owner.signIn("owner", ownerPassword)
 		step(t, owner, "the agent's page sets a budget and shows the usage against it", func(t *testing.T, b *tab) {

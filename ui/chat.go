@@ -663,6 +663,12 @@ func triggerNote(state *string) string {
 		return "No agent was invoked: the agent is disabled."
 	case "agent_cannot_read":
 		return "No agent was invoked: the agent may not read this channel."
+	case "command_ambiguous":
+		return "No agent was invoked: several agents answer this command; name one with /command@agent."
+	case "budget_exhausted":
+		return "No agent was invoked: the agent's budget is used up for now."
+	case "handoff_depth_exceeded":
+		return "No agent was invoked: too many agents handed this on in a row."
 	}
 	return ""
 }
