@@ -340,13 +340,16 @@ func (a *Agent) callTool(ctx context.Context, j job, run runAPI, out *output, st
 		return fail("the tool failed: " + err.Error())
 	}
 	if isError {
-		return fail(text)
+		return fail(clip(text, maxToolResult))
 	}
-	res.Content = text
+	res.Content = clip(text, maxToolResult)
 	step.Status = "done"
 	step.Detail = clip(string(c.Args), 1<<10) + "\n\n" + clip(text, 2<<10)
 	return res, out.patch(ctx, patch{Steps: []client.RunStep{step}})
 }
+
+// maxToolResult bounds what the model reads of a tool's answer.
+const maxToolResult = 64 << 10
 
 // runError is the reason the run fails with, a sentence for the people in the thread.
 func (a *Agent) runError(pe *ProviderError) *client.RunError {

@@ -136,6 +136,24 @@ func TestAgentAgainstEachProvider(t *testing.T) {
 				}
 			})
 
+			t.Run("gives the model at most 64 KiB of a tool's answer", func(t *testing.T) {
+				m := newFakeModel(t, wire,
+					reply{calls: []fakeCall{{id: "call_d", name: "calc__dump", args: []string{`{}`}}}},
+					reply{text: []string{"A long log."}})
+				tb, _ := mustCalc(t)
+				th, j := newThread()
+				run := &fakeRun{}
+				if err := newTestAgent(m.provider(), tb).handle(context.Background(), j, run, th); err != nil {
+					t.Fatal(err)
+				}
+				if reqs := m.requests(); len(reqs) != 2 || len(reqs[1]) > 80<<10 || !strings.Contains(reqs[1], "log line") {
+					t.Errorf("the second request has %d bytes", len(reqs[1]))
+				}
+				if s, _ := run.steps(); s["tool-1-1"].Status != "done" || len(s["tool-1-1"].Detail) > 4<<10 {
+					t.Errorf("step %+v", s["tool-1-1"].Status)
+				}
+			})
+
 			t.Run("runs an ask tool a person approved", func(t *testing.T) {
 				m := newFakeModel(t, wire,
 					reply{calls: []fakeCall{{id: "call_w", name: "calc__wipe", args: []string{`{}`}}}},

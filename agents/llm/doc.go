@@ -6,8 +6,9 @@
 // For each invocation it reads the thread (the invoking message and up to history earlier ones,
 // each labelled with its author and whether a person, an agent or an integration wrote it, so
 // that the model tells instructions from quoted content), starts the run, streams the model's
-// answer into the run's output (coalesced, a patch at most every 75 ms or 2 KiB), reports the
-// cumulative token usage, posts the answer as the run's reply and finishes it succeeded.
+// answer into the run's output (the first text at once, then coalesced: a patch at most every
+// 75 ms or 2 KiB), reports the cumulative token usage, posts the answer as the run's reply and
+// finishes it succeeded.
 //
 // Two wire formats are spoken with net/http and an SSE reader of the package's own: the OpenAI
 // chat completions API with stream: true (OpenAI, Ollama, vLLM, llama.cpp and other compatible

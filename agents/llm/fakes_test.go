@@ -350,7 +350,8 @@ func newThread() (*fakeThread, job) {
 	return th, job{RunID: "r1", ThreadID: "t1", InvokedBy: "u-alice", Message: inv}
 }
 
-// calc is an in-process MCP server of two tools: add, and wipe, which the config asks for.
+// calc is an in-process MCP server of three tools: add; wipe, which the config asks for; and
+// dump, which answers 180 KiB.
 type calc struct {
 	mu    sync.Mutex
 	calls []string
@@ -374,6 +375,9 @@ func (c *calc) dial(ctx context.Context, _ MCPServer) (mcp.Transport, error) {
 		c.calls = append(c.calls, "wipe")
 		c.mu.Unlock()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "dump", Description: "Dumps a large log"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("log line\n", 20<<10)}}}, nil, nil
 	})
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := s.Connect(ctx, st, nil); err != nil {
