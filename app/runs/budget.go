@@ -249,7 +249,8 @@ func (s *Service) countUsage(ctx context.Context, r Run, prev Usage, now time.Ti
 		if run.CancelRequestedAt != nil {
 			continue
 		}
-		if err := s.requestCancel(ctx, &run, r.AgentID, ReasonBudgetExhausted, now); err != nil {
+		reason := ReasonBudgetExhausted
+		if err := s.requestCancel(ctx, &run, r.AgentID, &reason, now); err != nil {
 			return err
 		}
 		if err := s.store.UpdateRun(ctx, run); err != nil {
@@ -263,21 +264,6 @@ func (s *Service) countUsage(ctx context.Context, r Run, prev Usage, now time.Ti
 // budget is used up (CancelRequest.Reason), and the trigger state of a message whose agent it
 // refused for that.
 const ReasonBudgetExhausted = "budget_exhausted"
-
-// requestCancel marks r's cancel request at now, by the agent whose report used its budget up,
-// and appends run.cancel_requested with the reason to the agent, as a person's cancel does. A
-// queued run ends cancelled at once; a started one gets runs.cancel_timeout, due
-// agent.cancel_grace later. The caller stores r.
-func (s *Service) requestCancel(ctx context.Context, r *Run, by kernel.ID, reason string, now time.Time) error {
-	r.CancelRequestedAt, r.UpdatedAt = &now, now
-	s.events.Append(ctx, EvRunCancelRequested.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: r.AgentID},
-		SubjectID: r.ID, ActorID: by}, CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
-		ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: by, RequestedAt: now, Reason: &reason}))
-	if r.Status == StatusQueued {
-		return s.move(ctx, r, Cancel, by, now)
-	}
-	return s.enqueue(ctx, JobCancelTimeout, *r, now.Add(s.cancelGrace))
-}
 
 // ActAgentBudget is reading, setting and removing an agent's budget: owners.
 const ActAgentBudget kernel.Action = "agent.budget"

@@ -122,4 +122,23 @@ func TestUsageAndBudget(t *testing.T) {
 			t.Fatalf("another agent: %q", state)
 		}
 	})
+
+	t.Run("a run stopped at the cap has its pending approvals cancelled, as a person's cancel does", func(t *testing.T) {
+		f, r, tok := asking(t)
+		a := f.ask(t, r, tok, runs.ApprovalInput{Title: "spend more"})
+		if run := f.run(t, r.ID); run.Status != runs.StatusWaitingInput {
+			t.Fatalf("the run is %s, want waiting_input", run.Status)
+		}
+		max := int64(10)
+		f.setBudget(t, echo, runs.NewBudget{Period: runs.PeriodDay, MaxTokens: &max})
+		if _, err := f.svc.Patch(bg, echoActor, r.ID, tok, runs.Patch{Version: 1, Usage: &runs.Usage{OutputTokens: 10}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := f.svc.GetApproval(bg, invoker, a.ID); got.State != runs.ApprovalCancelled {
+			t.Fatalf("the approval after the cap: %+v", got)
+		}
+		if run := f.run(t, r.ID); run.Status != runs.StatusRunning || run.CancelRequestedAt == nil {
+			t.Fatalf("the run after the cap: %s, cancel requested %v", run.Status, run.CancelRequestedAt)
+		}
+	})
 }

@@ -197,26 +197,7 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 			out = r
 			return nil
 		}
-		now := s.now()
-		r.CancelRequestedAt, r.UpdatedAt = &now, now
-		s.events.Append(ctx, EvRunCancelRequested.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: r.AgentID},
-			SubjectID: r.ID, ActorID: actor.ID}, CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
-			ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: actor.ID, RequestedAt: now}))
-		// Nobody is to answer what a run that stops asked: its pending approvals end cancelled,
-		// and a run that waited for them goes on to confirm the cancel.
-		if n, err := s.cancelApprovals(ctx, r.ID, actor.ID, now); err != nil {
-			return err
-		} else if n > 0 && r.Status == StatusWaitingInput {
-			if err := s.move(ctx, &r, Resume, actor.ID, now); err != nil {
-				return err
-			}
-			r.LastActivityAt = now
-		}
-		if r.Status == StatusQueued {
-			if err := s.move(ctx, &r, Cancel, actor.ID, now); err != nil {
-				return err
-			}
-		} else if err := s.enqueue(ctx, JobCancelTimeout, r, now.Add(s.cancelGrace)); err != nil {
+		if err := s.requestCancel(ctx, &r, actor.ID, nil, s.now()); err != nil {
 			return err
 		}
 		if err := s.store.UpdateRun(ctx, r); err != nil {
@@ -226,6 +207,30 @@ func (s *Service) Cancel(ctx context.Context, actor kernel.Actor, id kernel.ID) 
 		return nil
 	})
 	return out, err
+}
+
+// requestCancel marks r's cancel request at now, by by (a person, or the agent whose report used
+// its budget up), and appends run.cancel_requested with reason (nil for a person's) to the agent.
+// Nobody is to answer what a run that stops asked: its pending approvals end cancelled, and a run
+// that waited for them goes on to confirm the cancel. A queued run ends cancelled at once; a
+// started one gets runs.cancel_timeout, due agent.cancel_grace later. The caller stores r.
+func (s *Service) requestCancel(ctx context.Context, r *Run, by kernel.ID, reason *string, now time.Time) error {
+	r.CancelRequestedAt, r.UpdatedAt = &now, now
+	s.events.Append(ctx, EvRunCancelRequested.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: r.AgentID},
+		SubjectID: r.ID, ActorID: by}, CancelRequest{RunID: r.ID, AgentID: r.AgentID, ThreadID: r.ThreadID,
+		ChannelID: r.ChannelID, SpaceID: r.SpaceID, RequestedBy: by, RequestedAt: now, Reason: reason}))
+	if n, err := s.cancelApprovals(ctx, r.ID, by, now); err != nil {
+		return err
+	} else if n > 0 && r.Status == StatusWaitingInput {
+		if err := s.move(ctx, r, Resume, by, now); err != nil {
+			return err
+		}
+		r.LastActivityAt = now
+	}
+	if r.Status == StatusQueued {
+		return s.move(ctx, r, Cancel, by, now)
+	}
+	return s.enqueue(ctx, JobCancelTimeout, *r, now.Add(s.cancelGrace))
 }
 
 // OnAgentDisabled fails the runs of a disabled agent that have not ended, with agent_disabled,
