@@ -45,10 +45,14 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if err != nil {
 		return false, err
 	}
+	triggers, err := jsonListColumn("triggers", m.Triggers) // NULL when it concerned no agent
+	if err != nil {
+		return false, err
+	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at,
-		run_id, trigger_state, components) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
+		run_id, trigger_state, components, triggers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
 		string(m.ID), string(m.ThreadID), string(m.ChannelID), string(m.SpaceID), string(m.AuthorID), m.Content,
-		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger, components)
+		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger, components, triggers)
 	if err != nil {
 		return false, s.db.mapErr(err, "message")
 	}
@@ -117,19 +121,24 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, m messagin
 // messageSelect reads a message with the thread under it, if any (threads_parent_message): its
 // reply count and last reply are that thread's counters, so a reply writes no row of the parent.
 const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, c.kind, r.id, r.message_count, r.last_message_at
+	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, m.triggers, c.kind, r.id, r.message_count, r.last_message_at
 	FROM messages m JOIN channels c ON c.id = m.channel_id LEFT JOIN threads r ON r.parent_message_id = m.id`
 
 func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
 	var m messaging.Message
-	var cmid, edited, deleted, runID, trigger, components, replies, lastReply sql.NullString
+	var cmid, edited, deleted, runID, trigger, components, triggers, replies, lastReply sql.NullString
 	var replyCount sql.NullInt64
 	var created string
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
-		&created, &edited, &deleted, &runID, &trigger, &components, &m.ChannelKind, &replies, &replyCount, &lastReply)
+		&created, &edited, &deleted, &runID, &trigger, &components, &triggers, &m.ChannelKind, &replies, &replyCount, &lastReply)
 	if err == nil && components.Valid {
 		if jerr := json.Unmarshal([]byte(components.String), &m.Components); jerr != nil {
 			return m, fmt.Errorf("storage: message %s: components: %w", m.ID, jerr)
+		}
+	}
+	if err == nil && triggers.Valid {
+		if jerr := json.Unmarshal([]byte(triggers.String), &m.Triggers); jerr != nil {
+			return m, fmt.Errorf("storage: message %s: triggers: %w", m.ID, jerr)
 		}
 	}
 	m.ClientMsgID, m.CreatedAt, m.EditedAt, m.Deleted = messaging.ClientMsgID(cmid.String), parseTime(created), parseNullTime(edited), deleted.Valid
@@ -304,12 +313,18 @@ func (s *MessageStore) UpdateComponents(ctx context.Context, m messaging.Message
 
 // componentsColumn is the messages.components of rows: their JSON, or NULL for none.
 func componentsColumn(rows []messaging.ActionRow) (any, error) {
-	if len(rows) == 0 {
+	return jsonListColumn("components", rows)
+}
+
+// jsonListColumn is a text column that holds list as JSON, or NULL for an empty list; column
+// names it in the error.
+func jsonListColumn[T any](column string, list []T) (any, error) {
+	if len(list) == 0 {
 		return nil, nil
 	}
-	b, err := json.Marshal(rows)
+	b, err := json.Marshal(list)
 	if err != nil {
-		return nil, fmt.Errorf("storage: components: %w", err)
+		return nil, fmt.Errorf("storage: %s: %w", column, err)
 	}
 	return string(b), nil
 }

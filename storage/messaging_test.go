@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
@@ -517,6 +518,54 @@ func TestMessageStoreReplies(t *testing.T) {
 			if err := storage.ScanIn(ctx, e.db, `SELECT COUNT(*) FROM threads WHERE parent_message_id = ?`, &rows,
 				string(parent.ID)); err != nil || rows != 1 {
 				t.Fatalf("%d threads under the message, %v", rows, err)
+			}
+		})
+	})
+}
+
+func TestMessageStoreTriggers(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		t.Run("keeps each agent's trigger with the message and reads it back in order", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "first", "")
+			run := kernel.NewID()
+			m.ID, m.Content, m.CreatedAt = kernel.NewID(), "@bob @cy", m.CreatedAt.Add(time.Second)
+			state := "triggered"
+			m.TriggerState = &state
+			m.Triggers = []messaging.AgentTrigger{{AgentID: e.cy.ID, State: "agent_disabled"},
+				{AgentID: e.bob.ID, State: "triggered", RunID: &run}, {AgentID: e.alice.ID, State: "agent_cannot_read"}}
+			if err := e.db.Do(ctx, func(ctx context.Context) error {
+				if inserted, err := e.msgs.InsertMessage(ctx, m); err != nil || !inserted {
+					return fmt.Errorf("insert: %v %w", inserted, err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.msgs.Message(ctx, m.ID)
+			if err != nil || !reflect.DeepEqual(got.Triggers, m.Triggers) {
+				t.Fatalf("triggers %+v, %v; want %+v", got.Triggers, err, m.Triggers)
+			}
+			page, _, err := e.msgs.Messages(ctx, e.mainID, chat.Page{Limit: 10})
+			if err != nil || len(page) != 2 {
+				t.Fatalf("page %d, %v", len(page), err)
+			}
+			for _, p := range page {
+				if p.ID == m.ID && !reflect.DeepEqual(p.Triggers, m.Triggers) {
+					t.Fatalf("the page reads triggers %+v", p.Triggers)
+				}
+			}
+		})
+		t.Run("keeps none for a message that concerned no agent, and leaves them out of its JSON", func(t *testing.T) {
+			e := newMsgEnv(t, eng)
+			m := e.post(t, e.alice, e.mainID, "hello @bob", "")
+			got, err := e.msgs.Message(ctx, m.ID)
+			if err != nil || got.Triggers != nil {
+				t.Fatalf("triggers %+v, %v", got.Triggers, err)
+			}
+			if b, _ := json.Marshal(got); strings.Contains(string(b), `"triggers"`) {
+				t.Fatalf("json %s", b)
 			}
 		})
 	})

@@ -47,6 +47,11 @@ type Message struct {
 	// it through MessageDeciding.Trigger, before the message is stored; messaging only stores and
 	// shows it.
 	TriggerState *string `json:"trigger_state"`
+	// Triggers are what the message did for each agent it concerned, in the order the trigger
+	// considered them: a run (state "triggered", with its run id) or the refusal of that agent,
+	// so that one agent's run hides no other agent's refusal. TriggerState stays their summary.
+	// Empty, and left out of the JSON form, when the message concerned no agent.
+	Triggers []AgentTrigger `json:"triggers,omitempty"`
 	// Components are the message's buttons and selects (components.go), in action rows; nil
 	// for none, and left out of the JSON form then. A tombstone has none.
 	Components []ActionRow `json:"components,omitempty"`
@@ -60,6 +65,14 @@ type Message struct {
 	LastReplyAt   *time.Time `json:"last_reply_at,omitempty"`
 	// ChannelKind is loaded with the message so that it can be authorized without a second read.
 	ChannelKind string `json:"-"`
+}
+
+// AgentTrigger is what a message did for one agent: State is "triggered" (RunID is the run it
+// made) or the code of the agent's refusal (no_invoke_right, agent_disabled, ...).
+type AgentTrigger struct {
+	AgentID kernel.ID  `json:"agent_id"`
+	State   string     `json:"state"`
+	RunID   *kernel.ID `json:"run_id,omitempty"`
 }
 
 // ClientMsgID is the author's own id of a message, which makes its creation idempotent (a
@@ -138,6 +151,9 @@ type Trigger struct {
 	// Invoke are the agents the message invokes, handed to MessagePosted's subscriber, which
 	// makes their runs.
 	Invoke []kernel.ID
+	// Agents is the decision for each agent the message concerned (Message.Triggers); the
+	// entries of the agents in Invoke carry the ids their runs will have.
+	Agents []AgentTrigger
 }
 
 // MessagePosted is published inside the Unit of Work that created a message, after the message

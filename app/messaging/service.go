@@ -151,6 +151,7 @@ func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, ne
 		state := trigger.State
 		m.TriggerState = &state
 	}
+	m.Triggers = trigger.Agents
 	if inserted, err = s.store.InsertMessage(ctx, *m); err != nil || !inserted {
 		return false, err
 	}

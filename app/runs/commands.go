@@ -75,12 +75,12 @@ type ChannelCommand struct {
 
 // commandTarget picks the agent a slash command invokes among the holders of its name: the one
 // its @handle names, the only holder, or the only one of several that is active and may read
-// the channel. ambiguous is set when several could answer and the message named none of them;
-// a zero target without ambiguity means no agent declares the command (an ordinary message).
-func (s *Service) commandTarget(ctx context.Context, call CommandCall, author kernel.ID, channel kernel.Resource) (target kernel.ID, ambiguous bool, err error) {
+// the channel. ambiguous are the agents that could answer when several could and the message
+// named none of them; a zero target without ambiguity means no agent declares the command (an ordinary message).
+func (s *Service) commandTarget(ctx context.Context, call CommandCall, author kernel.ID, channel kernel.Resource) (target kernel.ID, ambiguous []kernel.ID, err error) {
 	holders, err := s.agents.CommandHolders(ctx, call.Name)
 	if err != nil {
-		return kernel.NilID, false, err
+		return kernel.NilID, nil, err
 	}
 	var named []CommandHolder
 	for _, h := range holders {
@@ -91,9 +91,9 @@ func (s *Service) commandTarget(ctx context.Context, call CommandCall, author ke
 	}
 	switch len(named) {
 	case 0:
-		return kernel.NilID, false, nil
+		return kernel.NilID, nil, nil
 	case 1:
-		return named[0].AgentID, false, nil
+		return named[0].AgentID, nil, nil
 	}
 	var usable []kernel.ID
 	for _, h := range named {
@@ -102,7 +102,7 @@ func (s *Service) commandTarget(ctx context.Context, call CommandCall, author ke
 		}
 		reads, err := s.allowed(ctx, kernel.Actor{ID: h.AgentID, Kind: kernel.KindAgent}, chat.ActChannelRead, channel)
 		if err != nil {
-			return kernel.NilID, false, err
+			return kernel.NilID, nil, err
 		}
 		if reads {
 			usable = append(usable, h.AgentID)
@@ -110,11 +110,11 @@ func (s *Service) commandTarget(ctx context.Context, call CommandCall, author ke
 	}
 	switch len(usable) {
 	case 0:
-		return named[0].AgentID, false, nil // its refusal is the message's state
+		return named[0].AgentID, nil, nil // its refusal is the message's state
 	case 1:
-		return usable[0], false, nil
+		return usable[0], nil, nil
 	}
-	return kernel.NilID, true, nil
+	return kernel.NilID, usable, nil
 }
 
 // ChannelCommands lists the slash commands the actor may type in a channel: those of the active

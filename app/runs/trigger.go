@@ -38,9 +38,11 @@ import (
 // handoff depth (depthOf) must be within runs.max_handoff_depth (handoff_depth_exceeded).
 //
 // The trigger state is "triggered" when a run was made, else the refusal the author can do most
-// about (refusalRank). A message that concerns no agent (it mentions only people, or nobody)
-// keeps none. Messages that mention no
-// one and open no thread cost nothing here; others one read for the agents among the mentions.
+// about (refusalRank). Besides it, MessageDeciding.Trigger.Agents keeps one entry per agent in
+// the order they were considered: its run (named here, made by OnMessagePosted) or its own
+// refusal, so that no agent's refusal is hidden behind another's run. A message that concerns
+// no agent (it mentions only people, or nobody) keeps none. Messages that mention no one and
+// open no thread cost nothing here; others one read for the agents among the mentions.
 // Errors: whatever a read fails with; a refusal is not an error.
 func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDeciding) error {
 	m := ev.Message
@@ -76,14 +78,26 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 	}
 	channel := kernel.Resource{Kind: kernel.ResChannel, ID: m.ChannelID, SpaceID: m.SpaceID, ChannelID: m.ChannelID,
 		ChannelKind: m.ChannelKind}
-	var refused TriggerState
+	var (
+		refused TriggerState
+		decided []messaging.AgentTrigger
+	)
+	refuse := func(id kernel.ID, why TriggerState) {
+		refused = worse(refused, why)
+		decided = append(decided, messaging.AgentTrigger{AgentID: id, State: string(why)})
+	}
 	if call, ok := ParseCommand(m.Content); ok {
 		target, ambiguous, err := s.commandTarget(ctx, call, m.AuthorID, channel)
 		if err != nil {
 			return err
 		}
-		if ambiguous {
+		if len(ambiguous) > 0 {
 			refused = TriggerCommandAmbiguous
+			for _, id := range ambiguous {
+				if !slices.Contains(candidates, id) {
+					refuse(id, TriggerCommandAmbiguous)
+				}
+			}
 		} else if !target.IsZero() && !slices.Contains(candidates, target) {
 			candidates = append(candidates, target)
 		}
@@ -95,12 +109,14 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 		if err != nil {
 			return err
 		}
-		if len(disabled) > 0 {
-			refused = worse(refused, TriggerAgentDisabled)
+		for _, id := range disabled {
+			if !slices.Contains(candidates, id) {
+				refuse(id, TriggerAgentDisabled)
+			}
 		}
 	}
 	if len(candidates) == 0 {
-		*ev.Trigger = messaging.Trigger{State: string(refused)}
+		*ev.Trigger = messaging.Trigger{State: string(refused), Agents: decided}
 		return nil
 	}
 	statuses, err := s.agents.AgentStatuses(ctx, candidates)
@@ -108,7 +124,7 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 		return err
 	}
 	if len(statuses) == 0 {
-		*ev.Trigger = messaging.Trigger{State: string(refused)}
+		*ev.Trigger = messaging.Trigger{State: string(refused), Agents: decided}
 		return nil
 	}
 	depth, err := s.depthOf(ctx, m)
@@ -133,12 +149,12 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 				askedInvoke = true
 			}
 			if !mayInvoke {
-				refused = worse(refused, TriggerNoInvokeRight)
+				refuse(id, TriggerNoInvokeRight)
 				continue
 			}
 		}
 		if status != agents.StatusActive {
-			refused = worse(refused, TriggerAgentDisabled)
+			refuse(id, TriggerAgentDisabled)
 			continue
 		}
 		reads, err := s.allowed(ctx, kernel.Actor{ID: id, Kind: kernel.KindAgent}, chat.ActChannelRead, channel)
@@ -146,35 +162,44 @@ func (s *Service) OnMessageDeciding(ctx context.Context, ev messaging.MessageDec
 			return err
 		}
 		if !reads {
-			refused = worse(refused, TriggerAgentCannotRead)
+			refuse(id, TriggerAgentCannotRead)
 			continue
 		}
 		if exhausted, err := s.budgetExhausted(ctx, id, now); err != nil {
 			return err
 		} else if exhausted {
-			refused = worse(refused, TriggerBudgetExhausted)
+			refuse(id, TriggerBudgetExhausted)
 			continue
 		}
 		if depth > s.maxHandoffDepth {
-			refused = worse(refused, TriggerHandoffDepthExceeded)
+			refuse(id, TriggerHandoffDepthExceeded)
 			continue
 		}
 		invoke = append(invoke, id)
+		run := kernel.NewID() // the run OnMessagePosted makes, named here so that the message shows it
+		decided = append(decided, messaging.AgentTrigger{AgentID: id, State: string(TriggerTriggered), RunID: &run})
 	}
 	state := refused
 	if len(invoke) > 0 {
 		state = TriggerTriggered
 	}
-	*ev.Trigger = messaging.Trigger{State: string(state), Invoke: invoke}
+	*ev.Trigger = messaging.Trigger{State: string(state), Invoke: invoke, Agents: decided}
 	return nil
 }
 
 // OnMessagePosted is subscribed to messaging.MessagePosted: it makes a queued run for each agent
-// OnMessageDeciding decided the message invokes, with the agent's personal agent.invocation and
-// run.state_changed to the thread, after the message's message.created. Errors: a store's.
+// OnMessageDeciding decided the message invokes (with the id the message's triggers name), with
+// the agent's personal agent.invocation and run.state_changed to the thread, after the message's
+// message.created. Errors: a store's.
 func (s *Service) OnMessagePosted(ctx context.Context, ev messaging.MessagePosted) error {
 	for _, id := range ev.Invoke {
-		if err := s.invoke(ctx, ev.Message, id); err != nil {
+		run := kernel.NewID()
+		for _, t := range ev.Message.Triggers {
+			if t.AgentID == id && t.RunID != nil {
+				run = *t.RunID
+			}
+		}
+		if err := s.invoke(ctx, ev.Message, id, run); err != nil {
 			return err
 		}
 	}
@@ -235,10 +260,10 @@ func (s *Service) commandFor(ctx context.Context, m messaging.Message, agent ker
 	return nil, nil
 }
 
-// invoke makes the queued run of agent for message m and appends agent.invocation to the agent
-// and run.state_changed (from nothing to queued) to the thread, in the author's name. It enqueues
-// runs.queued_expiry for the run, due agent.queued_timeout after it was made.
-func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.ID) error {
+// invoke makes the queued run runID of agent for message m and appends agent.invocation to the
+// agent and run.state_changed (from nothing to queued) to the thread, in the author's name. It
+// enqueues runs.queued_expiry for the run, due agent.queued_timeout after it was made.
+func (s *Service) invoke(ctx context.Context, m messaging.Message, agent, runID kernel.ID) error {
 	now := s.now()
 	trigger := m.ID
 	depth, err := s.depthOf(ctx, m)
@@ -249,7 +274,7 @@ func (s *Service) invoke(ctx context.Context, m messaging.Message, agent kernel.
 	if err != nil {
 		return err
 	}
-	r := Run{Summary: Summary{ID: kernel.NewID(), AgentID: agent, ThreadID: m.ThreadID, ChannelID: m.ChannelID,
+	r := Run{Summary: Summary{ID: runID, AgentID: agent, ThreadID: m.ThreadID, ChannelID: m.ChannelID,
 		SpaceID: m.SpaceID, TriggerMessageID: &trigger, InvokedBy: m.AuthorID, Status: StatusQueued,
 		CreatedAt: now, LastActivityAt: now, UpdatedAt: now, Depth: depth}, ChannelKind: m.ChannelKind}
 	if err := s.store.CreateRun(ctx, r); err != nil {

@@ -142,6 +142,8 @@ type fixture struct {
 	threads   []kernel.ID // the channel's, the main one first
 	after     int64
 	dms       *fakeDMs
+	// decided is the last decision posted took, with the message it stored.
+	decided messaging.Trigger
 }
 
 var (
@@ -250,17 +252,18 @@ func (f *fixture) post(tb testing.TB, author kernel.Actor, m messaging.Message, 
 }
 
 // posted does, in the unit of ctx, what messaging does for a new message m: MessageDeciding,
-// whose trigger state it puts in state, then m stored with it, then MessagePosted with the
-// agents decided.
+// whose trigger state it puts in state (and the whole decision in f.decided), then m stored
+// with it, then MessagePosted with the agents decided.
 func (f *fixture) posted(ctx context.Context, author kernel.Actor, m messaging.Message, newThread bool, state *string) error {
 	var trigger messaging.Trigger
 	if err := f.svc.OnMessageDeciding(ctx, messaging.MessageDeciding{Message: m, NewThread: newThread, Author: author, Trigger: &trigger}); err != nil {
 		return err
 	}
-	*state = trigger.State
+	*state, f.decided = trigger.State, trigger
 	if trigger.State != "" {
 		m.TriggerState = &trigger.State
 	}
+	m.Triggers = trigger.Agents
 	if _, err := f.messages.InsertMessage(ctx, m); err != nil {
 		return err
 	}
