@@ -618,6 +618,7 @@ func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction
 	if !m.Deleted {
 		v.Body = markdown.Render(m.Content)
 		v.Note = triggerNote(m.TriggerState)
+		v.Refusals = refusalLines(m.Triggers, dir)
 		if may.react {
 			v.Palette = reactionPalette
 		}
@@ -669,6 +670,38 @@ func triggerNote(state *string) string {
 		return "No agent was invoked: the agent's budget is used up for now."
 	case "handoff_depth_exceeded":
 		return "No agent was invoked: too many agents handed this on in a row."
+	}
+	return ""
+}
+
+// refusalLines says, for each agent of ts that was not invoked, why, naming it by its handle.
+func refusalLines(ts []messaging.AgentTrigger, dir *principalDir) []string {
+	var out []string
+	for _, t := range ts {
+		if line := agentRefusal(dir.get(t.AgentID).Handle, t.State); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// agentRefusal is why the agent handle was not invoked for the refusal code state; "" for
+// triggered (or a code this console does not know).
+func agentRefusal(handle, state string) string {
+	at := "@" + handle
+	switch state {
+	case "no_invoke_right":
+		return at + " was not invoked: the author may not invoke agents in this channel."
+	case "agent_disabled":
+		return at + " is disabled."
+	case "agent_cannot_read":
+		return at + " cannot read this channel."
+	case "command_ambiguous":
+		return at + " is one of several agents that answer this command; name one with /command@agent."
+	case "budget_exhausted":
+		return at + "'s budget is used up for now."
+	case "handoff_depth_exceeded":
+		return at + " was not invoked: too many agents handed this on in a row."
 	}
 	return ""
 }

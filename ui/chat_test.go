@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,27 @@ func TestMessageView(t *testing.T) {
 		s = "triggered"
 		if v := messageView(o, dir, nil, alice, reacts, ""); v.Note != "" {
 			t.Fatalf("note %q", v.Note)
+		}
+	})
+
+	t.Run("each refused agent says why under the message, also beside another agent's run", func(t *testing.T) {
+		o := m
+		s := "triggered"
+		run := kernel.NewID()
+		o.TriggerState = &s
+		o.Triggers = []messaging.AgentTrigger{{AgentID: bob, State: "triggered", RunID: &run},
+			{AgentID: alice, State: "agent_disabled"}, {AgentID: bob, State: "agent_cannot_read"}}
+		v := messageView(o, dir, nil, alice, reacts, "")
+		want := []string{"@" + dir.get(alice).Handle + " is disabled.", "@" + dir.get(bob).Handle + " cannot read this channel."}
+		if v.Note != "" || !slices.Equal(v.Refusals, want) {
+			t.Fatalf("note %q, refusals %q, want %q", v.Note, v.Refusals, want)
+		}
+		var b strings.Builder
+		if err := components.Message(v).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), `data-testid="message-refusal">@`+dir.get(alice).Handle+` is disabled.<`) {
+			t.Fatalf("page %s", b.String())
 		}
 	})
 

@@ -31,7 +31,11 @@ type MessageView struct {
 	Edited  bool
 	// Note says what the message did not trigger ("You may not invoke agents here."); "" when
 	// nothing is to say.
-	Note      string
+	Note string
+	// Refusals say, one line per agent, why an agent the message concerned was not invoked
+	// ("@helper is disabled."), also when another agent was: the summary Note alone would hide
+	// them.
+	Refusals  []string
 	Reactions []ReactionView
 	// Palette is the emojis offered to react with; empty when the person may not react.
 	Palette []string
