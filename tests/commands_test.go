@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +108,15 @@ func TestSlashCommands(t *testing.T) {
 		if c := next(); c != (call{"deployer", "status", "of main"}) {
 			t.Fatalf("/status reached %+v", c)
 		}
-		if _, state := postedMessage(t, w.alice, th, "/deploy prod"); state != "command_ambiguous" {
+		amb, state := postedMessage(t, w.alice, th, "/deploy prod")
+		if state != "command_ambiguous" {
 			t.Fatalf("/deploy with two agents: %v", state)
+		}
+		// Each agent that could have answered has its entry, so neither is dropped without a word.
+		ambTriggers := triggersOf(t, w.alice.do(t, http.MethodGet, api("messages", amb), nil).want(t, http.StatusOK).obj())
+		if len(ambTriggers) != 2 || ambTriggers[0][1] != "command_ambiguous" || ambTriggers[1][1] != "command_ambiguous" ||
+			!slices.ContainsFunc(ambTriggers, func(e [3]any) bool { return e[0] == shipper.ID }) {
+			t.Fatalf("/deploy with two agents: triggers %v", ambTriggers)
 		}
 		if _, state := postedMessage(t, w.alice, th, "/deploy@shipper prod"); state != "triggered" {
 			t.Fatalf("/deploy@shipper: %v", state)
@@ -166,6 +174,9 @@ func TestAgentHandoff(t *testing.T) {
 			}
 			return false
 		})
+		if tr := triggersOf(t, last); len(tr) != 1 || tr[0][1] != "handoff_depth_exceeded" || tr[0][2] != nil {
+			t.Fatalf("the last answer's triggers %v", tr)
+		}
 		var runs struct {
 			Items []struct {
 				ID      string `json:"id"`
@@ -276,8 +287,13 @@ func TestBudgets(t *testing.T) {
 		if day, _ := view["day"].(map[string]any); day["input_tokens"] != 90.0 || day["output_tokens"] != 15.0 || day["warned_at"] == nil {
 			t.Fatalf("the day's usage %v", view["day"])
 		}
-		if _, state := postedMessage(t, w.alice, w.sharedTh.Thread.ID, "@spender more"); state != "budget_exhausted" {
+		capped, state := postedMessage(t, w.alice, w.sharedTh.Thread.ID, "@spender more")
+		if state != "budget_exhausted" {
 			t.Fatalf("at the cap: %v", state)
+		}
+		if tr := triggersOf(t, w.alice.do(t, http.MethodGet, api("messages", capped), nil).want(t, http.StatusOK).obj()); len(tr) != 1 ||
+			tr[0] != [3]any{spender.ID, "budget_exhausted", nil} {
+			t.Fatalf("at the cap: triggers %v", tr)
 		}
 		w.in.owner.do(t, http.MethodDelete, api("agents", spender.ID, "budget"), nil).want(t, http.StatusNoContent)
 	})
