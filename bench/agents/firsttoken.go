@@ -40,7 +40,8 @@ type FirstTokened struct {
 	// agent's invocation, its reads of the thread, the run's start, the model's answer and the
 	// fan-out of the patch, all included.
 	Latency measure.Latencies
-	// Mentions are the measured mentions; Answered those whose run's answer was posted.
+	// Mentions are the measured mentions; Answered those whose run's answer was posted (all of
+	// them, or the scenario fails).
 	Mentions, Answered int
 }
 
@@ -134,6 +135,9 @@ func RunFirstToken(ctx context.Context, c *http.Client, in gatewaybench.Instance
 			if _, ok := w.firstOutput[run]; !ok {
 				return false, fmt.Sprintf("no output seen of run %s", run)
 			}
+			if !w.answered[run] {
+				return false, fmt.Sprintf("no answer seen of run %s", run)
+			}
 		}
 		return true, ""
 	})
@@ -144,10 +148,8 @@ func RunFirstToken(ctx context.Context, c *http.Client, in gatewaybench.Instance
 	lat := make([]time.Duration, 0, len(sent))
 	for _, m := range sent {
 		lat = append(lat, w.firstOutput[w.runOf[m.id]].Sub(m.sentAt))
-		if w.answered[w.runOf[m.id]] {
-			out.Answered++
-		}
 	}
+	out.Answered = len(sent)
 	w.mu.Unlock()
 	cancel()
 	if err := <-agentDone; err != nil && !errors.Is(err, context.Canceled) {
