@@ -285,3 +285,70 @@ func answerOfContent(t *testing.T, reader *client, th string, start int64, conte
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// An agent's buttons may open a thread or answer under a message too, not only join a thread.
+func TestComponentsOnNewThreadsAndReplies(t *testing.T) {
+	t.Parallel()
+	onEachEngine(t, true, func(t *testing.T, eng engine) {
+		w := mustWorld(t, eng)
+		w.in.owner.mustGrant(t, w.shared.ID, w.aliceU.ID, "post")
+		_, ac, _ := w.mustPostingAgent(t, "opener")
+		button := []any{map[string]any{"components": []any{map[string]any{"type": "button", "id": "ack", "label": "Got it"}}}}
+		componentIDs := func(t *testing.T, m map[string]any) []string {
+			t.Helper()
+			var ids []string
+			rows, _ := m["components"].([]any)
+			for _, row := range rows {
+				for _, c := range row.(map[string]any)["components"].([]any) {
+					ids = append(ids, c.(map[string]any)["id"].(string))
+				}
+			}
+			return ids
+		}
+
+		t.Run("an agent opens a thread whose first message carries buttons, and a person clicks one", func(t *testing.T) {
+			var out struct {
+				Message map[string]any `json:"message"`
+			}
+			ac.do(t, http.MethodPost, api("channels", w.shared.ID, "threads"), map[string]any{"title": "Nightly build",
+				"content": "The nightly build failed.", "components": button}).want(t, http.StatusCreated).decode(t, &out)
+			if ids := componentIDs(t, out.Message); len(ids) != 1 || ids[0] != "ack" {
+				t.Fatalf("the first message %v", out.Message)
+			}
+			w.alice.do(t, http.MethodPost, api("messages", out.Message["id"].(string), "interactions"),
+				map[string]any{"component_id": "ack"}).want(t, http.StatusAccepted)
+		})
+
+		t.Run("an agent's reply under a message carries buttons", func(t *testing.T) {
+			parent := w.alice.mustPost(t, w.shared.MainThreadID, "is the build green?")
+			var out struct {
+				Message map[string]any `json:"message"`
+			}
+			ac.do(t, http.MethodPost, api("messages", parent.ID, "thread"), map[string]any{"content": "No: see the log.",
+				"components": button}).want(t, http.StatusCreated).decode(t, &out)
+			if ids := componentIDs(t, out.Message); len(ids) != 1 || ids[0] != "ack" {
+				t.Fatalf("the reply %v", out.Message)
+			}
+		})
+
+		t.Run("a person's new thread or reply may not carry them, and nothing is made", func(t *testing.T) {
+			var before page[map[string]any]
+			w.alice.do(t, http.MethodGet, api("channels", w.shared.ID, "threads"), nil).want(t, http.StatusOK).decode(t, &before)
+			r := w.alice.do(t, http.MethodPost, api("channels", w.shared.ID, "threads"), map[string]any{"title": "Mine",
+				"content": "mine", "components": button})
+			if r.want(t, http.StatusForbidden); r.code() != "components_not_allowed" {
+				t.Fatalf("code %q", r.code())
+			}
+			parent := w.alice.mustPost(t, w.shared.MainThreadID, "another question")
+			r = w.alice.do(t, http.MethodPost, api("messages", parent.ID, "thread"), map[string]any{"content": "mine", "components": button})
+			if r.want(t, http.StatusForbidden); r.code() != "components_not_allowed" {
+				t.Fatalf("reply: code %q", r.code())
+			}
+			var after page[map[string]any]
+			w.alice.do(t, http.MethodGet, api("channels", w.shared.ID, "threads"), nil).want(t, http.StatusOK).decode(t, &after)
+			if len(after.Items) != len(before.Items) {
+				t.Fatalf("threads %d, then %d: a refused post made one", len(before.Items), len(after.Items))
+			}
+		})
+	})
+}

@@ -275,3 +275,13 @@ func sameComponents(a, b []ActionRow) bool {
 	y, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(x, y)
 }
+
+// checkedComponents are the components actor may put on a new message, normalized: none for a
+// person (components_not_allowed when a person sends some). Errors: components_not_allowed,
+// validation_failed naming the field.
+func checkedComponents(actor kernel.Actor, rows []ActionRow) ([]ActionRow, error) {
+	if err := checkComponentsAuthor(actor, rows); err != nil {
+		return nil, err
+	}
+	return NormalizeComponents(rows)
+}

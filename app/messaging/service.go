@@ -94,10 +94,7 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
 			return err
 		}
-		if err := checkComponentsAuthor(actor, in.Components); err != nil {
-			return err
-		}
-		components, err := NormalizeComponents(in.Components)
+		components, err := checkedComponents(actor, in.Components)
 		if err != nil {
 			return err
 		}
@@ -166,6 +163,8 @@ type NewThread struct {
 	Title       string
 	Content     string
 	ClientMsgID string
+	// Components are the first message's buttons and selects (an agent's or an app's only).
+	Components []ActionRow
 }
 
 // CreateThread creates a thread in a channel with its first message, in one Unit of Work
@@ -186,6 +185,10 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		if _, err := chat.CleanOptional("title", in.Title, chat.MaxTitleLen); err != nil {
 			return err
 		}
+		components, err := checkedComponents(actor, in.Components)
+		if err != nil {
+			return err
+		}
 		var again bool
 		var mentions mentionSet
 		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
@@ -197,6 +200,7 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 			return err
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
+		m.Components = components
 		if err := s.insertFirst(ctx, actor, &th, &m, true); err != nil {
 			return err
 		}
@@ -276,6 +280,8 @@ type NewReply struct {
 	Content string
 	// ClientMsgID makes the reply idempotent per author, as for any message; empty means none.
 	ClientMsgID string
+	// Components are the reply's buttons and selects (an agent's or an app's only).
+	Components []ActionRow
 }
 
 // Reply answers a message of a channel's main thread in the thread under it, in one Unit of
@@ -317,6 +323,10 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		if err := s.authz.Authorize(ctx, actor, chat.ActThreadCreate, ch.Resource()); err != nil {
 			return err
 		}
+		components, err := checkedComponents(actor, in.Components)
+		if err != nil {
+			return err
+		}
 		var again bool
 		var mentions mentionSet
 		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
@@ -342,6 +352,7 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 			}
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
+		m.Components = components
 		return s.insertFirst(ctx, actor, &th, &m, started)
 	})
 	return th, m, started, err

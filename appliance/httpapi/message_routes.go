@@ -178,9 +178,10 @@ type messageRoutes struct {
 
 // threadBody is a new thread with its first message.
 type threadBody struct {
-	Title       string  `json:"title"`
-	Content     string  `json:"content"`
-	ClientMsgID *string `json:"client_msg_id"`
+	Title       string                `json:"title"`
+	Content     string                `json:"content"`
+	ClientMsgID *string               `json:"client_msg_id"`
+	Components  []messaging.ActionRow `json:"components"`
 }
 
 func (b threadBody) check() error { return checkClientMsgID(b.ClientMsgID) }
@@ -193,8 +194,8 @@ type messageBody struct {
 
 func (b messageBody) check() error { return checkClientMsgID(b.ClientMsgID) }
 
-// postBody is a new message in a thread: a message body, with the buttons and selects an agent
-// or an app may put under it.
+// postBody is a new message in a thread, or a reply under a message: a message body, with the
+// buttons and selects an agent or an app may put under it.
 type postBody struct {
 	messageBody
 	Components []messaging.ActionRow `json:"components"`
@@ -237,12 +238,12 @@ func taggedMessage(r *Request, msg messaging.Message) (int, any, error) {
 
 func (rt messageRoutes) createThread(r *Request, channelID kernel.ID, in threadBody) (int, any, error) {
 	return threadAnswer(rt.m.CreateThread(r.Context(), r.Actor, channelID,
-		messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID)}))
+		messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components}))
 }
 
-func (rt messageRoutes) reply(r *Request, messageID kernel.ID, in messageBody) (int, any, error) {
+func (rt messageRoutes) reply(r *Request, messageID kernel.ID, in postBody) (int, any, error) {
 	return threadAnswer(rt.m.Reply(r.Context(), r.Actor, messageID,
-		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID)}))
+		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components}))
 }
 
 func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in postBody) (int, any, error) {

@@ -76,6 +76,8 @@ var documentedBounds = map[string]bounds{
 	"schemas/PostMessageRequest/content":       {1, messaging.MaxContentBytes},
 	"schemas/PostMessageRequest/client_msg_id": {names.MinLen, names.MaxClientMsgID},
 	"schemas/PostMessageRequest/components":    {none, messaging.MaxComponentRows},
+	"schemas/CreateMessageRequest/components":  {none, messaging.MaxComponentRows},
+	"schemas/CreateThreadRequest/components":   {none, messaging.MaxComponentRows},
 	"schemas/UpdateMessageRequest/components":  {none, messaging.MaxComponentRows},
 	"schemas/Message/components":               {none, messaging.MaxComponentRows},
 	"schemas/ActionRow/components":             {none, messaging.MaxRowComponents},
