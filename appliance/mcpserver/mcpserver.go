@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -134,7 +135,21 @@ func New(d Deps, o Options) http.Handler {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{UserID: string(a.ID), Extra: map[string]any{actorKey: a}}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(acceptingJSON(h))
+}
+
+// acceptingJSON lets a request that takes JSON in any way (application/json, */*, or no Accept at
+// all, as curl and most HTTP libraries send) reach the SDK, which answers 400 unless Accept names
+// both application/json and text/event-stream, as MCP's clients do. The endpoint answers plain
+// JSON only (no stream), so what such a request gets is what it asked for; one that takes no
+// JSON keeps its Accept and gets the SDK's refusal.
+func acceptingJSON(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("Accept"); a == "" || strings.Contains(a, "application/json") || strings.Contains(a, "*/*") {
+			r.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 const actorKey = "bothy.actor"

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -166,4 +167,61 @@ func TestNothingOutlivesTheRequests(t *testing.T) {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+func TestAccept(t *testing.T) {
+	srv := serve(t, &fakes{}, time.Second)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+	post := func(accept string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(list))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer x")
+		req.Header.Set("Content-Type", "application/json")
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	t.Run("a request that takes JSON in any way gets the JSON answer, as an MCP client does", func(t *testing.T) {
+		for _, accept := range []string{"", "*/*", "application/json", "application/json, text/event-stream"} {
+			resp := post(accept)
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				t.Errorf("Accept %q: %d %s", accept, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+		}
+	})
+
+	t.Run("a tool is called with one request, without a session, as the README's curl does", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_channels","arguments":{}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer x")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"result"`) || strings.Contains(string(b), `"isError":true`) {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	})
+
+	t.Run("a request that takes no JSON is refused", func(t *testing.T) {
+		if resp := post("text/html"); resp.StatusCode < 400 {
+			t.Fatalf("Accept text/html: %d", resp.StatusCode)
+		}
+	})
 }
