@@ -279,7 +279,7 @@ func exprString(e ast.Expr) string {
 // actions and follows their events; the gateway, on top, delivers them.
 var moduleRank = map[string]int{
 	"kernel":   0,
-	"instance": 1, "identity": 1, "chat": 1, "stats": 1, "catchup": 1, "push": 1,
+	"instance": 1, "identity": 1, "chat": 1, "stats": 1, "catchup": 1, "push": 1, "files": 1,
 	"agents": 2, "messaging": 2, "dms": 2,
 	"runs": 3, "inbox": 3, "notify": 3,
 	"authz":   4,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -55,6 +56,9 @@ type Message struct {
 	// Components are the message's buttons and selects (components.go), in action rows; nil
 	// for none, and left out of the JSON form then. A tombstone has none.
 	Components []ActionRow `json:"components,omitempty"`
+	// Attachments are the files the message carries (at most files.MaxAttachments), in the
+	// order they were given; left out of the JSON form when there are none. A tombstone has none.
+	Attachments []files.Attachment `json:"attachments,omitempty"`
 	// ReplyThreadID, ReplyCount and LastReplyAt describe the thread under the message (started
 	// by POST /api/v1/messages/{id}/thread): its id, its messages (the replies, deleted ones not
 	// counted) and when the newest reply was posted (a deleted reply does not move it back).

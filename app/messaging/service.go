@@ -71,6 +71,9 @@ type NewMessage struct {
 	// Components are the message's buttons and selects; only an agent or an app may post them
 	// (components_not_allowed otherwise).
 	Components []ActionRow
+	// AttachmentIDs are files of the author, not attached elsewhere, that the message carries
+	// (at most files.MaxAttachments), in this order.
+	AttachmentIDs []kernel.ID
 }
 
 // CreateMessage posts a message into a thread (message.create on the thread). It is the hot
@@ -165,6 +168,9 @@ type NewThread struct {
 	ClientMsgID string
 	// Components are the first message's buttons and selects (an agent's or an app's only).
 	Components []ActionRow
+	// AttachmentIDs are files of the author, not attached elsewhere, that the message carries
+	// (at most files.MaxAttachments), in this order.
+	AttachmentIDs []kernel.ID
 }
 
 // CreateThread creates a thread in a channel with its first message, in one Unit of Work
@@ -282,6 +288,9 @@ type NewReply struct {
 	ClientMsgID string
 	// Components are the reply's buttons and selects (an agent's or an app's only).
 	Components []ActionRow
+	// AttachmentIDs are files of the author, not attached elsewhere, that the message carries
+	// (at most files.MaxAttachments), in this order.
+	AttachmentIDs []kernel.ID
 }
 
 // Reply answers a message of a channel's main thread in the thread under it, in one Unit of
