@@ -86,6 +86,8 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		// The Model Context Protocol: the server's endpoint for outside agents, and the client side of
 		// the model agent, which calls the tools of MCP servers.
 		"github.com/modelcontextprotocol/go-sdk": {module + "/appliance/mcpserver", module + "/agents/llm"},
+		// The blob store on an S3 bucket (its tests run it against gofakes3, in process).
+		"github.com/minio/minio-go/v7": {module + "/storage/blobs"},
 	}
 	for _, p := range listPackages(t) {
 		if strings.HasPrefix(p.ImportPath, module+"/bench") || strings.HasPrefix(p.ImportPath, module+"/tests") {
