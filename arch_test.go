@@ -76,6 +76,8 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		"modernc.org/sqlite":   {module + "/storage/sqlite"},
 		"go.yaml.in/yaml/v3":   {module + "/appliance/config", module + "/agents/llm"},
 		"golang.org/x/crypto/": {module + "/appliance/passwords"},
+		// Images without cgo: WebP decoding and the scalers of thumbnails.
+		"golang.org/x/image/": {module + "/appliance/imaging"},
 		// The gateway's transport in the server; the Go client for bot developers is a program
 		// of its own and speaks WebSocket with the same library.
 		"github.com/coder/websocket": {module + "/appliance/wstransport", module + "/client"},
