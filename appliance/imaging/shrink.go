@@ -45,7 +45,8 @@ func shrink(src image.Image, tw, th int) image.Image {
 // boxAverage writes into dst (ow×oh pixels of n interleaved bytes, packed) the means of src
 // (w×h pixels, rows stride bytes apart) over the blocks that split it evenly. A plane smaller
 // than the output (the chroma of 4:1:1 at a small factor) repeats its pixels: every block
-// holds at least one.
+// holds at least one. The rows of a band of blocks are first added column by column (one
+// tight loop over each row), then the columns of each block.
 func boxAverage(dst, src []byte, stride, w, h, ow, oh, n int) {
 	span := func(i, size, parts int) (int, int) {
 		a := i * size / parts
@@ -55,35 +56,27 @@ func boxAverage(dst, src []byte, stride, w, h, ow, oh, n int) {
 	for ox := range ow {
 		xs[2*ox], xs[2*ox+1] = span(ox, w, ow)
 	}
-	sums := make([]uint64, ow*n)
+	columns := make([]uint64, w*n)
 	for oy := range oh {
 		y0, y1 := span(oy, h, oh)
-		clear(sums)
+		clear(columns)
 		for y := y0; y < y1; y++ {
 			row := src[y*stride : y*stride+w*n]
-			for ox := range ow {
-				p := row[xs[2*ox]*n : xs[2*ox+1]*n]
-				if n == 1 {
-					var s uint64
-					for _, v := range p {
-						s += uint64(v)
-					}
-					sums[ox] += s
-					continue
-				}
-				s := sums[ox*n : ox*n+n]
-				for i := 0; i+n <= len(p); i += n {
-					for c := range n {
-						s[c] += uint64(p[i+c])
-					}
-				}
+			columns := columns[:len(row)]
+			for i, v := range row {
+				columns[i] += uint64(v)
 			}
 		}
 		out := dst[oy*ow*n : (oy+1)*ow*n]
 		for ox := range ow {
-			count := uint64((xs[2*ox+1] - xs[2*ox]) * (y1 - y0))
+			x0, x1 := xs[2*ox], xs[2*ox+1]
+			count := uint64((x1 - x0) * (y1 - y0))
 			for c := range n {
-				out[ox*n+c] = byte((sums[ox*n+c] + count/2) / count)
+				var sum uint64
+				for x := x0; x < x1; x++ {
+					sum += columns[x*n+c]
+				}
+				out[ox*n+c] = byte((sum + count/2) / count)
 			}
 		}
 	}
