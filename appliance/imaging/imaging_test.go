@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -358,6 +359,32 @@ func TestFilterKeepsWhatStripMustKeep(t *testing.T) {
 	}
 }
 
+func TestFilterReadsTheSizeOfAJPEGFromItsFrameOnly(t *testing.T) {
+	// DHT (C4), JPG (C8) and DAC (CC) sit in the range of the SOFn markers; their bytes here
+	// read as a size of 4369×4369 if taken for a frame.
+	size := []byte{8, 0x11, 0x11, 0x11, 0x11, 3, 1, 0x22, 0}
+	frame := []byte{8, 0, 77, 0, 99, 3, 1, 0x22, 0} // SOF2: progressive, 99×77
+	b := []byte{0xFF, 0xD8}
+	for _, m := range []byte{0xC4, 0xC8, 0xCC} {
+		b = append(b, jpegSegment(m, size)...)
+	}
+	b = append(b, jpegSegment(0xC2, frame)...)
+	b = append(b, jpegSegment(0xDA, []byte{1, 1, 0, 0, 63, 0})...)
+	b = append(b, 0x12, 0x34, 0xFF, 0xD9)
+	out, f := filterAll(t, bytes.NewReader(b), "image/jpeg", true)
+	if !bytes.Equal(out, b) {
+		t.Error("the bytes changed")
+	}
+	if w, h, ok := f.Dimensions(); !ok || w != 99 || h != 77 {
+		t.Errorf("%d×%d %v, want 99×77", w, h, ok)
+	}
+	// Without a frame before the scan, there is no size.
+	noFrame := append(append([]byte{0xFF, 0xD8}, jpegSegment(0xC4, size)...), jpegSegment(0xDA, []byte{1, 1, 0, 0, 63, 0})...)
+	if _, f := filterAll(t, bytes.NewReader(noFrame), "image/jpeg", true); func() bool { _, _, ok := f.Dimensions(); return ok }() {
+		t.Error("a JPEG without a frame has dimensions")
+	}
+}
+
 func TestFilterDimensionsOfOtherWebPKinds(t *testing.T) {
 	lossy := make([]byte, 16)
 	copy(lossy, []byte{0x50, 0x01, 0x00, 0x9d, 0x01, 0x2a})
@@ -535,12 +562,14 @@ func TestThumbnailOfAGIFIsItsFirstFrame(t *testing.T) {
 func TestThumbnailKeepsColoursAndAveragesFineDetail(t *testing.T) {
 	solid := image.NewNRGBA(image.Rect(0, 0, 800, 600))
 	stripes := image.NewNRGBA(image.Rect(0, 0, 800, 600))
+	grey := image.NewGray(image.Rect(0, 0, 800, 600))
 	for y := range 600 {
 		for x := range 800 {
 			solid.Set(x, y, color.NRGBA{200, 60, 30, 255})
 			// Stripes one pixel wide: sampled, they would come out black or white; averaged,
 			// they are grey.
 			stripes.Set(x, y, color.Gray{uint8(255 * (x % 2))})
+			grey.Set(x, y, color.Gray{uint8(255 * ((x + y) % 2))})
 		}
 	}
 	near := func(got, want uint32) bool { return got>>8+12 >= want && got>>8 <= want+12 }
@@ -557,10 +586,55 @@ func TestThumbnailKeepsColoursAndAveragesFineDetail(t *testing.T) {
 	for contentType, b := range map[string][]byte{
 		"image/jpeg": encodeJPEG(t, stripes),
 		"image/png":  encodePNG(t, stripes),
+		"image/gif":  encodeGIF(t, stripes),
+		"grey jpeg":  encodeJPEG(t, grey),
+		"grey png":   encodePNG(t, grey),
 	} {
+		name := contentType
+		if kind, ok := strings.CutPrefix(name, "grey "); ok {
+			contentType = "image/" + kind
+		}
 		_, m := thumb(t, contentType, b, 100)
 		if r, _, _, _ := m.At(40, 30).RGBA(); !near(r, 128) {
-			t.Errorf("%s: fine stripes came out %d, not grey", contentType, r>>8)
+			t.Errorf("%s: fine stripes came out %d, not grey", name, r>>8)
+		}
+	}
+}
+
+func TestThumbnailKeepsThePictureInPlace(t *testing.T) {
+	// The top half black, the bottom half white: a thumbnail made of the wrong rows or
+	// columns shows it.
+	colour := image.NewNRGBA(image.Rect(0, 0, 900, 600))
+	grey := image.NewGray(image.Rect(0, 0, 900, 600))
+	for y := range 600 {
+		for x := range 900 {
+			v := uint8(255 * (y / 300))
+			if x >= 600 {
+				v = 255 - v // the right third the other way round
+			}
+			colour.Set(x, y, color.NRGBA{v, v, v, 255})
+			grey.Set(x, y, color.Gray{v})
+		}
+	}
+	for name, c := range map[string]struct {
+		contentType string
+		b           []byte
+	}{
+		"colour jpeg": {"image/jpeg", encodeJPEG(t, colour)},
+		"grey jpeg":   {"image/jpeg", encodeJPEG(t, grey)},
+		"colour png":  {"image/png", encodePNG(t, colour)},
+		"grey png":    {"image/png", encodePNG(t, grey)},
+		"gif":         {"image/gif", encodeGIF(t, colour)},
+	} {
+		_, m := thumb(t, c.contentType, c.b, 90) // 90×60
+		for _, p := range []struct {
+			x, y  int
+			light bool
+		}{{20, 10, false}, {20, 50, true}, {80, 10, true}, {80, 50, false}} {
+			v, _, _, _ := m.At(p.x, p.y).RGBA()
+			if p.light != (v>>8 > 128) || (v>>8 > 30 && v>>8 < 225) {
+				t.Errorf("%s: the thumbnail at (%d,%d) is %d", name, p.x, p.y, v>>8)
+			}
 		}
 	}
 }

@@ -26,6 +26,10 @@ func shrink(src image.Image, tw, th int) image.Image {
 		boxAverage(out.Cb, m.Cb, m.CStride, cw, ch, ow, oh, 1)
 		boxAverage(out.Cr, m.Cr, m.CStride, cw, ch, ow, oh, 1)
 		return out
+	case *image.Gray: // a black and white JPEG
+		out := image.NewGray(image.Rect(0, 0, ow, oh))
+		boxAverage(out.Pix, m.Pix, m.Stride, b.Dx(), b.Dy(), ow, oh, 1)
+		return out
 	case *image.RGBA:
 		out := image.NewRGBA(image.Rect(0, 0, ow, oh))
 		boxAverage(out.Pix, m.Pix, m.Stride, b.Dx(), b.Dy(), ow, oh, 4)
