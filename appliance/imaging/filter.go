@@ -2,6 +2,7 @@ package imaging
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -153,12 +154,16 @@ var (
 )
 
 // JPEG: a sequence of segments, each a marker (0xFF and a code) and, for most, a two-byte
-// length that counts itself, up to the start of scan (SOS), after which come the compressed
-// data and nothing the filter needs to look at.
+// length that counts itself, up to the start of a scan (SOS). The compressed data of the scan
+// follows, in which a 0xFF byte is always followed by 0x00 or a restart marker; any other
+// marker ends the scan: more segments and scans (a progressive JPEG), or the end of the image
+// (EOI). After EOI may come further JPEGs (the previews, depth maps and gain maps of the
+// Multi-Picture Format, each with its own Exif), which are filtered the same way.
 type jpegParser struct {
 	f       *filter
 	strip   bool
 	hasSize bool
+	scanned bool // a scan of the first image began: its dimensions are known for good
 }
 
 func (p *jpegParser) start() {
@@ -171,11 +176,22 @@ func (p *jpegParser) start() {
 	p.f.step = p.segment
 }
 
+// fail ends the parsing where the bytes stop making sense. Before the first scan that makes
+// the file no image the filter knows; after it, the image was understood and what follows is
+// passed on as it is.
+func (p *jpegParser) fail() {
+	if p.scanned {
+		p.f.step = nil
+		return
+	}
+	p.f.stop()
+}
+
 func (p *jpegParser) segment() {
 	f := p.f
 	b, ok := f.peek(2)
 	if !ok || b[0] != 0xFF {
-		f.stop()
+		p.fail()
 		return
 	}
 	marker := b[1]
@@ -186,26 +202,35 @@ func (p *jpegParser) segment() {
 	case marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7): // TEM, RSTn: no length
 		f.keep = 2
 		return
-	case marker == 0x00 || marker == 0xD8 || marker == 0xD9: // no segment here before a scan
-		f.stop()
+	case marker == 0xD9 && p.scanned: // EOI
+		f.keep = 2
+		f.step = p.afterImage
+		return
+	case marker == 0x00 || marker == 0xD8 || marker == 0xD9: // no segment here
+		p.fail()
 		return
 	}
 	b, ok = f.peek(4)
 	if !ok {
-		f.stop()
+		p.fail()
 		return
 	}
 	length := int64(be.Uint16(b[2:]))
 	if length < 2 {
-		f.stop()
+		p.fail()
 		return
 	}
 	switch {
-	case marker == 0xDA: // SOS: the compressed data follows, and passes through
-		f.finish(p.hasSize)
+	case marker == 0xDA: // SOS
+		if !p.scanned {
+			p.scanned = true
+			f.ok = p.hasSize
+		}
+		f.keep = 2 + length
+		f.step = p.scan
 	case isStartOfFrame(marker):
 		if b, ok = f.peek(9); !ok || length < 8 {
-			f.stop()
+			p.fail()
 			return
 		}
 		if !p.hasSize {
@@ -222,6 +247,49 @@ func (p *jpegParser) segment() {
 	default:
 		f.keep = 2 + length
 	}
+}
+
+// scan passes the compressed data of a scan on, up to the marker that ends it.
+func (p *jpegParser) scan() {
+	f := p.f
+	if _, ok := f.peek(1); !ok {
+		f.step = nil // the file ends inside the scan: cut, but its header was read
+		return
+	}
+	buffered, _ := f.br.Peek(f.br.Buffered())
+	if i := bytes.IndexByte(buffered, 0xFF); i != 0 {
+		if i < 0 {
+			i = len(buffered)
+		}
+		f.keep = int64(i)
+		return
+	}
+	b, ok := f.peek(2)
+	if !ok {
+		f.step = nil
+		return
+	}
+	switch m := b[1]; {
+	case m == 0x00 || (m >= 0xD0 && m <= 0xD7): // a stuffed 0xFF, a restart marker
+		f.keep = 2
+	case m == 0xFF:
+		f.keep = 1
+	default:
+		f.step = p.segment
+	}
+}
+
+// afterImage looks past an EOI: another JPEG is filtered as well (its size is not the
+// file's), anything else passes through.
+func (p *jpegParser) afterImage() {
+	f := p.f
+	b, ok := f.peek(2)
+	if !ok || b[0] != 0xFF || b[1] != 0xD8 {
+		f.step = nil
+		return
+	}
+	f.keep = 2
+	f.step = p.segment
 }
 
 // isStartOfFrame reports whether marker is one of SOF0..SOF15, the segments that carry the

@@ -359,6 +359,44 @@ func TestFilterKeepsWhatStripMustKeep(t *testing.T) {
 	}
 }
 
+func TestFilterStripsWhatFollowsAJPEGsScan(t *testing.T) {
+	first := jpegWithMetadata(t, picture(40, 30))
+	// A comment between the end of the scan and EOI, where a progressive JPEG has its
+	// further segments.
+	withComment := append(append(append([]byte{}, first[:len(first)-2]...), jpegSegment(0xFE, []byte(gps))...), 0xFF, 0xD9)
+	// A second JPEG after EOI, as the Multi-Picture Format stores previews and gain maps,
+	// with Exif of its own; then bytes that are no JPEG.
+	second := jpegWithMetadata(t, picture(16, 16))
+	multi := append(append(append([]byte{}, withComment...), second...), "trailing bytes"...)
+	out, f := filterAll(t, iotest.OneByteReader(bytes.NewReader(multi)), "image/jpeg", true)
+	if bytes.Contains(out, []byte(gps)) {
+		t.Error("the metadata after the scan, or of the second image, is still there")
+	}
+	samePixels(t, decode(t, "image/jpeg", first), decode(t, "image/jpeg", out))
+	if w, h, ok := f.Dimensions(); !ok || w != 40 || h != 30 {
+		t.Errorf("%d×%d %v, want the first image's 40×30", w, h, ok)
+	}
+	soi := bytes.LastIndex(out, []byte{0xFF, 0xD8})
+	if soi < 0 || !bytes.HasSuffix(out, []byte("trailing bytes")) {
+		t.Fatal("the second image or the trailing bytes are gone")
+	}
+	samePixels(t, decode(t, "image/jpeg", second), decode(t, "image/jpeg", out[soi:]))
+	if kept, _ := filterAll(t, bytes.NewReader(multi), "image/jpeg", false); !bytes.Equal(kept, multi) {
+		t.Error("without strip the bytes changed")
+	}
+
+	// Restart markers and stuffed bytes are part of the scan, not the end of it.
+	b := append([]byte{0xFF, 0xD8}, jpegSegment(0xC0, []byte{8, 0, 2, 0, 2, 1, 1, 0x11, 0})...)
+	b = append(b, jpegSegment(0xDA, []byte{1, 1, 0, 0, 63, 0})...)
+	scan := []byte{1, 2, 0xFF, 0xD0, 3, 0xFF, 0x00, 4, 0xFF, 0xFF, 0xD7, 5}
+	b = append(append(b, scan...), jpegSegment(0xFE, []byte(gps))...)
+	b = append(b, 0xFF, 0xD9)
+	out, _ = filterAll(t, iotest.OneByteReader(bytes.NewReader(b)), "image/jpeg", true)
+	if want := append(b[:len(b)-len(gps)-6], 0xFF, 0xD9); !bytes.Equal(out, want) {
+		t.Errorf("a scan with restart markers: % x, want % x", out, want)
+	}
+}
+
 func TestFilterReadsTheSizeOfAJPEGFromItsFrameOnly(t *testing.T) {
 	// DHT (C4), JPG (C8) and DAC (CC) sit in the range of the SOFn markers; their bytes here
 	// read as a size of 4369×4369 if taken for a frame.
