@@ -738,3 +738,13 @@ func BenchmarkThumbnail4000x3000JPEG(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkFilter4000x3000JPEG(b *testing.B) {
+	photo := jpegWithMetadata(b, picture(4000, 3000))
+	b.SetBytes(int64(len(photo)))
+	for b.Loop() {
+		if _, err := io.Copy(io.Discard, imaging.New().Filter(bytes.NewReader(photo), "image/jpeg", true)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
