@@ -78,6 +78,7 @@ func (con *Console) chatRoutes() {
 	c.handle("POST /console/dms/{id}/leave", signedIn, c.leaveDM)
 	c.inboxRoutes()
 	c.approvalRoutes()
+	c.searchRoutes()
 }
 
 var errNoChat = kernel.Errorf(kernel.CodeNotFound, "the chat view is not wired")
@@ -626,6 +627,7 @@ func messageView(m messaging.Message, dir *principalDir, rs []messaging.Reaction
 		v.CanEdit, v.CanDelete = may.edit, may.delete
 		v.CanPin, v.Pinned = may.pin, may.pinned[m.ID]
 		v.Components, v.CanInteract = componentRows(m.Components), may.react
+		v.Attachments = attachmentViews(m.Attachments)
 	}
 	if m.ReplyThreadID != nil {
 		r := &components.RepliesView{ThreadID: string(*m.ReplyThreadID), Href: "/console/threads/" + string(*m.ReplyThreadID)}
@@ -821,8 +823,12 @@ func (c *chatView) startThread(rq *request) error {
 		return err
 	}
 	f := rq.r.PostForm
-	th, _, _, err := c.d.Messages.CreateThread(rq.ctx(), rq.actor, id, messaging.NewThread{Title: f.Get("title"),
-		Content: f.Get("content"), ClientMsgID: f.Get("client_msg_id")})
+	var th chat.Thread
+	attached, err := attachmentIDs(rq)
+	if err == nil {
+		th, _, _, err = c.d.Messages.CreateThread(rq.ctx(), rq.actor, id, messaging.NewThread{Title: f.Get("title"),
+			Content: f.Get("content"), ClientMsgID: f.Get("client_msg_id"), AttachmentIDs: attached})
+	}
 	if err != nil {
 		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
 			return err
@@ -840,8 +846,12 @@ func (c *chatView) postMessage(rq *request) error {
 		return err
 	}
 	content := rq.r.PostFormValue("content")
-	m, _, err := c.d.Messages.CreateMessage(rq.ctx(), rq.actor, id, messaging.NewMessage{Content: content,
-		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
+	var m messaging.Message
+	attached, err := attachmentIDs(rq)
+	if err == nil {
+		m, _, err = c.d.Messages.CreateMessage(rq.ctx(), rq.actor, id, messaging.NewMessage{Content: content,
+			ClientMsgID: rq.r.PostFormValue("client_msg_id"), AttachmentIDs: attached})
+	}
 	if err != nil {
 		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
 			return err

@@ -299,8 +299,13 @@ func (c *chatView) replyUnder(rq *request) error {
 		return err
 	}
 	content := rq.r.PostFormValue("content")
-	replies, reply, _, err := c.d.Messages.Reply(rq.ctx(), rq.actor, m.ID, messaging.NewReply{Content: content,
-		ClientMsgID: rq.r.PostFormValue("client_msg_id")})
+	var replies chat.Thread
+	var reply messaging.Message
+	attached, err := attachmentIDs(rq)
+	if err == nil {
+		replies, reply, _, err = c.d.Messages.Reply(rq.ctx(), rq.actor, m.ID, messaging.NewReply{Content: content,
+			ClientMsgID: rq.r.PostFormValue("client_msg_id"), AttachmentIDs: attached})
+	}
 	switch {
 	case err == nil:
 	case refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited):

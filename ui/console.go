@@ -89,6 +89,9 @@ type Deps struct {
 	// Budgets serves the budget on an agent's page and the slash commands the composer lists
 	// (agent_budget.go); nil leaves them out.
 	Budgets BudgetUseCases
+	// Search serves the search page the top bar's box leads to (search.go); nil answers it
+	// 404.
+	Search SearchUseCases
 }
 
 // IdentityUseCases is what the sign-in, account, people and token pages and the session call;

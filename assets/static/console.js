@@ -14,10 +14,18 @@
 // post with fetch and put the answer in place; the first reply under a message of a channel
 // opens its form under the message, and a message's count of replies follows its thread. The
 // messages stay at the newest while the reader is there, older pages load on scrolling up, and
-// nothing the reader looks at moves.
+// nothing the reader looks at moves. The composer uploads files as they are picked, dropped or
+// pasted, and a message's images open in a viewer over the page.
 "use strict";
 (function () {
   function $(el, id) { return el.querySelector('[data-testid="' + id + '"]'); }
+  // humanSize says a size in bytes as the server's pages do (ui/components/files_views.go).
+  function humanSize(n) {
+    if (n < 1024) return n + " B";
+    var units = ["KB", "MB", "GB", "TB"], f = n / 1024, u = 0;
+    while (f >= 1024 && u < units.length - 1) { f /= 1024; u++; }
+    return (f < 10 ? f.toFixed(1) : Math.round(f)) + " " + units[u];
+  }
 
   // Times: the server writes UTC; the reader reads their own zone, the whole date on hover.
   var clock = window.Intl && Intl.DateTimeFormat;
@@ -68,6 +76,88 @@
   }
   toggler(document.querySelector('[data-testid="menu-toggle"]'));
   toggler(document.querySelector('[data-testid="channels-toggle"]'));
+
+  // A message's image shows its thumbnail; until the thumbnail job has made it (the address
+  // answers 404) the full image stands in, and file.updated puts the thumbnail back (thumbReady).
+  document.addEventListener("error", function (e) {
+    var img = e.target;
+    if (img.tagName !== "IMG" || !img.dataset.full || img.dataset.fallback) return;
+    img.dataset.fallback = "1";
+    img.src = img.dataset.full;
+  }, true);
+
+  // The viewer: a message's image opens over the page, with its name and a download link;
+  // ← and → go between the message's images, Escape or a click beside the controls closes it.
+  // Without the script the preview is a link to the image itself.
+  var viewer = null, viewing = [], viewAt = 0, viewFrom = null;
+  function viewerEl() {
+    if (viewer) return viewer;
+    viewer = document.createElement("div");
+    viewer.className = "viewer";
+    viewer.hidden = true;
+    viewer.dataset.testid = "viewer";
+    viewer.setAttribute("role", "dialog");
+    viewer.setAttribute("aria-modal", "true");
+    viewer.setAttribute("aria-label", "Image");
+    viewer.innerHTML = '<figure><img data-testid="viewer-image" alt=""><figcaption><span class="viewer-name" data-testid="viewer-name"></span>' +
+      ' <span class="muted" data-testid="viewer-count"></span> <a class="button quiet" data-testid="viewer-download" download>Download</a>' +
+      ' <button type="button" class="quiet" data-testid="viewer-close">Close</button></figcaption></figure>' +
+      '<button type="button" class="viewer-prev" data-testid="viewer-prev" aria-label="Previous image">‹</button>' +
+      '<button type="button" class="viewer-next" data-testid="viewer-next" aria-label="Next image">›</button>';
+    viewer.addEventListener("click", function (e) {
+      var b = e.target.closest("button, a, figcaption");
+      if (b && b.dataset.testid === "viewer-prev") viewStep(-1);
+      else if (b && b.dataset.testid === "viewer-next") viewStep(1);
+      else if (!b || b.dataset.testid === "viewer-close") closeViewer();
+    });
+    document.body.appendChild(viewer);
+    return viewer;
+  }
+  function viewShow(i) {
+    var v = viewerEl(), a = viewing[i];
+    viewAt = i;
+    var img = $(v, "viewer-image");
+    img.src = a.getAttribute("href");
+    img.alt = a.dataset.name || "";
+    $(v, "viewer-name").textContent = a.dataset.name || "";
+    $(v, "viewer-count").textContent = viewing.length > 1 ? (i + 1) + " of " + viewing.length : "";
+    var dl = $(v, "viewer-download");
+    dl.href = a.getAttribute("href");
+    dl.setAttribute("download", a.dataset.name || "");
+    $(v, "viewer-prev").hidden = $(v, "viewer-next").hidden = viewing.length < 2;
+  }
+  function viewStep(d) { if (viewing.length > 1) viewShow((viewAt + d + viewing.length) % viewing.length); }
+  function openViewer(a) {
+    var box = a.closest(".previews") || a.parentNode;
+    viewing = Array.prototype.slice.call(box.querySelectorAll("a[data-viewer]"));
+    viewFrom = a;
+    viewShow(Math.max(0, viewing.indexOf(a)));
+    viewer.hidden = false;
+    document.body.classList.add("viewing");
+    $(viewer, "viewer-close").focus();
+  }
+  function closeViewer() {
+    if (!viewer || viewer.hidden) return;
+    viewer.hidden = true;
+    $(viewer, "viewer-image").removeAttribute("src");
+    document.body.classList.remove("viewing");
+    if (viewFrom && viewFrom.isConnected) viewFrom.focus();
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest && e.target.closest("a[data-viewer]");
+    if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
+    e.preventDefault();
+    openViewer(a);
+  });
+  document.addEventListener("keydown", function (e) {
+    if (!viewer || viewer.hidden) return;
+    if (e.key === "Escape") closeViewer();
+    else if (e.key === "ArrowLeft") viewStep(-1);
+    else if (e.key === "ArrowRight") viewStep(1);
+    else return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+  }, true);
 
   // The service worker shows the Web Push notifications (static/sw.js). It is registered on
   // every page of a signed-in person, so a subscription made once goes on working.
@@ -199,8 +289,17 @@
     // An approval asked of the person, or decided, changes what waits on them.
     if ((e.type === "approval.requested" || e.type === "approval.decided") && (d.approver_ids || []).indexOf(me) >= 0) unreadSoon();
     if (e.type === "message.pinned" || e.type === "message.unpinned") pinsOf(d.channel_id);
+    if (e.type === "file.updated" && d.thumbnail && d.id) thumbReady(d.id);
     replies(e, d);
     if (m) m.event(e, d);
+  }
+
+  // A file's thumbnail is ready: the previews that stood in with the full image show it.
+  function thumbReady(id) {
+    Array.prototype.forEach.call(document.querySelectorAll('img[data-file="' + id.replace(/[^0-9a-f-]/g, "") + '"][data-fallback]'), function (img) {
+      delete img.dataset.fallback;
+      img.src = img.dataset.full.replace(/\/content$/, "/thumbnail") + "?ready=" + Date.now();
+    });
   }
 
   // A pin made or taken off anywhere in the channel: its header's Pinned is read again (and
@@ -572,15 +671,131 @@
 
     if (!form) return;
     var cid = form.querySelector('[name="client_msg_id"]');
+
+    // Files. The attach button, a drop on the thread and an image pasted into the composer each
+    // upload at once (POST /api/v1/files with the session and the page's CSRF token) as a chip
+    // with its progress; the message then carries their ids as attachment_id fields, and may
+    // be sent without text. A chip's × takes its file off (stopping its upload); a refused
+    // upload says why on its chip.
+    var attach = $(form, "composer-files"), chips = attach && $(attach, "attachment-chips"), uploads = [];
+    var maxFiles = attach ? +attach.dataset.max || 10 : 0;
+    function uploading() { return uploads.some(function (u) { return !u.id && !u.failed; }); }
+    function carried() { return uploads.some(function (u) { return u.id; }); }
+    function filesChanged() { input.required = uploads.length === 0; }
+    function clearFiles() {
+      uploads.forEach(function (u) { u.chip.remove(); });
+      uploads = [];
+      filesChanged();
+    }
+    function upload(file) {
+      if (uploads.filter(function (u) { return !u.failed; }).length >= maxFiles) { say(form, "A message carries at most " + maxFiles + " files."); return; }
+      var name = file.name || "pasted-image." + ((file.type || "").split("/")[1] || "bin");
+      var u = { id: "", failed: false, chip: document.createElement("li") }, li = u.chip;
+      li.className = "chip";
+      li.dataset.testid = "attachment-chip";
+      li.dataset.state = "uploading";
+      function part(tag, cls, id, text) {
+        var el = document.createElement(tag);
+        el.className = cls;
+        el.dataset.testid = id;
+        if (text) el.textContent = text;
+        li.appendChild(el);
+        return el;
+      }
+      part("span", "chip-name", "attachment-chip-name", name);
+      part("span", "muted", "attachment-chip-size", humanSize(file.size));
+      var bar = part("progress", "", "attachment-progress");
+      bar.max = file.size || 1;
+      bar.value = 0;
+      var note = part("span", "chip-error", "attachment-error");
+      var x = part("button", "chip-remove quiet", "attachment-remove", "×");
+      x.type = "button";
+      x.title = "Remove " + name;
+      x.setAttribute("aria-label", "Remove " + name);
+      chips.appendChild(li);
+      uploads.push(u);
+      filesChanged();
+      var xhr = new XMLHttpRequest(), csrf = form.querySelector('input[name="csrf_token"]');
+      function fail(text) {
+        u.failed = true;
+        bar.remove();
+        li.dataset.state = "error";
+        note.textContent = text;
+      }
+      xhr.open("POST", "/api/v1/files?name=" + encodeURIComponent(name));
+      xhr.setRequestHeader("Content-Type", file.type || "application/octet-stream");
+      if (csrf) xhr.setRequestHeader("Bothy-CSRF", csrf.value);
+      xhr.upload.onprogress = function (e) { if (e.lengthComputable) { bar.max = e.total; bar.value = e.loaded; } };
+      xhr.onload = function () {
+        var got = null;
+        try { got = JSON.parse(xhr.responseText); } catch (x) { got = null; }
+        if (xhr.status === 201 && got && got.id) {
+          u.id = got.id;
+          bar.remove();
+          li.dataset.state = "done";
+          li.dataset.id = got.id;
+          var field = document.createElement("input");
+          field.type = "hidden";
+          field.name = "attachment_id";
+          field.value = got.id;
+          li.appendChild(field);
+        } else if (xhr.status === 413) {
+          fail((got && got.detail) || "The file is too large.");
+        } else {
+          fail((got && got.detail) || "The upload failed (" + xhr.status + ").");
+        }
+      };
+      xhr.onerror = function () { fail("The upload failed: the server could not be reached."); };
+      x.addEventListener("click", function () {
+        if (!u.id && !u.failed) xhr.abort();
+        uploads.splice(uploads.indexOf(u), 1);
+        li.remove();
+        filesChanged();
+        input.focus();
+      });
+      xhr.send(file);
+    }
+    function uploadAll(list) { Array.prototype.forEach.call(list || [], upload); }
+    if (attach) {
+      attach.hidden = false;
+      var picker = $(attach, "attach-input");
+      picker.addEventListener("change", function () { uploadAll(picker.files); picker.value = ""; input.focus(); });
+      var dragging = function (e) { return e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types || [], "Files") >= 0; };
+      thread.addEventListener("dragover", function (e) {
+        if (!dragging(e)) return;
+        e.preventDefault();
+        e.stopPropagation();
+        e.dataTransfer.dropEffect = "copy";
+        thread.classList.add("dropping");
+      });
+      thread.addEventListener("dragleave", function (e) { if (!thread.contains(e.relatedTarget)) thread.classList.remove("dropping"); });
+      thread.addEventListener("drop", function (e) {
+        thread.classList.remove("dropping");
+        if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+        e.preventDefault();
+        e.stopPropagation();
+        uploadAll(e.dataTransfer.files);
+        input.focus();
+      });
+      input.addEventListener("paste", function (e) {
+        var cd = e.clipboardData, list = cd && cd.files;
+        if (!list || !list.length) return;
+        // A copied image may come with text that names it: the image is what was meant.
+        if (!cd.getData("text/plain")) e.preventDefault();
+        uploadAll(list);
+      });
+    }
     form.addEventListener("submit", function (e) {
       e.preventDefault();
-      if (!input.value.trim()) return;
+      if (uploading()) { say(form, "Wait until the files are uploaded."); return; }
+      if (!input.value.trim() && !carried()) return;
       var body = new URLSearchParams(new FormData(form)), sent = input.value;
       input.value = "";
       send(form.action, body).then(function (h) {
         var err = $(form, "form-error");
         if (err) err.remove();
         if (!input.value.trim()) input.value = "";
+        clearFiles();
         place(first(h), true, self);
         var b = new Uint8Array(12);
         crypto.getRandomValues(b);

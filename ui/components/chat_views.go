@@ -64,6 +64,8 @@ type MessageView struct {
 	// (post in the channel), else they show disabled.
 	Components  []ComponentRowView
 	CanInteract bool
+	// Attachments are the files the message carries, in its order (files.templ).
+	Attachments []AttachmentView
 }
 
 // RepliesView is the thread under a message as the message shows it: how many replies and when

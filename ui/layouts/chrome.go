@@ -15,6 +15,8 @@ type Chrome struct {
 	Flash Flash
 	// Instance is the instance's name, shown in the top bar and the title.
 	Instance string
+	// Search is the query of the search page, which the top bar's search box shows.
+	Search string
 }
 
 // User is the signed-in person as the frame shows them.
