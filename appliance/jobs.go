@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
@@ -196,5 +197,46 @@ func idempotencyCleanup(db *storage.DB, clock kernel.Clock, ttl time.Duration, b
 			logger.Info("idempotency keys expired", "deleted", total, "older_than", ttl)
 		}
 		return nil
+	}
+}
+
+// registerFileJobs registers the jobs of files: a new image's thumbnail, the removal of a file
+// never attached and of an upload never completed, and of bytes no file names any more.
+func registerFileJobs(q *jobs.Queue, svc *files.Service) {
+	q.Register(files.JobThumbnail, fileJob(svc.MakeThumbnail))
+	q.Register(files.JobUnattachedExpiry, fileJob(svc.ExpireUnattached))
+	q.Register(files.JobUploadExpiry, func(ctx context.Context, raw json.RawMessage) error {
+		var args files.UploadJobArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		if args.UploadID.IsZero() {
+			return fmt.Errorf("the job names no upload")
+		}
+		return svc.ExpireUpload(ctx, args.UploadID)
+	})
+	q.Register(files.JobBlobRemoval, func(ctx context.Context, raw json.RawMessage) error {
+		var args files.BlobJobArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		if args.Key == "" {
+			return fmt.Errorf("the job names no blob")
+		}
+		return svc.RemoveBlob(ctx, args.Key)
+	})
+}
+
+// fileJob adapts a use case on one file to a job handler whose args are files.FileJobArgs.
+func fileJob(fn func(context.Context, kernel.ID) error) jobs.Handler {
+	return func(ctx context.Context, raw json.RawMessage) error {
+		var args files.FileJobArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("decode the job's arguments: %w", err)
+		}
+		if args.FileID.IsZero() {
+			return fmt.Errorf("the job names no file")
+		}
+		return fn(ctx, args.FileID)
 	}
 }

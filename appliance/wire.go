@@ -13,6 +13,7 @@ import (
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/dms"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/inbox"
@@ -25,6 +26,7 @@ import (
 	"bothy.dev/bothy/app/stats"
 	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/httpapi"
+	"bothy.dev/bothy/appliance/imaging"
 	"bothy.dev/bothy/appliance/mcpserver"
 	"bothy.dev/bothy/appliance/passwords"
 	"bothy.dev/bothy/appliance/wstransport"
@@ -77,6 +79,14 @@ func wire(ctx context.Context, a *App) error {
 	// An agent's principal and token are identity's, made in the agents module's Unit of Work.
 	agentStore := storage.NewAgentStore(db)
 	agentSvc := agents.New(agents.Deps{Store: agentStore, Principals: ident, UoW: db, Events: db, Authz: az, Bus: bus})
+	// Files: their bytes behind the blob store of files.storage, images read in pure Go.
+	blobStore, err := openBlobs(ctx, a.Config)
+	if err != nil {
+		return fmt.Errorf("open the file storage: %w", err)
+	}
+	fileSvc := files.New(files.Deps{Store: storage.NewFileStore(db), Blobs: blobStore, Imager: imaging.New(), Sniff: sniff,
+		UoW: db, Events: db, Jobs: jobQueue, Authz: az, Clock: clock}, filesConfig(a.Config))
+	registerFileJobs(jobQueue, fileSvc)
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{
 		Store:     msgStore,
@@ -92,6 +102,7 @@ func wire(ctx context.Context, a *App) error {
 		// when the instance's setting lets the poster use them.
 		Audience: az,
 		Policy:   storage.NewInstanceStore(db),
+		Files:    fileSvc,
 	})
 	// Read positions and what is unread: a person's own message is read for them at once.
 	inboxSvc := inbox.New(inbox.Deps{Store: storage.NewInboxStore(db), Threads: chats, UoW: db, Events: db, Authz: az, Clock: clock}, az)
@@ -144,6 +155,9 @@ func wire(ctx context.Context, a *App) error {
 		// The console's forms that come before a sign-in take the small cap of login and setup.
 		PublicForms: []string{ui.Prefix + "signin", ui.Prefix + "setup"},
 		Logger:      a.Logger,
+		// The routes that the console's script calls as well (files) take its session cookie.
+		SessionCookieName: ui.SessionCookieName(a.Config.Server.PublicURL),
+		SessionCSRF:       ui.SessionCSRF,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
 	// The public keys of invocation tokens, for adapters that verify a token themselves.
@@ -158,6 +172,7 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.AgentRoutes(agentSvc)...)
 	router.Handle(httpapi.CommandRoutes(agentSvc, runSvc)...)
 	router.Handle(httpapi.MessageRoutes(msgs, runSvc)...)
+	router.Handle(httpapi.FileRoutes(fileSvc)...)
 	router.Handle(httpapi.RunRoutes(runSvc)...)
 	router.Handle(httpapi.ApprovalRoutes(runSvc)...)
 	// A person's click or pick on a message's buttons and selects, over REST and from the

@@ -26,6 +26,7 @@ var CopyTables = []string{
 	"event_log", "idempotency_keys", "gateway_presence", "agent_consumers", "signing_keys",
 	"push_subscriptions", "push_outbox", "vapid_keys",
 	"approvals", "approval_approvers",
+	"files", "uploads", "upload_parts",
 	// The job queue (storage/jobs): pending jobs move with the instance. Its times are text on
 	// SQLite and timestamptz on PostgreSQL; PostgreSQL reads goqite's fixed-width UTC text.
 	"goqite",

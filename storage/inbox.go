@@ -276,7 +276,7 @@ func (s *InboxStore) Mentions(ctx context.Context, principalID, before kernel.ID
 	}
 	args = append(args, limit+1)
 	rows, err := q.QueryContext(ctx, `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-		m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, m.triggers, c.kind, x.id, x.message_count, x.last_message_at,
+		m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, m.triggers, m.attachments, c.kind, x.id, x.message_count, x.last_message_at,
 		COALESCE(r.last_read_message_id, '') >= m.id
 		FROM mentions n JOIN messages m ON m.id = n.message_id JOIN channels c ON c.id = m.channel_id
 		LEFT JOIN threads x ON x.parent_message_id = m.id

@@ -49,10 +49,14 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if err != nil {
 		return false, err
 	}
+	attachments, err := attachmentsColumn(m.Attachments)
+	if err != nil {
+		return false, err
+	}
 	res, err := q.ExecContext(ctx, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, client_msg_id, version, created_at,
-		run_id, trigger_state, components, triggers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
+		run_id, trigger_state, components, triggers, attachments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (author_id, client_msg_id) DO NOTHING`,
 		string(m.ID), string(m.ThreadID), string(m.ChannelID), string(m.SpaceID), string(m.AuthorID), m.Content,
-		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger, components, triggers)
+		emptyAsNull(string(m.ClientMsgID)), m.Version, fmtTime(m.CreatedAt), nullIDPtr(m.RunID), trigger, components, triggers, attachments)
 	if err != nil {
 		return false, s.db.mapErr(err, "message")
 	}
@@ -121,19 +125,24 @@ func (s *MessageStore) insertMentions(ctx context.Context, q querier, m messagin
 // messageSelect reads a message with the thread under it, if any (threads_parent_message): its
 // reply count and last reply are that thread's counters, so a reply writes no row of the parent.
 const messageSelect = `SELECT m.id, m.thread_id, m.channel_id, m.space_id, m.author_id, m.content, m.client_msg_id, m.version,
-	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, m.triggers, c.kind, r.id, r.message_count, r.last_message_at
+	m.created_at, m.edited_at, m.deleted_at, m.run_id, m.trigger_state, m.components, m.triggers, m.attachments, c.kind, r.id, r.message_count, r.last_message_at
 	FROM messages m JOIN channels c ON c.id = m.channel_id LEFT JOIN threads r ON r.parent_message_id = m.id`
 
 func scanMessage(sc interface{ Scan(...any) error }) (messaging.Message, error) {
 	var m messaging.Message
-	var cmid, edited, deleted, runID, trigger, components, triggers, replies, lastReply sql.NullString
+	var cmid, edited, deleted, runID, trigger, components, triggers, attachments, replies, lastReply sql.NullString
 	var replyCount sql.NullInt64
 	var created string
 	err := sc.Scan(&m.ID, &m.ThreadID, &m.ChannelID, &m.SpaceID, &m.AuthorID, &m.Content, &cmid, &m.Version,
-		&created, &edited, &deleted, &runID, &trigger, &components, &triggers, &m.ChannelKind, &replies, &replyCount, &lastReply)
+		&created, &edited, &deleted, &runID, &trigger, &components, &triggers, &attachments, &m.ChannelKind, &replies, &replyCount, &lastReply)
 	if err == nil && components.Valid {
 		if jerr := json.Unmarshal([]byte(components.String), &m.Components); jerr != nil {
 			return m, fmt.Errorf("storage: message %s: components: %w", m.ID, jerr)
+		}
+	}
+	if err == nil && attachments.Valid {
+		if jerr := json.Unmarshal([]byte(attachments.String), &m.Attachments); jerr != nil {
+			return m, fmt.Errorf("storage: message %s: attachments: %w", m.ID, jerr)
 		}
 	}
 	if err == nil && triggers.Valid {
@@ -338,7 +347,7 @@ const recountMentions = `mention_count = (SELECT COUNT(*) FROM mentions n WHERE 
 
 func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, at time.Time) error {
 	q := s.db.q(ctx)
-	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', components = NULL, version = ?, deleted_at = ? WHERE id = ?`,
+	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', components = NULL, attachments = NULL, version = ?, deleted_at = ? WHERE id = ?`,
 		m.Version, fmtTime(at), string(m.ID))
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
 		return err

@@ -85,6 +85,10 @@ func csrfTokenFor(secret, purpose string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// SessionCSRF is the CSRF token of the console's pages for the session token: the REST routes
+// that the console's script calls with the session cookie take it in the Bothy-CSRF header.
+func SessionCSRF(sessionToken string) string { return sessionCSRF(sessionToken) }
+
 // sessionCSRF is the token of the forms of the browser signed in with the session token.
 func sessionCSRF(sessionToken string) string { return csrfTokenFor(sessionToken, "session") }
 

@@ -8,6 +8,7 @@ import (
 	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/dms"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/inbox"
 	"bothy.dev/bothy/app/instance"
@@ -137,6 +138,11 @@ var rules = map[kernel.Action]rule{
 	runs.ActRunCancel:   {kind: ruleAuthorOrManage},
 	// One's own approvals to decide are listed by anyone signed in (each filtered by its thread).
 	runs.ActApprovalInbox: {kind: ruleAuthenticated},
+	// Files: anyone signed in uploads; a file attached to a message is read like the message,
+	// one attached nowhere only by its uploader (Resource.OwnerID).
+	files.ActFileUpload:  {kind: ruleAuthenticated},
+	files.ActFileRead:    {kind: ruleChannelLevel, need: LevelView},
+	files.ActFileReadOwn: {kind: ruleSelf},
 	// A click or pick on a message's components: whoever may post in its channel.
 	runs.ActInteractionCreate: {kind: ruleChannelLevel, need: LevelPost},
 

@@ -33,6 +33,8 @@ type File struct {
 	ChannelKind string    `json:"-"`
 	// ThumbnailKey is the blob of the thumbnail; empty for none.
 	ThumbnailKey string `json:"-"`
+	// thumbState is where the thumbnail job stands (ThumbNone, ...): stored, never shown.
+	thumbState string
 }
 
 // Thumbnail is the small image GET /api/v1/files/{id}/thumbnail answers.

@@ -12,21 +12,22 @@ import (
 type Class uint8
 
 const (
-	ClassInternal         Class = iota // the server failed; nothing the client can fix
-	ClassInvalid                       // the request is malformed or fails validation
-	ClassUnauthenticated               // no principal, or credentials that fail
-	ClassForbidden                     // the principal may see the resource but not do this
-	ClassNotFound                      // no such resource, or one the principal may not see
-	ClassMethodNotAllowed              // the resource does not take this method
-	ClassTimeout                       // the request did not arrive in time
-	ClassConflict                      // the resource's state does not allow the request now
-	ClassGone                          // the resource existed and was removed
-	ClassPrecondition                  // the client's view of the resource is stale
-	ClassTooLarge                      // the request is above a size limit
-	ClassUnsupportedMedia              // the request's media type is not taken
-	ClassUnprocessable                 // well formed, but contradicts an earlier request
-	ClassRateLimited                   // too many requests; try again later
-	ClassUnavailable                   // the server cannot take the request now; try again
+	ClassInternal            Class = iota // the server failed; nothing the client can fix
+	ClassInvalid                          // the request is malformed or fails validation
+	ClassUnauthenticated                  // no principal, or credentials that fail
+	ClassForbidden                        // the principal may see the resource but not do this
+	ClassNotFound                         // no such resource, or one the principal may not see
+	ClassMethodNotAllowed                 // the resource does not take this method
+	ClassTimeout                          // the request did not arrive in time
+	ClassConflict                         // the resource's state does not allow the request now
+	ClassGone                             // the resource existed and was removed
+	ClassPrecondition                     // the client's view of the resource is stale
+	ClassTooLarge                         // the request is above a size limit
+	ClassUnsupportedMedia                 // the request's media type is not taken
+	ClassUnprocessable                    // well formed, but contradicts an earlier request
+	ClassRateLimited                      // too many requests; try again later
+	ClassUnavailable                      // the server cannot take the request now; try again
+	ClassRangeNotSatisfiable              // the part of the resource asked for lies outside it
 )
 
 // Code is a stable public error code: clients may branch on its name. It carries its class, from

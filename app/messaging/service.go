@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/instance"
 	"bothy.dev/bothy/app/kernel"
 )
@@ -26,6 +27,21 @@ type Deps struct {
 	// Audience they are plain text. Policy nil is the setting "post".
 	Audience Audience
 	Policy   BroadcastPolicy
+	// Files places the files a message carries; nil refuses attachments.
+	Files Attachments
+}
+
+// Attachments are the files a message carries (files.Service implements it): checked before the
+// message is stored, placed after it, deleted with it, all in the message's Unit of Work.
+type Attachments interface {
+	// Attachable checks that each file of ids is the actor's and answers them as a message
+	// shows them, in order. Errors: validation_failed, attachment_invalid.
+	Attachable(ctx context.Context, actor kernel.Actor, ids []kernel.ID) ([]files.Attachment, error)
+	// Attach places the files of ids in the message p names. Errors: attachment_invalid (a file
+	// is attached elsewhere).
+	Attach(ctx context.Context, ids []kernel.ID, p files.Placement) error
+	// DeleteOfMessage deletes the files of a deleted message (their bytes go after the commit).
+	DeleteOfMessage(ctx context.Context, messageID kernel.ID) error
 }
 
 // Service holds the use cases of messaging.
@@ -41,6 +57,7 @@ type Service struct {
 	clock    kernel.Clock
 	audience Audience
 	policy   BroadcastPolicy
+	files    Attachments
 }
 
 // New returns the messaging service.
@@ -53,7 +70,7 @@ func New(d Deps) *Service {
 		d.Clock = kernel.SystemClock{}
 	}
 	return &Service{store: d.Store, threads: d.Threads, dir: d.Directory, redactor: d.Redactor, uow: d.UoW,
-		events: d.Events, authz: d.Authz, bus: d.Bus, clock: d.Clock, audience: d.Audience, policy: d.Policy}
+		events: d.Events, authz: d.Authz, bus: d.Bus, clock: d.Clock, audience: d.Audience, policy: d.Policy, files: d.Files}
 }
 
 // now is the clock's time at the precision the store keeps.
@@ -91,7 +108,7 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err := s.authz.Authorize(ctx, actor, ActMessageCreate, th.Resource()); err != nil {
 			return err
 		}
-		if err := checkContent(in.Content); err != nil {
+		if err := checkBody(in.Content, len(in.AttachmentIDs)); err != nil {
 			return err
 		}
 		if err := checkClientMsgID(in.ClientMsgID); err != nil {
@@ -101,17 +118,21 @@ func (s *Service) CreateMessage(ctx context.Context, actor kernel.Actor, threadI
 		if err != nil {
 			return err
 		}
+		attachments, err := s.attachable(ctx, actor, in.AttachmentIDs)
+		if err != nil {
+			return err
+		}
 		mentions, err := s.resolveMentions(ctx, actor, th.Resource(), in.Content)
 		if err != nil {
 			return err
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
-		m.Components = components
+		m.Components, m.Attachments = components, attachments
 		if in.RunID != kernel.NilID {
 			run := in.RunID
 			m.RunID = &run
 		}
-		inserted, err := s.insert(ctx, actor, &m, false)
+		inserted, err := s.insert(ctx, actor, &m, false, in.AttachmentIDs)
 		if err != nil {
 			return err
 		}
@@ -142,7 +163,7 @@ func (s *Service) newMessage(actor kernel.Actor, th chat.Thread, content, client
 // insert decides what the new message m triggers (MessageDeciding), stores it with that
 // trigger state, counts it in its thread and publishes it (posted); inserted is false, and
 // nothing is written, when its author has used its client_msg_id before.
-func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, newThread bool) (inserted bool, err error) {
+func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, newThread bool, attachmentIDs []kernel.ID) (inserted bool, err error) {
 	var trigger Trigger
 	if err := kernel.Publish(ctx, s.bus, MessageDeciding{Message: *m, NewThread: newThread, Author: actor, Trigger: &trigger}); err != nil {
 		return false, err
@@ -154,6 +175,12 @@ func (s *Service) insert(ctx context.Context, actor kernel.Actor, m *Message, ne
 	m.Triggers = trigger.Agents
 	if inserted, err = s.store.InsertMessage(ctx, *m); err != nil || !inserted {
 		return false, err
+	}
+	if len(attachmentIDs) > 0 {
+		if err := s.files.Attach(ctx, attachmentIDs, files.Placement{MessageID: m.ID, ThreadID: m.ThreadID, ChannelID: m.ChannelID,
+			SpaceID: m.SpaceID, ChannelKind: m.ChannelKind, At: m.CreatedAt}); err != nil {
+			return false, err
+		}
 	}
 	if err := s.threads.AppendToThread(ctx, m.ThreadID, m.ID, m.CreatedAt); err != nil {
 		return false, err
@@ -197,17 +224,21 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 		}
 		var again bool
 		var mentions mentionSet
-		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, len(in.AttachmentIDs), func(pt chat.Thread) bool {
 			return pt.ChannelID == ch.ID && !pt.IsMain && pt.ParentMessageID == nil
 		}); err != nil || again {
+			return err
+		}
+		attachments, err := s.attachable(ctx, actor, in.AttachmentIDs)
+		if err != nil {
 			return err
 		}
 		if th, err = s.threads.CreateThread(ctx, actor.ID, ch, in.Title); err != nil {
 			return err
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
-		m.Components = components
-		if err := s.insertFirst(ctx, actor, &th, &m, true); err != nil {
+		m.Components, m.Attachments = components, attachments
+		if err := s.insertFirst(ctx, actor, &th, &m, true, in.AttachmentIDs); err != nil {
 			return err
 		}
 		created = true
@@ -220,8 +251,8 @@ func (s *Service) CreateThread(ctx context.Context, actor kernel.Actor, channelI
 // looks for its repeat: the steps a new thread and a reply under a message share. again reports
 // a repeat, answered with its stored thread and message (fits says whether that thread is the
 // one this request would make); otherwise mentions are those of the content in the channel ch.
-func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, ch kernel.Resource, content, clientMsgID string, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, mentions mentionSet, err error) {
-	if err := checkContent(content); err != nil {
+func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, ch kernel.Resource, content, clientMsgID string, attachments int, fits func(chat.Thread) bool) (th chat.Thread, m Message, again bool, mentions mentionSet, err error) {
+	if err := checkBody(content, attachments); err != nil {
 		return chat.Thread{}, Message{}, false, mentionSet{}, err
 	}
 	if err := checkClientMsgID(clientMsgID); err != nil {
@@ -236,8 +267,8 @@ func (s *Service) firstMessage(ctx context.Context, actor kernel.Actor, ch kerne
 
 // insertFirst inserts m into th (insert), which the caller has just found or made, after
 // looking for the author's client_msg_id itself, and counts it in th as the answer shows it.
-func (s *Service) insertFirst(ctx context.Context, actor kernel.Actor, th *chat.Thread, m *Message, newThread bool) error {
-	inserted, err := s.insert(ctx, actor, m, newThread)
+func (s *Service) insertFirst(ctx context.Context, actor kernel.Actor, th *chat.Thread, m *Message, newThread bool, attachmentIDs []kernel.ID) error {
+	inserted, err := s.insert(ctx, actor, m, newThread, attachmentIDs)
 	if err != nil {
 		return err
 	}
@@ -338,9 +369,13 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 		}
 		var again bool
 		var mentions mentionSet
-		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, func(pt chat.Thread) bool {
+		if th, m, again, mentions, err = s.firstMessage(ctx, actor, ch.Resource(), in.Content, in.ClientMsgID, len(in.AttachmentIDs), func(pt chat.Thread) bool {
 			return pt.ParentMessageID != nil && *pt.ParentMessageID == parent.ID
 		}); err != nil || again {
+			return err
+		}
+		attachments, err := s.attachable(ctx, actor, in.AttachmentIDs)
+		if err != nil {
 			return err
 		}
 		th, err = s.threads.ThreadByParent(ctx, parent.ID)
@@ -361,10 +396,22 @@ func (s *Service) Reply(ctx context.Context, actor kernel.Actor, messageID kerne
 			}
 		}
 		m = s.newMessage(actor, th, in.Content, in.ClientMsgID, mentions)
-		m.Components = components
-		return s.insertFirst(ctx, actor, &th, &m, started)
+		m.Components, m.Attachments = components, attachments
+		return s.insertFirst(ctx, actor, &th, &m, started, in.AttachmentIDs)
 	})
 	return th, m, started, err
+}
+
+// attachable checks the files a new message of actor names (Attachments.Attachable); none
+// without the files module is refused.
+func (s *Service) attachable(ctx context.Context, actor kernel.Actor, ids []kernel.ID) ([]files.Attachment, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if s.files == nil {
+		return nil, kernel.Invalid("attachment_ids", "this server takes no attachments")
+	}
+	return s.files.Attachable(ctx, actor, ids)
 }
 
 // posted appends message.created for the new message m, as stored, and then publishes
@@ -608,8 +655,15 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		}
 		m.Content, m.Mentions, m.Broadcast, m.Deleted, m.Version = "", []kernel.ID{}, "", true, m.Version+1
 		m.Components = nil
+		hadFiles := len(m.Attachments) > 0
+		m.Attachments = nil
 		if err := s.store.DeleteMessage(ctx, m, s.now()); err != nil {
 			return err
+		}
+		if hadFiles && s.files != nil {
+			if err := s.files.DeleteOfMessage(ctx, m.ID); err != nil {
+				return err
+			}
 		}
 		if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
 			return err

@@ -56,6 +56,16 @@ func checkContent(s string) error {
 	return nil
 }
 
+// checkBody validates the content of a new message that carries attachments files: blank
+// content is allowed when it carries at least one (a picture needs no words).
+func checkBody(s string, attachments int) error {
+	err := checkContent(s)
+	if err != nil && attachments > 0 && len(s) <= MaxContentBytes && strings.TrimSpace(s) == "" {
+		return nil
+	}
+	return err
+}
+
 // checkClientMsgID validates the optional idempotency key of a message: at most
 // MaxClientMsgIDLen printable ASCII characters. Errors: validation_failed.
 func checkClientMsgID(s string) error {

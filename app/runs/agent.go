@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -315,8 +316,10 @@ func (s *Service) Prepare(ctx context.Context, agent kernel.Actor, e kernel.Logg
 // PreparedInvocation is the data of agent.invocation as Prepare delivers it to its agent: the
 // logged Invocation with the run's invocation token. Its members are in the order of their names.
 type PreparedInvocation struct {
-	AgentID   kernel.ID `json:"agent_id"`
-	ChannelID kernel.ID `json:"channel_id"`
+	AgentID kernel.ID `json:"agent_id"`
+	// Attachments are the files of the invoking message; absent when it carries none.
+	Attachments []files.Attachment `json:"attachments,omitempty"`
+	ChannelID   kernel.ID          `json:"channel_id"`
 	// Command is the slash command that invoked the agent; absent for any other invocation.
 	Command         *InvocationCommand `json:"command,omitempty"`
 	ExpiresAt       time.Time          `json:"expires_at"`
@@ -329,7 +332,7 @@ type PreparedInvocation struct {
 }
 
 func prepared(inv Invocation, tok InvocationToken) PreparedInvocation {
-	return PreparedInvocation{AgentID: inv.AgentID, ChannelID: inv.ChannelID, Command: inv.Command, ExpiresAt: tok.ExpiresAt,
+	return PreparedInvocation{AgentID: inv.AgentID, Attachments: inv.Attachments, ChannelID: inv.ChannelID, Command: inv.Command, ExpiresAt: tok.ExpiresAt,
 		InvocationToken: tok.Token, InvokedBy: inv.InvokedBy, MessageID: inv.MessageID, RunID: inv.RunID,
 		SpaceID: inv.SpaceID, ThreadID: inv.ThreadID}
 }

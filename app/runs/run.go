@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 )
 
@@ -86,6 +87,9 @@ type Invocation struct {
 	InvokedBy kernel.ID `json:"invoked_by"`
 	// Command is the slash command the message invoked the agent with; absent otherwise.
 	Command *InvocationCommand `json:"command,omitempty"`
+	// Attachments are the files of the invoking message, which the agent downloads with its
+	// token as any reader of the channel; absent when it carries none.
+	Attachments []files.Attachment `json:"attachments,omitempty"`
 }
 
 // StateChange is the payload of run.state_changed: the run's summary after the change and the

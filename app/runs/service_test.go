@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestTrigger(t *testing.T) {
 		}
 		inv := evs[0]
 		if inv.Scope != (kernel.Scope{PrincipalID: echo}) || inv.SubjectID != r.ID || inv.ActorID != invoker.ID ||
-			storetest.Payload[runs.Invocation](t, inv) != (runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
+			!reflect.DeepEqual(storetest.Payload[runs.Invocation](t, inv), runs.Invocation{RunID: r.ID, AgentID: echo, ThreadID: m.ThreadID, ChannelID: m.ChannelID, SpaceID: m.SpaceID,
 				MessageID: m.ID, InvokedBy: invoker.ID}) {
 			t.Fatalf("agent.invocation %+v", inv)
 		}

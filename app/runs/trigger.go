@@ -282,7 +282,7 @@ func (s *Service) invoke(ctx context.Context, m messaging.Message, agent, runID 
 	}
 	s.events.Append(ctx, EvAgentInvocation.Event(kernel.Event{Scope: kernel.Scope{PrincipalID: agent}, SubjectID: r.ID,
 		ActorID: m.AuthorID}, Invocation{RunID: r.ID, AgentID: agent, ThreadID: r.ThreadID, ChannelID: r.ChannelID,
-		SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID, Command: cmd}))
+		SpaceID: r.SpaceID, MessageID: m.ID, InvokedBy: m.AuthorID, Command: cmd, Attachments: m.Attachments}))
 	s.logState(ctx, r, nil, m.AuthorID)
 	return s.enqueue(ctx, JobQueuedExpiry, r, now.Add(s.queuedTimeout))
 }

@@ -31,6 +31,7 @@ type Config struct {
 	Runs     RunsConfig
 	Push     PushConfig
 	MCP      MCPConfig
+	Files    FilesConfig
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -182,6 +183,39 @@ type PushConfig struct {
 	// Subject is the VAPID contact (a mailto: or https: URL) the push services may write to;
 	// empty means the instance's public URL.
 	Subject string
+}
+
+// FilesConfig is the files.* group: uploads, where their bytes live, thumbnails.
+type FilesConfig struct {
+	// Storage is where the bytes go: fs (under server.data_dir/files) or s3 (a bucket, for
+	// several nodes).
+	Storage string
+	// MaxUploadBytes bounds one file; a larger upload is refused (413) with nothing kept.
+	MaxUploadBytes int64
+	// UploadTTL is how long a resumable upload may take before its parts are removed.
+	UploadTTL time.Duration
+	// UnattachedTTL is how long a file that no message carries is kept.
+	UnattachedTTL time.Duration
+	// MaxImagePixels bounds the images that get a thumbnail (a small file can decode to
+	// gigabytes of pixels).
+	MaxImagePixels int64
+	// StripMetadata removes EXIF, XMP and text chunks from stored JPEG, PNG and WebP images
+	// (where a photo was taken must not travel with it).
+	StripMetadata bool
+	// S3Bucket, S3Prefix (put before every key, so that one bucket serves several instances),
+	// S3Endpoint (the service's URL: https://s3.eu-west-1.amazonaws.com, http://minio:9000)
+	// and S3Region place the bytes of storage s3.
+	S3Bucket   string
+	S3Prefix   string
+	S3Endpoint string
+	S3Region   string
+	// S3AccessKeyIDRef and S3SecretAccessKeyRef are references (env:NAME, file:PATH) to the
+	// credentials; both empty sends anonymous requests.
+	S3AccessKeyIDRef     string
+	S3SecretAccessKeyRef string
+	// S3PathStyle addresses the bucket in the path (endpoint/bucket/key), as MinIO and most
+	// self-hosted services want, instead of as a subdomain.
+	S3PathStyle bool
 }
 
 // MCPConfig is the mcp.* group: the endpoint /api/v1/mcp for outside agents (Model Context

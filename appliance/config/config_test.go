@@ -48,8 +48,10 @@ func TestDefaults(t *testing.T) {
 			MaxConnectionsPerPrincipal: 32, MaxConnectionsPerAddress: 256},
 		Agent: AgentConfig{InvocationTokenTTL: 15 * time.Minute, SigningKeyRotation: 720 * time.Hour, QueuedTimeout: 5 * time.Minute, StallTimeout: 5 * time.Minute,
 			StallCheckInterval: 30 * time.Second, CancelGrace: 30 * time.Second},
-		Runs:     RunsConfig{MaxHandoffDepth: 5},
-		MCP:      MCPConfig{Enabled: false, MaxRequestsPerPrincipal: 8},
+		Runs: RunsConfig{MaxHandoffDepth: 5},
+		MCP:  MCPConfig{Enabled: false, MaxRequestsPerPrincipal: 8},
+		Files: FilesConfig{Storage: "fs", MaxUploadBytes: 100 << 20, UploadTTL: 24 * time.Hour, UnattachedTTL: 24 * time.Hour,
+			MaxImagePixels: 50_000_000, StripMetadata: true, S3PathStyle: true},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
 	}

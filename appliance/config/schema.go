@@ -188,6 +188,33 @@ var schema = []key{
 	{name: "push.subject", def: "", kind: kindString,
 		field: func(c *Config) any { return &c.Push.Subject }, check: pushSubject},
 
+	{name: "files.storage", def: "fs", kind: kindString, normalize: strings.ToLower,
+		field: func(c *Config) any { return &c.Files.Storage }, check: oneOf("fs", "s3")},
+	{name: "files.max_upload_bytes", def: "104857600", kind: kindInt,
+		field: func(c *Config) any { return &c.Files.MaxUploadBytes }, check: between(1, 1<<40)},
+	{name: "files.upload_ttl", def: "24h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Files.UploadTTL }, check: durationBetween(time.Second, 30*24*time.Hour)},
+	{name: "files.unattached_ttl", def: "24h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Files.UnattachedTTL }, check: durationBetween(time.Second, 365*24*time.Hour)},
+	{name: "files.max_image_pixels", def: "50000000", kind: kindInt,
+		field: func(c *Config) any { return &c.Files.MaxImagePixels }, check: between(1, 1<<34)},
+	{name: "files.strip_metadata", def: "true", kind: kindBool,
+		field: func(c *Config) any { return &c.Files.StripMetadata }, check: func(any) string { return "" }},
+	{name: "files.s3.bucket", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3Bucket }, check: func(any) string { return "" }},
+	{name: "files.s3.prefix", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3Prefix }, check: func(any) string { return "" }},
+	{name: "files.s3.endpoint", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3Endpoint }, check: func(any) string { return "" }},
+	{name: "files.s3.region", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3Region }, check: func(any) string { return "" }},
+	{name: "files.s3.access_key_id_ref", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3AccessKeyIDRef }, check: reference},
+	{name: "files.s3.secret_access_key_ref", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Files.S3SecretAccessKeyRef }, check: reference},
+	{name: "files.s3.path_style", def: "true", kind: kindBool,
+		field: func(c *Config) any { return &c.Files.S3PathStyle }, check: func(any) string { return "" }},
+
 	{name: "mcp.enabled", def: "false", kind: kindBool,
 		field: func(c *Config) any { return &c.MCP.Enabled }, check: func(any) string { return "" }},
 	{name: "mcp.max_requests_per_principal", def: "8", kind: kindInt,
@@ -493,6 +520,14 @@ func crossCheck(c *Config) []*Problem {
 	if c.Cluster.PresenceTTL <= 2*c.Cluster.PresenceFlushInterval {
 		out = append(out, &Problem{Key: "cluster.presence_ttl", Source: c.SourceOf("cluster.presence_ttl"), Where: c.where["cluster.presence_ttl"],
 			Detail: "must be more than twice cluster.presence_flush_interval, or a live node's rows would age out between two of its flushes"})
+	}
+	if c.Files.Storage == "s3" && (c.Files.S3Bucket == "" || c.Files.S3Endpoint == "") {
+		out = append(out, &Problem{Key: "files.storage", Source: c.SourceOf("files.storage"), Where: c.where["files.storage"],
+			Detail: "s3 needs files.s3.bucket and files.s3.endpoint"})
+	}
+	if (c.Files.S3AccessKeyIDRef == "") != (c.Files.S3SecretAccessKeyRef == "") {
+		out = append(out, &Problem{Key: "files.s3.access_key_id_ref", Source: c.SourceOf("files.s3.access_key_id_ref"),
+			Where: c.where["files.s3.access_key_id_ref"], Detail: "files.s3.access_key_id_ref and files.s3.secret_access_key_ref go together"})
 	}
 	if engine.Name(c.Database.Driver) == engine.Postgres && c.Database.URLRef == "" {
 		out = append(out, &Problem{Key: "database.url_ref", Source: c.SourceOf("database.url_ref"),

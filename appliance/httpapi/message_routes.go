@@ -182,6 +182,8 @@ type threadBody struct {
 	Content     string                `json:"content"`
 	ClientMsgID *string               `json:"client_msg_id"`
 	Components  []messaging.ActionRow `json:"components"`
+	// AttachmentIDs are uploads of the author that the first message carries.
+	AttachmentIDs []kernel.ID `json:"attachment_ids"`
 }
 
 func (b threadBody) check() error { return checkClientMsgID(b.ClientMsgID) }
@@ -199,6 +201,8 @@ func (b messageBody) check() error { return checkClientMsgID(b.ClientMsgID) }
 type postBody struct {
 	messageBody
 	Components []messaging.ActionRow `json:"components"`
+	// AttachmentIDs are uploads of the author that the message carries.
+	AttachmentIDs []kernel.ID `json:"attachment_ids"`
 }
 
 // editBody is the new content of a message, its new components, or both. Components absent
@@ -238,12 +242,13 @@ func taggedMessage(r *Request, msg messaging.Message) (int, any, error) {
 
 func (rt messageRoutes) createThread(r *Request, channelID kernel.ID, in threadBody) (int, any, error) {
 	return threadAnswer(rt.m.CreateThread(r.Context(), r.Actor, channelID,
-		messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components}))
+		messaging.NewThread{Title: in.Title, Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components,
+			AttachmentIDs: in.AttachmentIDs}))
 }
 
 func (rt messageRoutes) reply(r *Request, messageID kernel.ID, in postBody) (int, any, error) {
 	return threadAnswer(rt.m.Reply(r.Context(), r.Actor, messageID,
-		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components}))
+		messaging.NewReply{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), Components: in.Components, AttachmentIDs: in.AttachmentIDs}))
 }
 
 func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in postBody) (int, any, error) {
@@ -252,7 +257,8 @@ func (rt messageRoutes) createMessage(r *Request, threadID kernel.ID, in postBod
 		return 0, nil, err
 	}
 	msg, isNew, err := rt.m.CreateMessage(r.Context(), r.Actor, threadID,
-		messaging.NewMessage{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), RunID: run, Components: in.Components})
+		messaging.NewMessage{Content: in.Content, ClientMsgID: orEmpty(in.ClientMsgID), RunID: run, Components: in.Components,
+			AttachmentIDs: in.AttachmentIDs})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -23,6 +23,8 @@ var (
 	CodeIdempotencyKeyReuse = kernel.NewCode("idempotency_key_reuse", kernel.ClassUnprocessable)
 	// CodeSetupRequired answers a request to an instance that has no owner yet.
 	CodeSetupRequired = kernel.NewCode("setup_required", kernel.ClassUnavailable)
+	// CodeRangeNotSatisfiable refuses a Range that lies wholly outside the bytes of a download.
+	CodeRangeNotSatisfiable = kernel.NewCode("range_not_satisfiable", kernel.ClassRangeNotSatisfiable)
 )
 
 // statusOf maps an error code to its HTTP status by the code's class: the one place that does,
@@ -57,6 +59,8 @@ func statusOf(code kernel.Code) int {
 		return http.StatusTooManyRequests
 	case kernel.ClassUnavailable:
 		return http.StatusServiceUnavailable
+	case kernel.ClassRangeNotSatisfiable:
+		return http.StatusRequestedRangeNotSatisfiable
 	}
 	return http.StatusInternalServerError
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,22 @@ type Route struct {
 	// the key's record would keep a fast hash of the body, and with it of the password.
 	Password bool
 	Handler  Handler
+	// Stream routes read their body themselves, as a stream (an upload): the router neither
+	// reads nor caps it (the handler applies its own limit), and instead of a deadline for the
+	// whole body it bounds the wait for each next piece (BodyReadTimeout), so that a large file
+	// on a slow link goes through and a client that stops sending does not hold the request.
+	// Neither does the request's deadline (RequestTimeout) apply.
+	Stream bool
+	// Serve, when set, answers the request instead of Handler, writing headers and bytes itself
+	// (a download, which may be large: RequestTimeout does not apply). An error it returns
+	// before it has written anything is answered as problem+json.
+	Serve func(w http.ResponseWriter, r *Request) error
+	// Cookie routes take the console's session cookie too, when the request has no
+	// Authorization header, so that the console's pages and script use the same routes as
+	// every client: a GET or HEAD as it is, any other method only with the Bothy-CSRF header
+	// of that session (a page of another site can make a browser send the cookie, not read
+	// the token). Options.SessionCookieName and SessionCSRF configure it.
+	Cookie bool
 }
 
 // Authenticator resolves a bearer token to the actor.
@@ -110,7 +127,15 @@ type Options struct {
 	// console's sign-in and setup forms).
 	PublicForms []string
 	Logger      *slog.Logger
+	// SessionCookieName is the console's session cookie that Cookie routes read, and
+	// SessionCSRF the CSRF token of a session token (the console's own derivation); without
+	// them Cookie routes take bearer tokens only.
+	SessionCookieName string
+	SessionCSRF       func(sessionToken string) string
 }
+
+// CSRFHeader carries the console's CSRF token on a request of its script to a Cookie route.
+const CSRFHeader = "Bothy-CSRF"
 
 // DefaultMaxPublicBodyBytes is the cap of a body sent without credentials: a login or setup
 // body is a handle, a name and a password of at most 1024 bytes, which JSON escapes at most
@@ -160,7 +185,7 @@ func NewRouter(auth Authenticator, idem *Idempotency, o Options) *Router {
 func (rt *Router) Handle(routes ...Route) {
 	for i := range routes {
 		route := routes[i]
-		if route.Action == "" || route.Handler == nil || route.Method == "" {
+		if route.Action == "" || (route.Handler == nil && route.Serve == nil) || route.Method == "" {
 			panic(fmt.Sprintf("httpapi: route %s %s lacks an action or a handler", route.Method, route.Pattern))
 		}
 		methods, ok := rt.paths[route.Pattern]
@@ -316,7 +341,10 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 		return
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), rt.opts.RequestTimeout)
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if !route.Stream && route.Serve == nil {
+		ctx, cancel = context.WithTimeout(r.Context(), rt.opts.RequestTimeout)
+	}
 	defer cancel()
 	ctx, checks := kernel.WithCheckLog(ctx)
 
@@ -325,12 +353,16 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 	// Credentials first: a request that will be refused never has its body read, so anyone
 	// without a token costs a header's worth of memory, not a body's.
 	if !route.Public {
-		actor, ok := rt.authenticate(ctx, w, r)
+		actor, ok := rt.authenticateRoute(ctx, w, r, route)
 		if !ok {
 			return
 		}
 		req.Actor = actor
 		ctx = kernel.WithActor(ctx, actor)
+	}
+	if route.Stream || route.Serve != nil {
+		rt.serveRaw(ctx, w, r, req, route, checks)
+		return
 	}
 
 	limit := rt.opts.MaxBodyBytes
@@ -384,6 +416,119 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 		return
 	}
 	writeJSON(w, status, body)
+}
+
+// authenticateRoute authenticates r for route: by its bearer token, or on a Cookie route without
+// an Authorization header by the console's session cookie (with its CSRF header unless the
+// method is safe).
+func (rt *Router) authenticateRoute(ctx context.Context, w http.ResponseWriter, r *http.Request, route *Route) (kernel.Actor, bool) {
+	if !route.Cookie || rt.opts.SessionCookieName == "" || rt.opts.SessionCSRF == nil || r.Header.Get("Authorization") != "" {
+		return rt.authenticate(ctx, w, r)
+	}
+	ck, err := r.Cookie(rt.opts.SessionCookieName)
+	if err != nil || ck.Value == "" {
+		return rt.authenticate(ctx, w, r)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		want := rt.opts.SessionCSRF(ck.Value)
+		if got := r.Header.Get(CSRFHeader); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			writeProblem(w, kernel.Errorf(kernel.CodeForbidden, "a request with the session cookie needs the %s header of its session", CSRFHeader), correlationFrom(ctx))
+			return kernel.Actor{}, false
+		}
+	}
+	actor, err := rt.auth.Authenticate(ctx, ck.Value)
+	if err != nil {
+		writeProblem(w, err, correlationFrom(ctx))
+		return kernel.Actor{}, false
+	}
+	if note, ok := ctx.Value(actorNoteKey{}).(*kernel.ID); ok {
+		*note = actor.ID
+	}
+	return actor, true
+}
+
+// serveRaw runs a Stream or Serve route: the body stays a stream, read with a deadline that
+// moves on with each piece; a Serve route writes its own answer, and the proof of the check
+// holds at its first byte (an answer of 2xx without the route's check turns into a 500).
+func (rt *Router) serveRaw(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Request, route *Route, checks *kernel.CheckLog) {
+	cid := correlationFrom(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(w), idle: rt.opts.BodyReadTimeout}
+	}
+	req.Request = r.WithContext(ctx)
+	if route.Serve != nil {
+		cw := &checkedWriter{ResponseWriter: w, cid: cid, ok: func() bool { return checks.Checked(route.Action) }}
+		err := route.Serve(cw, req)
+		switch {
+		case err != nil && !cw.wrote:
+			if kernel.CodeOf(err) == kernel.CodeInternal {
+				rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", err)
+			}
+			writeProblem(w, err, cid)
+		case err != nil:
+			rt.log.Debug("answer cut short", "correlation_id", cid, "route", route.Pattern, "err", err)
+		case cw.refused:
+			rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", errNotChecked)
+		}
+		return
+	}
+	status, body, err := route.Handler(req)
+	if err == nil && status < 400 && !checks.Checked(route.Action) {
+		err = errNotChecked
+	}
+	if err != nil {
+		if kernel.CodeOf(err) == kernel.CodeInternal {
+			rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", err)
+		}
+		writeProblem(w, err, cid)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// idleBody bounds the wait for each read of a streamed body instead of the whole body's.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	return b.ReadCloser.Read(p)
+}
+
+// checkedWriter turns the answer of a Serve route into a 500 when the route's action was not
+// checked by the time it answers with success.
+type checkedWriter struct {
+	http.ResponseWriter
+	cid     string
+	ok      func() bool
+	wrote   bool
+	refused bool
+}
+
+func (w *checkedWriter) WriteHeader(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if status < 400 && !w.ok() {
+		w.refused = true
+		writeProblem(w.ResponseWriter, errNotChecked, w.cid)
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *checkedWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.refused {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // authenticate resolves the bearer token of r to its actor and notes it for the access log; without
