@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
@@ -830,7 +831,7 @@ func (c *chatView) startThread(rq *request) error {
 			Content: f.Get("content"), ClientMsgID: f.Get("client_msg_id"), AttachmentIDs: attached})
 	}
 	if err != nil {
-		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited, files.CodeAttachmentInvalid) {
 			return err
 		}
 		c.redirect(rq, "/console/channels/"+string(id), layouts.Flash{Kind: "error", Text: formError(err)})
@@ -853,7 +854,7 @@ func (c *chatView) postMessage(rq *request) error {
 			ClientMsgID: rq.r.PostFormValue("client_msg_id"), AttachmentIDs: attached})
 	}
 	if err != nil {
-		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited) {
+		if !refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited, files.CodeAttachmentInvalid) {
 			return err
 		}
 		if wantsFragment(rq) {

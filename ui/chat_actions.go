@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/ui/components"
@@ -308,7 +309,7 @@ func (c *chatView) replyUnder(rq *request) error {
 	}
 	switch {
 	case err == nil:
-	case refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited):
+	case refusal(err, kernel.CodeValidation, kernel.CodeConflict, kernel.CodeRateLimited, files.CodeAttachmentInvalid):
 		return c.actionPage(rq, http.StatusUnprocessableEntity, "Reply in a thread", m, th,
 			pages.MessageActionView{Action: "reply", Reply: pages.ReplyView{First: c.replyForm(rq, m, th, content, formError(err))}})
 	case refusal(err, messaging.CodeNotInMainThread):

@@ -20,10 +20,14 @@ import (
 type postingMessages struct {
 	MessageUseCases
 	got *messaging.NewMessage
+	err error // the refusal; nil: a validation error
 }
 
 func (p *postingMessages) CreateMessage(_ context.Context, _ kernel.Actor, _ kernel.ID, in messaging.NewMessage) (messaging.Message, bool, error) {
 	p.got = &in
+	if p.err != nil {
+		return messaging.Message{}, false, p.err
+	}
 	return messaging.Message{}, false, kernel.Invalid("content", "refused by the test")
 }
 
@@ -62,6 +66,15 @@ func TestComposerAttachments(t *testing.T) {
 			t.Fatalf("messaging got %+v", *msgs.got)
 		}
 		if w.Code != http.StatusUnprocessableEntity || w.Body.String() != "refused by the test" {
+			t.Fatalf("the refusal answered %d %q", w.Code, w.Body)
+		}
+	})
+
+	t.Run("a file messaging will not attach is refused with its reason, as the composer shows it", func(t *testing.T) {
+		c, msgs := newView()
+		msgs.err = kernel.Errorf(files.CodeAttachmentInvalid, "the file is attached to another message")
+		w := postComposer(t, c, url.Values{"content": {"hi"}, "attachment_id": {string(kernel.NewID())}})
+		if w.Code != http.StatusUnprocessableEntity || w.Body.String() != "the file is attached to another message" {
 			t.Fatalf("the refusal answered %d %q", w.Code, w.Body)
 		}
 	})

@@ -27,6 +27,7 @@ import (
 	"bothy.dev/bothy/app/agents"
 	"bothy.dev/bothy/app/authz"
 	"bothy.dev/bothy/app/chat"
+	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
@@ -431,7 +432,8 @@ func formError(err error) string {
 	var ke *kernel.Error
 	if errors.As(err, &ke) {
 		switch ke.Code {
-		case kernel.CodeValidation, kernel.CodeConflict, identity.CodeLastOwner, kernel.CodeRateLimited, identity.CodeSetupComplete:
+		case kernel.CodeValidation, kernel.CodeConflict, identity.CodeLastOwner, kernel.CodeRateLimited, identity.CodeSetupComplete,
+			files.CodeAttachmentInvalid:
 			return ke.Message
 		}
 	}
