@@ -14,6 +14,7 @@ import (
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/appliance/config"
 	"bothy.dev/bothy/storage"
+	"bothy.dev/bothy/storage/blobs"
 	"bothy.dev/bothy/storage/engine"
 	"bothy.dev/bothy/storage/jobs"
 	"bothy.dev/bothy/storage/postgres"
@@ -224,6 +225,33 @@ func registerFileJobs(q *jobs.Queue, svc *files.Service) {
 			return fmt.Errorf("the job names no blob")
 		}
 		return svc.RemoveBlob(ctx, args.Key)
+	})
+}
+
+// JobBlobSweep is the periodic job that removes what uploads cut off by a crash left in the
+// blob store (blobs.Sweeper): temporaries, and on S3 unfinished multipart uploads.
+const JobBlobSweep = "files.blob_sweep"
+
+// blobSweepEvery is how often the blob store is swept, and blobSweepAge how old a temporary
+// must be to go: longer than any upload takes, since on S3 the uploads of other processes
+// sharing the bucket are in flight in the same folder.
+const (
+	blobSweepEvery = time.Hour
+	blobSweepAge   = time.Hour
+)
+
+// registerBlobSweep registers JobBlobSweep on q for store, when the store sweeps.
+func registerBlobSweep(q *jobs.Queue, store files.Blobs, logger *slog.Logger) {
+	s, ok := store.(blobs.Sweeper)
+	if !ok {
+		return
+	}
+	q.RegisterPeriodic(JobBlobSweep, blobSweepEvery, func(ctx context.Context, _ json.RawMessage) error {
+		if err := s.Sweep(ctx, blobSweepAge); err != nil {
+			return err
+		}
+		logger.Debug("blob store swept", "older_than", blobSweepAge)
+		return nil
 	})
 }
 

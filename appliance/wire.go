@@ -87,6 +87,7 @@ func wire(ctx context.Context, a *App) error {
 	fileSvc := files.New(files.Deps{Store: storage.NewFileStore(db), Blobs: blobStore, Imager: imaging.New(), Sniff: sniff,
 		UoW: db, Events: db, Jobs: jobQueue, Authz: az, Clock: clock}, filesConfig(a.Config))
 	registerFileJobs(jobQueue, fileSvc)
+	registerBlobSweep(jobQueue, blobStore, a.Logger)
 	msgStore := storage.NewMessageStore(db)
 	msgs := messaging.New(messaging.Deps{
 		Store:     msgStore,

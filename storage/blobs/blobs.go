@@ -8,16 +8,26 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 )
 
-// Both drivers implement the port.
+// Both drivers implement the port, and sweep.
 var (
 	_ files.Blobs = (*FS)(nil)
 	_ files.Blobs = (*S3)(nil)
+	_ Sweeper     = (*FS)(nil)
+	_ Sweeper     = (*S3)(nil)
 )
+
+// Sweeper removes what writes cut off by a crash left in a store: the temporaries (and, on
+// S3, the unfinished multipart uploads) older than olderThan that this process is not
+// writing now. Nothing a reader can see is ever swept.
+type Sweeper interface {
+	Sweep(ctx context.Context, olderThan time.Duration) error
+}
 
 // validKey reports whether key is a SHA-256 in lower-case hex, and so can never name
 // anything but a blob (no separator, no dot, no upper case that a case-insensitive disk

@@ -38,7 +38,7 @@ func NewFS(dir string) (*FS, error) {
 			return nil, fmt.Errorf("blobs: %w", err)
 		}
 	}
-	if err := f.Sweep(staleAfter); err != nil {
+	if err := f.Sweep(context.Background(), staleAfter); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -46,8 +46,8 @@ func NewFS(dir string) (*FS, error) {
 
 // Sweep removes the temporaries older than olderThan, except the ones this FS is writing
 // now. The blob directory belongs to one process, so a temporary it is not writing is the
-// remains of a crash or of a failed removal.
-func (f *FS) Sweep(olderThan time.Duration) error {
+// remains of a crash or of a failed removal. It stops early when ctx is done.
+func (f *FS) Sweep(ctx context.Context, olderThan time.Duration) error {
 	entries, err := os.ReadDir(f.tmp)
 	if err != nil {
 		return fmt.Errorf("blobs: sweep: %w", err)
@@ -55,6 +55,9 @@ func (f *FS) Sweep(olderThan time.Duration) error {
 	cutoff := time.Now().Add(-olderThan)
 	var errs []error
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		path := filepath.Join(f.tmp, e.Name())
 		if f.live.has(path) {
 			continue

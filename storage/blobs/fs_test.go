@@ -90,7 +90,7 @@ func TestFSNewSweepsOnlyOldTemporaries(t *testing.T) {
 	if got := filesUnder(t, dir); !slices.Equal(got, []string{"tmp/put-recent"}) {
 		t.Fatalf("after NewFS: %v, want only the recent temporary", got)
 	}
-	if err := f.Sweep(0); err != nil {
+	if err := f.Sweep(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := filesUnder(t, dir); len(got) != 0 {
@@ -122,7 +122,7 @@ func TestFSSweepLeavesAPutInProgress(t *testing.T) {
 	if got := filesUnder(t, dir); len(got) != 1 || !strings.HasPrefix(got[0], "tmp/") {
 		t.Fatalf("during the put: %v", got)
 	}
-	if err := f.Sweep(0); err != nil {
+	if err := f.Sweep(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	pw.Write([]byte("second half"))
@@ -185,7 +185,7 @@ func TestFSKilledInPut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Sweep(0); err != nil {
+	if err := f.Sweep(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if left := filesUnder(t, dir); len(left) != 0 {
