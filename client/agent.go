@@ -276,6 +276,8 @@ func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Contex
 		ExpiresAt time.Time          `json:"expires_at"`
 		Content   *string            `json:"content"`
 		Command   *InvocationCommand `json:"command"`
+		// Attachments are the invoking message's files; absent when it carries none.
+		Attachments []Attachment `json:"attachments"`
 	}
 	if err := json.Unmarshal(ev.Data, &d); err != nil || d.RunID == "" {
 		return fmt.Errorf("client: agent.invocation %d does not decode: %w", ev.Seq, err)
@@ -284,7 +286,7 @@ func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Contex
 		a: a, Seq: ev.Seq, RunID: d.RunID, ThreadID: d.ThreadID, ChannelID: d.ChannelID,
 		SpaceID: d.SpaceID, InvokedBy: d.InvokedBy, Command: d.Command, token: d.Token, expiresAt: d.ExpiresAt,
 	}
-	inv.Message.ID, inv.Message.ThreadID = d.MessageID, d.ThreadID
+	inv.Message.ID, inv.Message.ThreadID, inv.Message.Attachments = d.MessageID, d.ThreadID, d.Attachments
 	if d.Content != nil {
 		inv.Message.Content = *d.Content
 	} else if d.MessageID != "" {
@@ -293,6 +295,12 @@ func (a *Agent) invoke(ctx context.Context, ev Event, handle func(context.Contex
 			return fmt.Errorf("client: run %s: read its message: %w", d.RunID, err)
 		}
 		inv.Message = m
+	}
+	// The event names the invoking message's files; where it names none, the message read
+	// from the API may.
+	inv.Attachments = d.Attachments
+	if inv.Attachments == nil {
+		inv.Attachments = inv.Message.Attachments
 	}
 
 	hctx, cancel := context.WithCancelCause(ctx)
@@ -359,6 +367,10 @@ type Invocation struct {
 	// Command is the slash command the message invoked the agent with, nil for a mention or
 	// any other invocation.
 	Command *InvocationCommand
+	// Attachments are the files of the invoking message, in order (nil for none): the agent
+	// downloads them with its own token (Client().DownloadFile), as far as its rights on the
+	// channel let it read them.
+	Attachments []Attachment
 
 	mu        sync.Mutex
 	token     string

@@ -183,6 +183,8 @@ type Message struct {
 	Deleted   bool       `json:"deleted"`
 	// Components are the message's buttons and selects (interactions.go); nil for none.
 	Components []ActionRow `json:"components,omitempty"`
+	// Attachments are the files the message carries, in order (files.go); nil for none.
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // Event is one event. Seq is its place in the log (commit order; a client sees only the events
@@ -269,9 +271,6 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 
 // doHeader is do with extra request headers (an Invocation-Token).
 func (c *Client) doHeader(ctx context.Context, method, path string, body, out any, hdr http.Header) error {
-	if c.base.Scheme == "invalid" {
-		return fmt.Errorf("client: base URL %q is not an http or https URL", c.base.Opaque)
-	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -280,20 +279,38 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	req, err := c.newRequest(ctx, method, path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
+	return c.send(req, path, out)
+}
+
+// newRequest is a request to path with the token and Accept: application/json.
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	if c.base.Scheme == "invalid" {
+		return nil, fmt.Errorf("client: base URL %q is not an http or https URL", c.base.Opaque)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	return req, nil
+}
+
+// send sends req, to path, and decodes a 2xx answer into out, or returns an *APIError.
+func (c *Client) send(req *http.Request, path string, out any) error {
+	method := req.Method
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
@@ -304,15 +321,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		return fmt.Errorf("client: %s %s: read the answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		ae := &APIError{}
-		if json.Unmarshal(raw, ae) != nil || ae.Code == "" {
-			ae = &APIError{Code: "http_" + strconv.Itoa(resp.StatusCode), Detail: strings.TrimSpace(string(raw))}
-		}
-		ae.Status = resp.StatusCode
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			ae.RetryAfter = time.Duration(s) * time.Second
-		}
-		return ae
+		return answerError(resp, raw)
 	}
 	if out != nil && len(raw) > 0 {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -320,6 +329,19 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		}
 	}
 	return nil
+}
+
+// answerError is the *APIError of an answer that is not a success, from its body raw.
+func answerError(resp *http.Response, raw []byte) *APIError {
+	ae := &APIError{}
+	if json.Unmarshal(raw, ae) != nil || ae.Code == "" {
+		ae = &APIError{Code: "http_" + strconv.Itoa(resp.StatusCode), Detail: strings.TrimSpace(string(raw))}
+	}
+	ae.Status = resp.StatusCode
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		ae.RetryAfter = time.Duration(s) * time.Second
+	}
+	return ae
 }
 
 // errNotConnected is what Send answers between connections.

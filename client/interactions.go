@@ -87,11 +87,14 @@ func contains(xs []string, x string) bool {
 }
 
 // NewMessage is a message to post: its content, optionally a client_msg_id (a retry answers the
-// first message) and components.
+// first message), components and attachments.
 type NewMessage struct {
 	Content     string
 	ClientMsgID string
 	Components  []ActionRow
+	// AttachmentIDs are files the poster uploaded (UploadFile) that no message carries yet, at
+	// most 10, in the order to show them. With one, Content may be empty.
+	AttachmentIDs []string
 }
 
 func (m NewMessage) body() map[string]any {
@@ -102,11 +105,15 @@ func (m NewMessage) body() map[string]any {
 	if len(m.Components) > 0 {
 		body["components"] = m.Components
 	}
+	if len(m.AttachmentIDs) > 0 {
+		body["attachment_ids"] = m.AttachmentIDs
+	}
 	return body
 }
 
 // Post posts m into a thread. A person's token cannot post components (403
-// components_not_allowed).
+// components_not_allowed). A file of AttachmentIDs that is not the poster's, or that another
+// message carries, is refused (422 attachment_invalid) and nothing is posted.
 func (c *Client) Post(ctx context.Context, threadID string, m NewMessage) (Message, error) {
 	var out Message
 	err := c.do(ctx, http.MethodPost, "/api/v1/threads/"+url.PathEscape(threadID)+"/messages", m.body(), &out)
@@ -197,7 +204,8 @@ func (in *Interaction) ReplyWith(ctx context.Context, m NewMessage) (Message, er
 }
 
 // ReplyWith posts m into the run's thread as the run's answer, as Reply does, with its
-// components: buttons and selects that people answer with interaction.created (OnInteraction).
+// components: buttons and selects that people answer with interaction.created (OnInteraction),
+// and its attachments: files the agent uploaded with its own client (Client().UploadFile).
 func (inv *Invocation) ReplyWith(ctx context.Context, m NewMessage) (Message, error) {
 	if m.ClientMsgID == "" {
 		inv.mu.Lock()
