@@ -156,9 +156,9 @@ func (f *FS) writeTemp(ctx context.Context, r io.Reader, limit int64) (string, f
 	}
 	m := newMeter(ctx, r, limit)
 	buf := copyBufs.Get().(*[]byte)
-	// Only Write of the file is visible to CopyBuffer, so the body goes through buf and
-	// nothing else (an *os.File would otherwise offer ReadFrom).
-	_, err = io.CopyBuffer(struct{ io.Writer }{file}, m, *buf)
+	// Only Write of the file is visible to CopyBuffer (writeback offers no ReadFrom, as an
+	// *os.File would), so the body goes through buf and nothing else.
+	_, err = io.CopyBuffer(&writeback{f: file}, m, *buf)
 	copyBufs.Put(buf)
 	if m.err != nil {
 		return fail(m.err)

@@ -22,6 +22,7 @@
 //	bothybench agents-runs -bin bench/out/bothy -clients 100 -runs 8
 //	bothybench authz-warm -n 1000000
 //	bothybench console -bin bench/out/bothy -messages 10000 -samples 400
+//	bothybench files-transfer -bin bench/out/bothy -size 1073741824
 //
 // The http-…, serve-…, gateway-… and agents-… scenarios run a `bothy serve` binary (-bin, built by
 // bench/run with `go build -o bench/out/bothy .`) as a child process on a temp data directory and
@@ -85,6 +86,9 @@ var scenarios = []scenario{
 		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "mention", duration: 20 * time.Second}, flags: agentsFirstToken},
 	{name: "agents-approval", about: "a person decides a run's approval → the agent's approval.decided on its gateway consumer (bench/agents)",
 		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "ask and decide", duration: 20 * time.Second}, flags: agentsApproval},
+
+	{name: "files-transfer", about: "one large file uploaded as a raw body and downloaded again over loopback: rates and the server's RSS growth (bench/files)",
+		serve: httpServe, flags: filesTransfer},
 
 	{name: "inbox-unread", about: "GET /api/v1/me/unread for a person in many channels and DMs, a million messages in the database (bench/inbox)",
 		serve: inboxServe, flags: inboxUnread},
