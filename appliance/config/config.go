@@ -210,7 +210,8 @@ type FilesConfig struct {
 	S3Endpoint string
 	S3Region   string
 	// S3AccessKeyIDRef and S3SecretAccessKeyRef are references (env:NAME, file:PATH) to the
-	// credentials; both empty sends anonymous requests.
+	// credentials; both empty, the AWS environment variables are read, then the machine's
+	// IAM role.
 	S3AccessKeyIDRef     string
 	S3SecretAccessKeyRef string
 	// S3PathStyle addresses the bucket in the path (endpoint/bucket/key), as MinIO and most
