@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,30 +172,15 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// blobFiles lists the files under the fs driver's directory of a server, temporaries included.
-func blobFiles(tb testing.TB, srv *server) []string {
-	tb.Helper()
-	var out []string
-	root := filepath.Join(srv.dataDir, "files")
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	return out
-}
-
 // TestFiles uploads, attaches and downloads files through the REST API on the real binary: a
 // file is its uploader's alone until a message carries it, then exactly as visible as the
 // message; ranges and conditional requests; what the browser is told about active content;
 // images get their metadata stripped and a thumbnail, a decompression bomb none; a message's
-// deletion takes its files.
+// deletion takes its files. It runs on each blob driver (files_s3_test.go).
 func TestFiles(t *testing.T) {
 	t.Parallel()
-	onEachEngine(t, true, func(t *testing.T, eng engine) {
-		in := mustStartWithOwner(t, eng)
+	onEachBlobStore(t, func(t *testing.T, eng engine, st blobStore) {
+		in := mustStartWithOwner(t, eng, st.args...)
 		sp := in.owner.mustCreateSpace(t, "Files")
 		ch := in.owner.mustCreateChannel(t, sp.ID, "general")
 		bob, bobc := in.mustCreateUser(t, "bob")
@@ -212,6 +198,14 @@ func TestFiles(t *testing.T) {
 			if f.Name != "holiday.png" || f.ContentType != "image/png" || f.Size != int64(len(img)) || f.SHA256 != sha(img) ||
 				f.UploaderID != bob.ID || f.MessageID != nil || f.Width == nil || *f.Width != 640 || *f.Height != 320 {
 				t.Fatalf("file %+v", f)
+			}
+			if got := st.blobs(t, in.srv); !slices.ContainsFunc(got, func(name string) bool { return strings.HasSuffix(name, f.SHA256) }) {
+				t.Fatalf("the %s store holds the blobs %v, none of them %s", st.driver, got, f.SHA256)
+			}
+			if st.driver != "fs" {
+				if _, err := os.Stat(filepath.Join(in.srv.dataDir, "files")); err == nil {
+					t.Fatal("a server on S3 made the data directory's files/")
+				}
 			}
 		})
 		t.Run("a file attached nowhere is its uploader's alone", func(t *testing.T) {
@@ -344,7 +338,7 @@ func TestFiles(t *testing.T) {
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				left := false
-				for _, p := range blobFiles(t, in.srv) {
+				for _, p := range st.contents(t, in.srv) {
 					if strings.HasSuffix(p, f.SHA256) {
 						left = true
 					}
@@ -362,11 +356,11 @@ func TestFiles(t *testing.T) {
 }
 
 // TestFileLimits holds uploads to files.max_upload_bytes (nothing is left behind by a refused
-// one) and sends a file in resumable parts, one of them twice.
+// one) and sends a file in resumable parts, one of them twice. It runs on each blob driver.
 func TestFileLimits(t *testing.T) {
 	t.Parallel()
-	onEachEngine(t, true, func(t *testing.T, eng engine) {
-		in := mustStartWithOwner(t, eng, "--set", "files.max_upload_bytes=9500000")
+	onEachBlobStore(t, func(t *testing.T, eng engine, st blobStore) {
+		in := mustStartWithOwner(t, eng, st.with("--set", "files.max_upload_bytes=9500000")...)
 		_, bobc := in.mustCreateUser(t, "bob")
 		t.Run("a body over the limit is refused and leaves nothing", func(t *testing.T) {
 			big := bytes.Repeat([]byte("x"), 9500001)
@@ -378,7 +372,7 @@ func TestFileLimits(t *testing.T) {
 			if r.status != http.StatusRequestEntityTooLarge || r.code() != "file_too_large" {
 				t.Fatalf("chunked: %s", r)
 			}
-			if left := blobFiles(t, in.srv); len(left) != 0 {
+			if left := st.contents(t, in.srv); len(left) != 0 {
 				t.Fatalf("left behind: %v", left)
 			}
 		})
@@ -426,6 +420,11 @@ func TestFileLimits(t *testing.T) {
 			}
 			if r := bobc.do(t, http.MethodGet, api("uploads", u.ID), nil); r.status != http.StatusNotFound {
 				t.Fatalf("the upload is still there: %s", r)
+			}
+			for _, name := range st.contents(t, in.srv) {
+				if strings.HasPrefix(name, "uploads/") || strings.HasPrefix(name, "unfinished:") {
+					t.Fatalf("the parts of the completed upload are still in the store: %s", name)
+				}
 			}
 		})
 	})
