@@ -32,16 +32,19 @@ type runAPI interface {
 	RequestApproval(ctx context.Context, req client.ApprovalRequest) (client.ApprovalDecision, error)
 }
 
-// threadAPI reads the thread and its authors with the agent's token.
+// threadAPI reads the thread, its authors and the invoking message's files with the agent's
+// token.
 type threadAPI interface {
 	ThreadMessages(ctx context.Context, threadID, before string, limit int) (client.MessagePage, error)
 	Users(ctx context.Context) ([]client.User, error)
+	DownloadFile(ctx context.Context, id string) (*client.Download, error)
 }
 
-// job is what a handler is asked: the run, its thread and the invoking message.
+// job is what a handler is asked: the run, its thread and the invoking message with its files.
 type job struct {
 	RunID, ThreadID, InvokedBy string
 	Message                    client.Message
+	Attachments                []client.Attachment
 }
 
 // Agent answers invocations with a model, its tools from MCP servers.
@@ -149,7 +152,7 @@ func (a *Agent) label(ctx context.Context, thread threadAPI, m client.Message) M
 }
 
 // conversation is the thread up to the invoking message: at most History earlier messages,
-// the deleted ones left out, and the invoking one last.
+// the deleted ones left out, and the invoking one last, with what the model reads of its files.
 func (a *Agent) conversation(ctx context.Context, thread threadAPI, j job) ([]Message, error) {
 	var msgs []Message
 	if a.cfg.History > 0 && j.Message.ID != "" {
@@ -164,14 +167,16 @@ func (a *Agent) conversation(ctx context.Context, thread threadAPI, j job) ([]Me
 			msgs = append(msgs, a.label(ctx, thread, m))
 		}
 	}
-	return append(msgs, a.label(ctx, thread, j.Message)), nil
+	last := a.label(ctx, thread, j.Message)
+	last.Text += a.attachments(ctx, thread, j.Attachments)
+	return append(msgs, last), nil
 }
 
 // Handler is the handler of client.Agent.Run: it answers each invocation, reading the thread
 // with c, the agent's client.
 func (a *Agent) Handler(c *client.Client) func(context.Context, *client.Invocation) error {
 	return func(ctx context.Context, inv *client.Invocation) error {
-		j := job{RunID: inv.RunID, ThreadID: inv.ThreadID, InvokedBy: inv.InvokedBy, Message: inv.Message}
+		j := job{RunID: inv.RunID, ThreadID: inv.ThreadID, InvokedBy: inv.InvokedBy, Message: inv.Message, Attachments: inv.Attachments}
 		return a.handle(ctx, j, invocationRun{inv}, c)
 	}
 }

@@ -5,10 +5,11 @@
 //
 // For each invocation it reads the thread (the invoking message and up to history earlier ones,
 // each labelled with its author and whether a person, an agent or an integration wrote it, so
-// that the model tells instructions from quoted content), starts the run, streams the model's
-// answer into the run's output (the first text at once, then coalesced: a patch at most every
-// 75 ms or 2 KiB), reports the cumulative token usage, posts the answer as the run's reply and
-// finishes it succeeded.
+// that the model tells instructions from quoted content; the invoking message's files follow it,
+// the text ones with their content up to 32 KiB in all, the others by name, type and size),
+// starts the run, streams the model's answer into the run's output (the first text at once, then
+// coalesced: a patch at most every 75 ms or 2 KiB), reports the cumulative token usage, posts the
+// answer as the run's reply and finishes it succeeded.
 //
 // Two wire formats are spoken with net/http and an SSE reader of the package's own: the OpenAI
 // chat completions API with stream: true (OpenAI, Ollama, vLLM, llama.cpp and other compatible

@@ -304,6 +304,7 @@ func (r *fakeRun) outputPatches() int {
 type fakeThread struct {
 	msgs  []client.Message
 	users []client.User
+	files map[string]string // id → content
 
 	mu     sync.Mutex
 	before string
@@ -327,6 +328,15 @@ func (f *fakeThread) ThreadMessages(_ context.Context, _, before string, limit i
 }
 
 func (f *fakeThread) Users(context.Context) ([]client.User, error) { return f.users, nil }
+
+// DownloadFile answers the files of the thread's files map; any other is not found.
+func (f *fakeThread) DownloadFile(_ context.Context, id string) (*client.Download, error) {
+	body, ok := f.files[id]
+	if !ok {
+		return nil, &client.APIError{Status: 404, Code: "not_found", Detail: "no such file"}
+	}
+	return &client.Download{ReadCloser: io.NopCloser(strings.NewReader(body)), Size: int64(len(body))}, nil
+}
 
 var me = client.User{ID: "u-llm", Handle: "llm", DisplayName: "LLM", Kind: "agent"}
 
