@@ -25,6 +25,12 @@
 // RunLongPoll is the same over the REST consumer (GET /api/v1/agents/me/events, a long poll,
 // and POST /api/v1/agents/me/ack), for an agent that cannot hold a WebSocket.
 //
+// Files go up before the message that carries them: UploadFile streams a reader as the body,
+// UploadFileResumable sends a large one in parts (a part that fails is sent again), and
+// NewMessage.AttachmentIDs names them in a post (Client.Post) or a run's answer
+// (Invocation.ReplyWith). Messages and invocations carry their Attachments; DownloadFile and
+// Thumbnail read them with the client's own token, as far as its rights on the channel go.
+//
 // The package talks to the server only over HTTP and WebSocket, like any other client; it must
 // not import the server's packages. github.com/coder/websocket lives in gateway.go alone.
 //
