@@ -285,7 +285,7 @@ var moduleRank = map[string]int{
 	"kernel":   0,
 	"instance": 1, "identity": 1, "chat": 1, "stats": 1, "catchup": 1, "push": 1, "files": 1,
 	"agents": 2, "messaging": 2, "dms": 2,
-	"runs": 3, "inbox": 3, "notify": 3,
+	"runs": 3, "inbox": 3, "notify": 3, "search": 3,
 	"authz":   4,
 	"gateway": 5,
 }

@@ -23,6 +23,7 @@ import (
 	"bothy.dev/bothy/app/notify"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/search"
 	"bothy.dev/bothy/app/stats"
 	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/httpapi"
@@ -185,6 +186,9 @@ func wire(ctx context.Context, a *App) error {
 	router.Handle(httpapi.PushRoutes(pushSvc)...)
 	router.Handle(httpapi.NotifyRoutes(notifySvc)...)
 	router.Handle(httpapi.InboxRoutes(inboxSvc)...)
+	// The search of messages reads the index storage keeps with each message (storage/search.go).
+	searchSvc := search.New(search.Deps{Index: storage.NewSearchStore(db), Messages: msgStore, Directory: msgStore, Scoper: az})
+	router.Handle(httpapi.SearchRoutes(searchSvc)...)
 	router.Handle(httpapi.EventRoutes(catchUp)...)
 	router.Handle(httpapi.ConsumerRoutes(catchup.NewConsumer(catchup.ConsumerDeps{Service: catchUp, Authz: az, Cursors: storage.NewConsumerStore(db), Wake: db, Clock: clock, Prepare: runSvc}))...)
 	// The MCP endpoint for outside agents (mcp.enabled): its tools call the use cases above as
@@ -192,7 +196,7 @@ func wire(ctx context.Context, a *App) error {
 	// path is unknown (404).
 	if a.Config.MCP.Enabled {
 		router.HandleJSONRPC(mcpserver.Path, a.Config.MCP.MaxRequestsPerPrincipal, mcpserver.New(mcpserver.Deps{
-			Chat: chats, Messages: msgs, Inbox: inboxSvc, Runs: runSvc, Authors: storage.NewIdentityStore(db), Logger: a.Logger,
+			Chat: chats, Messages: msgs, Inbox: inboxSvc, Runs: runSvc, Search: searchSvc, Authors: storage.NewIdentityStore(db), Logger: a.Logger,
 		}, mcpserver.Options{Version: Version, MaxBodyBytes: a.Config.HTTP.MaxJSONBodyBytes, CallTimeout: a.Config.HTTP.RequestTimeout}))
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,6 +320,18 @@ var goqiteTypes = map[string]string{
 	"goqite.BLOB": "BYTEA",                    // body
 }
 
+// withoutSearchIndex leaves out the full-text index of messages (0025_search), the one table
+// each engine builds in its own way: on SQLite an FTS5 virtual table with the shadow tables
+// FTS5 makes for it (message_search_data, _idx, _content, _docsize, _config), on PostgreSQL a
+// table with a tsvector and its GIN index. storage/search_test.go holds the two to the same
+// answers instead.
+func withoutSearchIndex(cols []column, indexes []string) ([]column, []string) {
+	isSearch := func(name string) bool { return name == "message_search" || strings.HasPrefix(name, "message_search_") }
+	cols = slices.DeleteFunc(slices.Clone(cols), func(c column) bool { return isSearch(c.Table) })
+	indexes = slices.DeleteFunc(slices.Clone(indexes), isSearch)
+	return cols, indexes
+}
+
 func TestSchemasMatch(t *testing.T) {
 	pgdb.URL(t)
 	ctx := context.Background()
@@ -330,6 +343,7 @@ func TestSchemasMatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		schemas[eng], indexes[eng] = schemaOf(t, r, eng)
+		schemas[eng], indexes[eng] = withoutSearchIndex(schemas[eng], indexes[eng])
 	}
 	s, p := schemas[engine.SQLite], schemas[engine.Postgres]
 	if len(s) < 50 {

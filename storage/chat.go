@@ -198,9 +198,13 @@ func (s *ChatStore) Thread(ctx context.Context, id kernel.ID) (chat.Thread, erro
 }
 
 func (s *ChatStore) UpdateThread(ctx context.Context, t chat.Thread) error {
-	res, err := s.db.q(ctx).ExecContext(ctx, `UPDATE threads SET title = ?, updated_at = ? WHERE id = ?`,
+	q := s.db.q(ctx)
+	res, err := q.ExecContext(ctx, `UPDATE threads SET title = ?, updated_at = ? WHERE id = ?`,
 		t.Title, fmtTime(t.UpdatedAt), string(t.ID))
-	return s.db.oneRowOrNotFound(res, err, "thread")
+	if err := s.db.oneRowOrNotFound(res, err, "thread"); err != nil {
+		return err
+	}
+	return s.db.indexTitle(ctx, q, t.ID, t.Title) // the first message is found by its title
 }
 
 func (s *ChatStore) Threads(ctx context.Context, channelID kernel.ID, p chat.Page) ([]chat.Thread, bool, error) {

@@ -151,6 +151,11 @@ func Copy(ctx context.Context, src *sql.DB, srcDialect Dialect, dst *sql.DB, dst
 			return nil, err
 		}
 	}
+	// The search index is each engine's own (storage/search_copy.go): its rows are read in the
+	// terms both share and written as the target keeps them.
+	if err := copySearchIndex(ctx, stx, srcDialect, dtx, dstDialect, o); err != nil {
+		return nil, err
+	}
 	if err := verify(ctx, dtx, dstDialect, srcCounts, srcHead.max); err != nil {
 		return nil, err
 	}
@@ -218,7 +223,7 @@ func listTables(ctx context.Context, q readQuerier, d Dialect) ([]string, error)
 		if err := rows.Scan(&name); err != nil {
 			return nil, err
 		}
-		if name != "schema_migrations" {
+		if name != "schema_migrations" && !isSearchTable(name) {
 			out = append(out, name)
 		}
 	}

@@ -67,6 +67,9 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if n == 0 {
 		return false, nil
 	}
+	if err := s.db.indexMessage(ctx, q, m); err != nil {
+		return false, err
+	}
 	return true, s.insertMentions(ctx, q, m, mentionRows(m), false)
 }
 
@@ -272,6 +275,9 @@ func (s *MessageStore) UpdateMessage(ctx context.Context, m messaging.Message, p
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
 		return err
 	}
+	if err := s.db.reindexBody(ctx, q, m); err != nil {
+		return err
+	}
 	// The edit may drop mentions: whom the message mentioned before is counted again too.
 	var before []kernel.ID
 	rows, err := q.QueryContext(ctx, `SELECT principal_id FROM mentions WHERE message_id = ?`, string(m.ID))
@@ -350,6 +356,9 @@ func (s *MessageStore) DeleteMessage(ctx context.Context, m messaging.Message, a
 	res, err := q.ExecContext(ctx, `UPDATE messages SET content = '', components = NULL, attachments = NULL, version = ?, deleted_at = ? WHERE id = ?`,
 		m.Version, fmtTime(at), string(m.ID))
 	if err := s.db.oneRowOrNotFound(res, err, "message"); err != nil {
+		return err
+	}
+	if err := s.db.unindexMessage(ctx, q, m.ID); err != nil {
 		return err
 	}
 	if _, err := q.ExecContext(ctx, `DELETE FROM message_revisions WHERE message_id = ?`, string(m.ID)); err != nil {

@@ -145,7 +145,7 @@ func TestMCP(t *testing.T) {
 				}
 			}
 			slices.Sort(names)
-			if want := []string{"get_run", "list_channels", "list_unread", "post_message", "read_thread"}; !slices.Equal(names, want) {
+			if want := []string{"get_run", "list_channels", "list_unread", "post_message", "read_thread", "search_messages"}; !slices.Equal(names, want) {
 				t.Fatalf("tools %v, want %v", names, want)
 			}
 			var got mcpChannels
@@ -269,7 +269,7 @@ func TestMCP(t *testing.T) {
 			as(in.srv, "bothy_not-a-token").do(t, http.MethodPost, api("mcp"), rpc, accept).want(t, http.StatusUnauthorized)
 			as(in.srv, "").do(t, http.MethodPost, api("mcp"), rpc, accept, breaksDocument()).want(t, http.StatusUnauthorized)
 			r := pia.do(t, http.MethodPost, api("mcp"), rpc, accept).want(t, http.StatusOK)
-			if res, _ := r.obj()["result"].(map[string]any); res == nil || len(res["tools"].([]any)) != 5 {
+			if res, _ := r.obj()["result"].(map[string]any); res == nil || len(res["tools"].([]any)) != 6 {
 				t.Fatalf("tools/list answered %s", r)
 			}
 			pia.do(t, http.MethodGet, api("mcp"), nil, breaksDocument()).want(t, http.StatusMethodNotAllowed)

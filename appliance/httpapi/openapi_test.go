@@ -15,6 +15,7 @@ import (
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/search"
 )
 
 // bounds is what the document says of one string field: minLength and maxLength, -1 where it
@@ -80,6 +81,9 @@ var documentedBounds = map[string]bounds{
 	"schemas/PostMessageRequest/attachment_ids": {none, files.MaxAttachments},
 	"schemas/Message/attachments":               {none, files.MaxAttachments},
 	"schemas/AgentInvocation/attachments":       {none, files.MaxAttachments},
+
+	// Search: q is refused beyond search.MaxQueryBytes (bytes, stated as characters).
+	"paths//api/v1/search/get/parameters/0/schema": {none, search.MaxQueryBytes},
 
 	// Files: names are cut to files.MaxNameBytes; a content type is at most 255 bytes.
 	"paths//api/v1/files/post/parameters/0/schema": {1, none},

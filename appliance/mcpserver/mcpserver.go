@@ -1,6 +1,7 @@
 // Package mcpserver is the MCP endpoint (Model Context Protocol, streamable HTTP) for outside
 // agents: Claude Code, Cursor or any MCP client lists the channels it may read, reads and posts
-// messages, reads what is unread and follows a run, with an API token or an agent token.
+// messages, searches them, reads what is unread and follows a run, with an API token or an agent
+// token.
 //
 // Each tool calls the use case that the REST route of the same read or write calls, as the
 // principal of the token, so the authorizer decides exactly as it does for REST: what the
@@ -32,6 +33,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/search"
 )
 
 // Path is where the router serves the endpoint.
@@ -61,6 +63,11 @@ type Runs interface {
 	Get(ctx context.Context, actor kernel.Actor, id kernel.ID) (runs.Run, error)
 }
 
+// Search is what the search tool calls; *search.Service implements it.
+type Search interface {
+	Search(ctx context.Context, actor kernel.Actor, r search.Request) (search.Page, error)
+}
+
 // Authors names the authors of messages the caller has been allowed to read: identity's store
 // implements it. It is read only for messages a use case has already handed out.
 type Authors interface {
@@ -72,6 +79,7 @@ var (
 	_ Messages = (*messaging.Service)(nil)
 	_ Inbox    = (*inbox.Service)(nil)
 	_ Runs     = (*runs.Service)(nil)
+	_ Search   = (*search.Service)(nil)
 )
 
 // Deps are the use cases the tools call; none may be nil but Logger.
@@ -80,6 +88,7 @@ type Deps struct {
 	Messages Messages
 	Inbox    Inbox
 	Runs     Runs
+	Search   Search
 	Authors  Authors
 	Logger   *slog.Logger
 }
@@ -98,8 +107,8 @@ type Options struct {
 // New returns the endpoint's handler. It expects the actor in the request's context
 // (kernel.WithActor), where the router's authentication put it.
 func New(d Deps, o Options) http.Handler {
-	if d.Chat == nil || d.Messages == nil || d.Inbox == nil || d.Runs == nil || d.Authors == nil {
-		panic("mcpserver: New needs Chat, Messages, Inbox, Runs and Authors")
+	if d.Chat == nil || d.Messages == nil || d.Inbox == nil || d.Runs == nil || d.Search == nil || d.Authors == nil {
+		panic("mcpserver: New needs Chat, Messages, Inbox, Runs, Search and Authors")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)

@@ -19,6 +19,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/app/search"
 )
 
 // fakes answer what the test sets; the end-to-end tests (tests/mcp_test.go) drive the real use
@@ -26,6 +27,7 @@ import (
 type fakes struct {
 	spacesErr error
 	block     chan struct{}
+	searched  []search.Request
 }
 
 func (f *fakes) ListSpaces(ctx context.Context, actor kernel.Actor) ([]chat.Space, error) {
@@ -68,7 +70,7 @@ var alice = kernel.Actor{ID: "01900000-0000-7000-8000-000000000001", Kind: kerne
 // serve runs the endpoint behind a stand-in for the router, which puts alice in the context
 // of a request that carries a bearer token.
 func serve(t *testing.T, f *fakes, timeout time.Duration) *httptest.Server {
-	h := New(Deps{Chat: f, Messages: f, Inbox: f, Runs: f, Authors: f}, Options{CallTimeout: timeout})
+	h := New(Deps{Chat: f, Messages: f, Inbox: f, Runs: f, Search: f, Authors: f}, Options{CallTimeout: timeout})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 			r = r.WithContext(kernel.WithActor(r.Context(), alice))

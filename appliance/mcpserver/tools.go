@@ -10,6 +10,7 @@ import (
 	"bothy.dev/bothy/app/inbox"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/search"
 )
 
 // tools holds the handlers of the endpoint's tools.
@@ -35,6 +36,11 @@ func (t *tools) register(s *mcp.Server) {
 	add(t, s, &mcp.Tool{Name: "list_unread", Description: "What is unread for you: each channel (its main " +
 		"thread) and followed thread with unread messages, with its unread and mention counts and its newest " +
 		"message's id, and the sums. Your own messages are never unread."}, t.listUnread)
+	add(t, s, &mcp.Tool{Name: "search_messages", Description: "Search the messages you may read, newest first " +
+		"(or sort: relevance). query holds words (all must match; the last also matches as a prefix), \"exact " +
+		"phrases\", -excluded words and the filters from:@handle, in:#channel, has:file, before:YYYY-MM-DD and " +
+		"after:YYYY-MM-DD. Each result has the message, its channel_id and thread_id and a highlight (HTML, the " +
+		"matches in <mark>). limit is 1 to 100 (default 20); pass next_cursor as cursor for more."}, t.searchMessages)
 	add(t, s, &mcp.Tool{Name: "get_run", Description: "Read an agent's run: its state, the agent, the message " +
 		"that invoked it, its status line, steps and output, and why it failed, if it did."}, t.getRun)
 }
@@ -266,4 +272,24 @@ func (t *tools) getRun(ctx context.Context, actor kernel.Actor, in getRunIn) (an
 		return nil, err
 	}
 	return t.d.Runs.Get(ctx, actor, id)
+}
+
+type searchMessagesIn struct {
+	Query     string `json:"query" jsonschema:"words, \"phrases\", -exclusions and filters (from:@handle in:#channel has:file before:YYYY-MM-DD after:YYYY-MM-DD)"`
+	ChannelID string `json:"channel_id,omitempty" jsonschema:"search only this channel"`
+	Sort      string `json:"sort,omitempty" jsonschema:"newest (default) or relevance"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"how many results, 1 to 100 (default 20)"`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"the next_cursor of the page before"`
+}
+
+func (t *tools) searchMessages(ctx context.Context, actor kernel.Actor, in searchMessagesIn) (any, error) {
+	r := search.Request{Q: in.Query, Sort: search.Sort(in.Sort), Limit: in.Limit, Cursor: in.Cursor}
+	if in.ChannelID != "" {
+		id, err := parseID("channel_id", in.ChannelID)
+		if err != nil {
+			return nil, err
+		}
+		r.ChannelID = id
+	}
+	return t.d.Search.Search(ctx, actor, r)
 }
