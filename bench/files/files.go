@@ -1,8 +1,8 @@
-// Package files measures the transfer of one large file through a real bothy serve: the upload
+// Package filesbench measures the transfer of one large file through a real bothy serve: the upload
 // as the raw body of POST /api/v1/files and the download of GET /api/v1/files/{id}/content over
 // loopback, their rates, and how much the server's memory grows while it streams them (a file
 // must never be held whole: the target is at most 16 MiB of growth for a 1 GiB file).
-package files
+package filesbench
 
 import (
 	"context"
