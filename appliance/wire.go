@@ -299,7 +299,7 @@ func wire(ctx context.Context, a *App) error {
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
 		LogHead: db, Inbox: inboxSvc, Interactions: interactions, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
 		Notify: notifySvc, Threads: chats, Push: pushSvc, Approvals: runSvc,
-		Budgets: runSvc}))
+		Budgets: runSvc, Search: searchSvc}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))

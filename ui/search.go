@@ -10,7 +10,7 @@ import (
 
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
-	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/search"
 	"bothy.dev/bothy/ui/pages"
 )
 
@@ -20,43 +20,15 @@ import (
 // the same use case as GET /api/v1/search, with the person as the actor, so it finds nothing
 // the API would not.
 
-// SearchUseCases is what the search page calls; the search module's use case implements it
-// through a small adapter where it is wired (appliance/wire.go), since the page needs only
-// the text, the cursor and the page size.
+// SearchUseCases is what the search page calls; *search.Service implements it.
 type SearchUseCases interface {
-	Search(ctx context.Context, actor kernel.Actor, q SearchQuery) (SearchPage, error)
+	Search(ctx context.Context, actor kernel.Actor, r search.Request) (search.Page, error)
 }
 
-// SearchQuery is one page of a search: the query as the person typed it (the search
-// module parses its syntax), the opaque cursor of the page ("" for the first) and its size.
-type SearchQuery struct {
-	Text   string
-	Cursor string
-	Limit  int
-}
-
-// SearchPage is what a search answers: its matches, newest first, and the cursor of the
-// page after them ("" at the end).
-type SearchPage struct {
-	Items      []SearchHit
-	NextCursor string
-}
-
-// SearchHit is one matching message with where it is and its excerpt: Highlight is
-// HTML-escaped text with <mark> around each matched term.
-type SearchHit struct {
-	Message   messaging.Message
-	ChannelID kernel.ID
-	ThreadID  kernel.ID
-	Highlight string
-}
+var _ SearchUseCases = (*search.Service)(nil)
 
 // searchPageSize is how many matches one page of results shows.
 const searchPageSize = 20
-
-// maxSearchQuery bounds the text the page sends to the use case, which refuses longer ones
-// anyway; the box's maxlength says the same.
-const maxSearchQuery = 500
 
 var errNoSearch = kernel.Errorf(kernel.CodeNotFound, "search is not wired")
 
@@ -78,11 +50,7 @@ func (c *chatView) searchPage(rq *request) error {
 		v.Title = "Search: " + text
 		v.Chrome.Title = v.Title
 		v.FirstHref = searchHref(text, "")
-		if len(text) > maxSearchQuery {
-			v.Error = "The search is too long: at most 500 characters."
-			return c.render(rq, http.StatusBadRequest, pages.Search(v))
-		}
-		res, err := c.d.Search.Search(rq.ctx(), rq.actor, SearchQuery{Text: text, Cursor: cursor, Limit: searchPageSize})
+		res, err := c.d.Search.Search(rq.ctx(), rq.actor, search.Request{Q: text, Cursor: cursor, Limit: searchPageSize})
 		switch {
 		case refusal(err, kernel.CodeValidation):
 			v.Error = formError(err)
@@ -97,8 +65,8 @@ func (c *chatView) searchPage(rq *request) error {
 		if v.Results, err = c.searchResults(rq, res.Items); err != nil {
 			return err
 		}
-		if res.NextCursor != "" {
-			v.NextHref = searchHref(text, res.NextCursor)
+		if res.NextCursor != nil && *res.NextCursor != "" {
+			v.NextHref = searchHref(text, *res.NextCursor)
 		}
 	}
 	return c.render(rq, http.StatusOK, pages.Search(v))
@@ -116,7 +84,7 @@ func searchHref(text, cursor string) string {
 // searchResults are the hits as the page lists them, each channel and thread read once. A
 // channel or thread that went away between the search and these reads leaves its hits out
 // rather than failing the page.
-func (c *chatView) searchResults(rq *request, hits []SearchHit) ([]pages.SearchResult, error) {
+func (c *chatView) searchResults(rq *request, hits []search.Result) ([]pages.SearchResult, error) {
 	if len(hits) == 0 {
 		return nil, nil
 	}
@@ -149,7 +117,7 @@ func (c *chatView) searchResults(rq *request, hits []SearchHit) ([]pages.SearchR
 		}
 		th, ok := threads[h.ThreadID]
 		if !ok {
-			got, err := c.d.Chat.ThreadRef(rq.ctx(), h.ThreadID)
+			got, err := c.d.Chat.Thread(rq.ctx(), h.ThreadID)
 			switch {
 			case err == nil:
 				th = &got

@@ -152,7 +152,7 @@ func top(c Chrome) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "\" maxlength=\"500\" placeholder=\"Search messages\" title=\"Search: words, &#34;a phrase&#34;, -word, from:@ada, in:#general, has:file\" data-testid=\"top-search-input\"></form><nav data-testid=\"nav\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "\" maxlength=\"1024\" placeholder=\"Search messages\" title=\"Search: words, &#34;a phrase&#34;, -word, from:@ada, in:#general, has:file\" data-testid=\"top-search-input\"></form><nav data-testid=\"nav\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
