@@ -3,9 +3,11 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
 	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/storage/engine"
 )
 
 // FileStore implements files.Store on files, uploads and upload_parts (migration 0024).
@@ -197,6 +199,19 @@ func (s *FileStore) BlobInUse(ctx context.Context, key string) (bool, error) {
 		return false, s.db.mapErr(err, "file")
 	}
 	return true, nil
+}
+
+// LockBlob implements files.Store: on SQLite the write transaction excludes every other writer
+// already; on PostgreSQL a transaction-scoped advisory lock on the key's hash.
+func (s *FileStore) LockBlob(ctx context.Context, key string) error {
+	if !inTx(ctx) {
+		return fmt.Errorf("storage: LockBlob outside a Unit of Work")
+	}
+	if s.db.dialect.Name() != engine.Postgres {
+		return nil
+	}
+	_, err := s.db.q(ctx).ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(?, 7411))`, "blob:"+key)
+	return s.db.mapErr(err, "blob lock")
 }
 
 // InsertUpload implements files.Store.

@@ -241,6 +241,9 @@ func (s *Service) record(ctx context.Context, f File, also func(ctx context.Cont
 				return err
 			}
 		}
+		if err := s.claim(ctx, f.SHA256); err != nil {
+			return err
+		}
 		state := ThumbNone
 		if Thumbnailable(f.ContentType) {
 			state = ThumbPending
@@ -256,10 +259,35 @@ func (s *Service) record(ctx context.Context, f File, also func(ctx context.Cont
 		return s.jobs.Enqueue(ctx, kernel.Job{Name: JobUnattachedExpiry, Args: FileJobArgs{FileID: f.ID},
 			At: f.CreatedAt.Add(s.cfg.UnattachedTTL), Key: string(f.ID)})
 	})
-	if err != nil {
+	if err != nil && !kernel.IsCode(err, CodeBlobGone) {
 		_ = s.RemoveBlob(context.WithoutCancel(ctx), f.SHA256)
 	}
 	return err
+}
+
+// CodeBlobGone: the bytes of an upload were removed between their write and the file's record,
+// by the removal of an identical file's blob at that very moment. Nothing was kept; the client
+// sends the file again.
+var CodeBlobGone = kernel.NewCode("upload_interrupted", kernel.ClassUnavailable)
+
+// claim makes sure, in the Unit of Work that records a file naming key, that the blob is still
+// there: an identical file's blob may have been found to be unused and removed after this
+// upload found it stored already (Put keeps an existing blob), and before the new file's row
+// made it used. With the lock on key, the removal (RemoveBlob) and the record are ordered: the
+// removal either sees the new row and keeps the blob, or has removed it before, which the check
+// here sees.
+func (s *Service) claim(ctx context.Context, key string) error {
+	if err := s.store.LockBlob(ctx, key); err != nil {
+		return err
+	}
+	r, err := s.blobs.Open(ctx, key)
+	if kernel.IsCode(err, kernel.CodeNotFound) {
+		return kernel.RetryAfter(kernel.Errorf(CodeBlobGone, "the upload was interrupted; send the file again"), time.Second)
+	}
+	if err != nil {
+		return err
+	}
+	return r.Close()
 }
 
 // withThumbState is f with the thumbnail state InsertFile stores.
@@ -392,6 +420,11 @@ func (s *Service) MakeThumbnail(ctx context.Context, id kernel.ID) error {
 		return err
 	}
 	err = s.uow.Do(ctx, func(ctx context.Context) error {
+		if key != "" {
+			if err := s.claim(ctx, key); err != nil {
+				return err
+			}
+		}
 		nf, err := s.store.SetThumbnail(ctx, id, state, thumb, key)
 		if err != nil {
 			return err
@@ -464,13 +497,20 @@ func (s *Service) forget(ctx context.Context, f File) error {
 	return nil
 }
 
-// RemoveBlob is the job that removes the bytes of key when no file names them any more.
+// RemoveBlob is the job that removes the bytes of key when no file names them any more. The
+// check and the removal hold the lock on key (claim says why), so a file recorded at the same
+// moment either keeps the blob or learns it is gone.
 func (s *Service) RemoveBlob(ctx context.Context, key string) error {
-	used, err := s.store.BlobInUse(ctx, key)
-	if err != nil || used {
-		return err
-	}
-	return s.blobs.Delete(ctx, key)
+	return s.uow.Do(ctx, func(ctx context.Context) error {
+		if err := s.store.LockBlob(ctx, key); err != nil {
+			return err
+		}
+		used, err := s.store.BlobInUse(ctx, key)
+		if err != nil || used {
+			return err
+		}
+		return s.blobs.Delete(ctx, key)
+	})
 }
 
 // Attachable checks the files a message of actor will carry, in the Unit of Work of the

@@ -29,6 +29,10 @@ type Store interface {
 	SetThumbnail(ctx context.Context, id kernel.ID, state string, thumb *Thumbnail, key string) (File, error)
 	// BlobInUse reports whether a file names key as its bytes or its thumbnail.
 	BlobInUse(ctx context.Context, key string) (bool, error)
+	// LockBlob makes the Units of Work that decide about the blob key (one that stores a file
+	// naming it, one that removes it) run one after the other: it holds until the end of the
+	// Unit of Work of ctx. Errors: internal outside a Unit of Work.
+	LockBlob(ctx context.Context, key string) error
 
 	// InsertUpload stores a new resumable upload.
 	InsertUpload(ctx context.Context, u Upload) error
