@@ -29,10 +29,12 @@ import (
 func TestBrowserFiles(t *testing.T) {
 	t.Parallel()
 	onEachEngine(t, false, func(t *testing.T, eng engine) {
-		f := mustChatFlow(t, eng)
+		// The red picture has more pixels than a thumbnail is made of: it gets none, and its
+		// preview shows the image itself.
+		f := mustChatFlow(t, eng, "--set", "files.max_image_pixels=200000")
 		w, b := f.w, f.alice
 		dir := t.TempDir()
-		red, blue := writePNG(t, dir, "red.png", 640, 480, color.RGBA{200, 30, 30, 255}), writePNG(t, dir, "blue.png", 300, 200, color.RGBA{30, 30, 200, 255})
+		red, blue := writePNG(t, dir, "red.png", 640, 480, color.RGBA{200, 30, 30, 255}), writePNG(t, dir, "blue.png", 450, 300, color.RGBA{30, 30, 200, 255})
 		notes := writeFile(t, dir, "notes.txt", "the minutes of the meeting\n")
 		evil := writeFile(t, dir, "page.html", `<!doctype html><title>a file</title><p>plain words</p>`+
 			`<script>document.title = "pwned"; document.cookie = "pwned=1; path=/";</script>`)
@@ -65,10 +67,12 @@ func TestBrowserFiles(t *testing.T) {
 			if size := eval[string](b, `(i => i.getAttribute("width") + "x" + i.getAttribute("height"))(document.querySelector(`+jsString(sel)+`))`); size != "360x270" {
 				t.Fatalf("the first preview is %s, not scaled from 640x480 into 360x270", size)
 			}
-			// Each shows its thumbnail (at most 400 px), the full image standing in while the
-			// job makes it and file.updated bringing it once it is there.
-			b.until("both previews show their thumbnails", `[...document.querySelectorAll(`+jsString(sel)+`)].every(i =>
-				i.complete && /\/thumbnail(\?|$)/.test(i.currentSrc) && i.naturalWidth > 0 && i.naturalWidth <= 400)`)
+			// The blue one shows its thumbnail (the full image stands in while the job makes it,
+			// and file.updated brings it once it is there); the red one, which gets none, shows
+			// the full image.
+			shows := func(i int) string { return `document.querySelectorAll(` + jsString(sel) + `)[` + strconv.Itoa(i) + `]` }
+			b.until("the blue preview shows its thumbnail", `(i => i.complete && /\/thumbnail(\?|$)/.test(i.currentSrc) && i.naturalWidth === 400)(`+shows(1)+`)`)
+			b.until("the red preview shows the full image", `(i => i.complete && i.currentSrc.endsWith("/content") && i.naturalWidth === 640)(`+shows(0)+`)`)
 			var m map[string]any
 			w.in.owner.do(t, http.MethodGet, api("messages", pictures), nil).want(t, http.StatusOK).decode(t, &m)
 			if as, _ := m["attachments"].([]any); len(as) != 2 {
