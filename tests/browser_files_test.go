@@ -186,6 +186,21 @@ func TestBrowserFiles(t *testing.T) {
 				t.Fatalf("the page's script set a cookie of the console: %q", c)
 			}
 		})
+
+		step(t, b, "a message carries at most ten files: the eleventh picked is refused and says so", func(t *testing.T, b *tab) {
+			var many []string
+			for i := range 11 {
+				many = append(many, writeFile(t, dir, "part-"+strconv.Itoa(i)+".txt", "part "+strconv.Itoa(i)))
+			}
+			b.do("pick eleven files", chromedp.SetUploadFiles(chromedp.CSS(testID("attach-input")), many))
+			b.until("ten chips are uploaded", `document.querySelectorAll('[data-testid="attachment-chip"][data-state="done"]').length === 10`)
+			if n := eval[int](b, `document.querySelectorAll('[data-testid="attachment-chip"]').length`); n != 10 {
+				t.Fatalf("%d chips", n)
+			}
+			if got := b.text(testID("composer") + " " + testID("form-error")); !strings.Contains(got, "at most 10 files") {
+				t.Fatalf("the composer says %q", got)
+			}
+		})
 	})
 }
 
