@@ -2,12 +2,14 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
 	"bothy.dev/bothy/app/search"
+	"bothy.dev/bothy/storage/commit"
 	"bothy.dev/bothy/storage/engine"
 )
 
@@ -46,13 +48,11 @@ func (db *DB) indexMessage(ctx context.Context, q querier, m messaging.Message) 
 	var err error
 	switch db.dialect.Name() {
 	case engine.SQLite:
-		tags := searchTag("c", m.ChannelID) + " " + searchTag("a", m.AuthorID)
-		if len(m.Attachments) > 0 {
-			tags += " " + hasFileTag
+		v := indexedFiles{names: files, hasFile: len(m.Attachments) > 0}
+		if searchInserts.Record(ctx, m.ID, v) {
+			return nil // written at the batch's commit, in its transaction (searchInserts)
 		}
-		_, err = q.ExecContext(ctx, `INSERT INTO message_search (rowid, body, files, title, tags)
-			SELECT m.rowid, ?, ?, `+firstOfThread+`, ? FROM messages m WHERE m.id = ?`,
-			m.Content, files, string(m.ThreadID), string(m.ID), tags, string(m.ID))
+		_, err = q.ExecContext(ctx, sqliteIndexInsert, sqliteIndexArgs(m.ID, v)...)
 	case engine.Postgres:
 		_, err = q.ExecContext(ctx, `INSERT INTO message_search (message_id, channel_id, author_id, has_file, body, files, title)
 			VALUES (?, ?, ?, ?, ?, ?, `+firstOfThread+`)`,
@@ -63,6 +63,61 @@ func (db *DB) indexMessage(ctx context.Context, q querier, m messaging.Message) 
 	}
 	return db.mapErr(err, "search index")
 }
+
+// indexedFiles is what the index row of a new message takes from the message itself rather
+// than from its row: the names of its attachments.
+type indexedFiles struct {
+	names   string
+	hasFile bool
+}
+
+// sqliteIndexInsert adds a message's row to SQLite's index from the message's row as it is at
+// that moment: its content, channel and author, its thread's title if it is the first message,
+// nothing once it is deleted.
+const sqliteIndexInsert = `INSERT INTO message_search (rowid, body, files, title, tags)
+	SELECT m.rowid, m.content, ?, ` + firstTitle + `,
+		'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '') || ?
+	FROM messages m WHERE m.id = ? AND m.deleted_at IS NULL`
+
+// firstTitle is the title of the thread of messages m when m is its first message, else ”.
+const firstTitle = `COALESCE((SELECT t.title FROM threads t WHERE t.id = m.thread_id AND t.is_main = 0
+		AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.thread_id = t.id AND o.id < m.id)), '')`
+
+func sqliteIndexArgs(id kernel.ID, v indexedFiles) []any {
+	tag := ""
+	if v.hasFile {
+		tag = " " + hasFileTag
+	}
+	return []any{v.names, tag, string(id)}
+}
+
+// searchInserts are the messages a batch inserts, added to SQLite's index at the batch's commit,
+// in its transaction, after the units' savepoints: FTS5 writes what it holds in memory to a new
+// segment of the index at every savepoint, so one row per savepoint made a segment per message
+// and a merge of segments every few messages. At commit the batch's rows make one segment. The
+// insert reads the message's row then, so an edit, a deletion or a thread's new title later in
+// the same batch is what the index gets. A unit that fails records nothing.
+var searchInserts = commit.NewAtCommitAll(func(_, b indexedFiles) indexedFiles { return b },
+	func(exec func(q string, args ...any) error, ids []kernel.ID, vals map[kernel.ID]indexedFiles) error {
+		// One statement for many rows: SQLite opens a savepoint of each statement that writes a
+		// virtual table, and FTS5 flushes at each one.
+		for len(ids) > 0 {
+			n := min(len(ids), 300)
+			args := make([]any, 0, 3*n)
+			for _, id := range ids[:n] {
+				args = append(args, sqliteIndexArgs(id, vals[id])...)
+			}
+			if err := exec(`WITH v (files, tag, id) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+`)
+				INSERT INTO message_search (rowid, body, files, title, tags)
+				SELECT m.rowid, m.content, v.files, `+firstTitle+`,
+					'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '') || v.tag
+				FROM v JOIN messages m ON m.id = v.id WHERE m.deleted_at IS NULL ORDER BY m.rowid`, args...); err != nil {
+				return fmt.Errorf("search index: %w", err)
+			}
+			ids = ids[n:]
+		}
+		return nil
+	})
 
 // reindexBody writes the edited content of m into the search index.
 func (db *DB) reindexBody(ctx context.Context, q querier, m messaging.Message) error {

@@ -303,6 +303,30 @@ func TestSearchIndex(t *testing.T) {
 			if got := e.find(t, "rolled", nil); len(got) != 0 {
 				t.Fatalf("a rolled back message is found: %v", got)
 			}
+			// A message edited or deleted in the Unit of Work that posts it is indexed as it ends.
+			var edited, gone messaging.Message
+			err = e.db.Do(ctx, func(ctx context.Context) error {
+				var err error
+				if edited, _, err = e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "alpha words"}); err != nil {
+					return err
+				}
+				if _, err = e.svc.EditMessage(ctx, e.alice, edited.ID, "beta words"); err != nil {
+					return err
+				}
+				if gone, _, err = e.svc.CreateMessage(ctx, e.alice, e.mainID, messaging.NewMessage{Content: "gamma words"}); err != nil {
+					return err
+				}
+				return e.svc.DeleteMessage(ctx, e.alice, gone.ID)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.find(t, "words", nil); !slices.Equal(got, ids(edited)) {
+				t.Fatalf("words: %v, want only the edited message", got)
+			}
+			if got := e.find(t, "alpha", nil); len(got) != 0 {
+				t.Fatalf("found by the text before the edit: %v", got)
+			}
 		})
 	})
 }
