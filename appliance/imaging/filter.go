@@ -9,7 +9,8 @@ import (
 )
 
 // bufferSize bounds what a filter holds of its image at once: the headers it looks at are a
-// few bytes each, and the rest streams through.
+// few bytes each, and the rest streams through. The one exception is a JPEG's Exif segment,
+// held whole (at most 64 KiB) to read the orientation in it.
 const bufferSize = 32 << 10
 
 // filter streams an image's bytes through a parser of its format. The parser looks at a
@@ -33,16 +34,24 @@ type filter struct {
 
 	width, height int
 	ok            bool
+	// turned is set when the image is shown turned a quarter (Exif orientations 5 to 8):
+	// Dimensions then answers the sides swapped.
+	turned bool
 }
 
 func newFilter(r io.Reader) *filter {
 	return &filter{br: bufio.NewReaderSize(r, bufferSize)}
 }
 
-// Dimensions implements files.ImageFilter.
+// Dimensions implements files.ImageFilter. They are the displayed size: for a JPEG whose Exif
+// orientation turns it a quarter (5 to 8) the width is the frame's height and the other way
+// round, as the console lays a preview out by them and every browser shows it turned.
 func (f *filter) Dimensions() (width, height int, ok bool) {
 	if !f.ok {
 		return 0, 0, false
+	}
+	if f.turned {
+		return f.height, f.width, true
 	}
 	return f.width, f.height, true
 }
@@ -160,10 +169,11 @@ var (
 // (EOI). After EOI may come further JPEGs (the previews, depth maps and gain maps of the
 // Multi-Picture Format, each with its own Exif), which are filtered the same way.
 type jpegParser struct {
-	f       *filter
-	strip   bool
-	hasSize bool
-	scanned bool // a scan of the first image began: its dimensions are known for good
+	f        *filter
+	strip    bool
+	hasSize  bool
+	scanned  bool // a scan of the first image began: its dimensions are known for good
+	exifRead bool // the image's first Exif segment was read: it alone says which way up
 }
 
 func (p *jpegParser) start() {
@@ -237,15 +247,64 @@ func (p *jpegParser) segment() {
 			p.hasSize = f.found(int(be.Uint16(b[7:])), int(be.Uint16(b[5:])))
 		}
 		f.keep = 2 + length
+	case marker == 0xE1 && !p.exifRead && p.isExif(length):
+		f.step = p.exif(int(2 + length))
 	case p.strip && (marker == 0xE1 || marker == 0xED || marker == 0xFE):
 		// APP1 holds Exif (the camera, the time and the GPS position) and XMP, APP13 the IPTC
-		// and Photoshop records, COM free text. Exif also holds the orientation: a photo that
-		// relied on it shows turned after this, which is the price of not parsing Exif to keep
-		// one tag. APP0 (JFIF), APP2 (the ICC colour profile) and APP14 (Adobe's colour
+		// and Photoshop records, COM free text; Exif is read first (exif), to keep its
+		// orientation. APP0 (JFIF), APP2 (the ICC colour profile) and APP14 (Adobe's colour
 		// transform) stay: without them colours change.
 		f.drop = 2 + length
 	default:
 		f.keep = 2 + length
+	}
+}
+
+// isExif reports whether the segment of length whose header is next holds Exif: its data
+// starts with the prefix of Exif, well formed after it or not (a reader of the orientation
+// takes the first such segment whatever it holds). When the source ends before that can be
+// told, the segment is cut and handled as any other.
+func (p *jpegParser) isExif(length int64) bool {
+	b, ok := p.f.peek(4 + len(exifPrefix))
+	return ok && length >= 2+int64(len(exifPrefix)) && bytes.Equal(b[4:], exifPrefix)
+}
+
+// exif reads the Exif segment of size bytes (marker and length included) whole, as its
+// orientation may sit anywhere in it, and hands out in its place the segment itself when
+// not stripping, or a segment of the orientation alone (orientationSegment) when it turns or
+// mirrors the image, or nothing: a photo taken upright, and Exif not well formed, lose it
+// all. Only an image's first Exif segment is read so, as browsers take the orientation from
+// it alone; any further one is metadata like the rest. The first image's decides whether
+// the dimensions are swapped.
+func (p *jpegParser) exif(size int) func() {
+	return func() {
+		f := p.f
+		seg := make([]byte, size)
+		n, err := io.ReadFull(f.br, seg)
+		if err != nil {
+			// The source ended or failed inside the segment. Stripped, what there was of it
+			// stays out; otherwise it goes out as it came, and the rest passes through.
+			if !p.strip {
+				f.pending = seg[:n]
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				f.err = err
+			}
+			f.stop()
+			return
+		}
+		o := exifOrientation(seg[4:])
+		p.exifRead = true
+		if !p.scanned {
+			f.turned = o >= 5
+		}
+		switch {
+		case !p.strip:
+			f.pending = seg
+		case o > 1:
+			f.pending = orientationSegment(o)
+		}
+		f.step = p.segment
 	}
 }
 
@@ -290,6 +349,7 @@ func (p *jpegParser) afterImage() {
 	}
 	f.keep = 2
 	f.step = p.segment
+	p.exifRead = false
 }
 
 // isStartOfFrame reports whether marker is one of SOF0..SOF15, the segments that carry the

@@ -1,7 +1,8 @@
 // Package imaging implements files.Imager in pure Go, without cgo: a streaming filter that
 // removes the metadata of JPEG, PNG and WebP images (where a photo was taken must not travel
 // with it) and reads their dimensions on the way, and thumbnails decoded with the standard
-// library and golang.org/x/image.
+// library and golang.org/x/image. A JPEG keeps one tag of its Exif, the orientation, without
+// which a photo taken upright shows on its side (orientation.go).
 //
 // It is the one home of golang.org/x/image in the binary.
 package imaging

@@ -265,6 +265,9 @@ func samples(t *testing.T) []sample {
 		{"image/webp", webpWithMetadata(37, 23), 37, 23, true},
 		{"image/gif", encodeGIF(t, m), 37, 23, false},
 		{"image/webp", lossyWebP(t), 64, 40, true},
+		// Turned a quarter by an Exif orientation before the other, malformed, Exif: the
+		// dimensions are the displayed ones.
+		{"image/jpeg", withExif(jpegWithMetadata(t, m), exifTIFF(binary.LittleEndian, 6)), 23, 37, true},
 	}
 }
 

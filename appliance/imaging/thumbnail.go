@@ -35,7 +35,9 @@ var codecs = map[string]codec{
 
 // Thumbnail implements files.Imager. It always writes a JPEG: golang.org/x/image decodes WebP
 // but has no encoder, and a pure-Go WebP encoder is not worth a dependency for thumbnails. Any
-// transparency is laid on white, as JPEG has none.
+// transparency is laid on white, as JPEG has none. A JPEG's Exif orientation is applied, so
+// that the thumbnail stands as the photo is shown and its width and height are the displayed
+// ones.
 func (*Imager) Thumbnail(r io.Reader, contentType string, maxSide int, maxPixels int64, w io.Writer) (files.Thumb, error) {
 	c, known := codecs[contentType]
 	if !known {
@@ -53,6 +55,10 @@ func (*Imager) Thumbnail(r io.Reader, contentType string, maxSide int, maxPixels
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return files.Thumb{}, kernel.Errorf(files.CodeImageUnreadable, "the image has no pixels")
+	}
+	orientation := 0
+	if contentType == "image/jpeg" {
+		orientation = jpegOrientation(header.Bytes())
 	}
 	if pixels := int64(cfg.Width) * int64(cfg.Height); pixels > maxPixels {
 		return files.Thumb{}, kernel.Errorf(files.CodeImageTooLarge, "the image has %d×%d pixels, more than the %d a thumbnail is made of", cfg.Width, cfg.Height, maxPixels)
@@ -72,6 +78,11 @@ func (*Imager) Thumbnail(r io.Reader, contentType string, maxSide int, maxPixels
 	dst := image.NewRGBA(image.Rect(0, 0, tw, th))
 	draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
 	scale(dst, src)
+	// Turned after scaling, not before: the result is the same (fit is symmetric in the two
+	// sides, and so are the filters), and turning a few hundred pixels a side costs next to
+	// nothing, where turning the decoded photo would touch each of its megapixels once more.
+	dst = orient(dst, orientation)
+	tw, th = dst.Rect.Dx(), dst.Rect.Dy()
 	if err := jpeg.Encode(w, dst, &jpeg.Options{Quality: thumbQuality}); err != nil {
 		return files.Thumb{}, err
 	}
