@@ -48,7 +48,8 @@ type BlobReader interface {
 type Imager interface {
 	// Filter returns a reader of r's bytes, which are of contentType (as sniffed), with the
 	// metadata of a JPEG, PNG or WebP image removed when strip is set (EXIF, XMP and text
-	// chunks: where a photo was taken must not travel with it). It reads r as a stream and
+	// chunks: where a photo was taken must not travel with it; a JPEG keeps only the EXIF
+	// orientation, so that it still shows the right way up). It reads r as a stream and
 	// never holds it whole. Once it has been read to EOF, Dimensions reports the image's width
 	// and height when r is an image it knows.
 	Filter(r io.Reader, contentType string, strip bool) ImageFilter
@@ -62,7 +63,8 @@ type Imager interface {
 // ImageFilter is the reader Imager.Filter answers.
 type ImageFilter interface {
 	io.Reader
-	// Dimensions are the image's width and height; ok is false when the bytes were no image
+	// Dimensions are the image's width and height as it is shown (a JPEG whose EXIF turns it
+	// by a quarter has them swapped from its frame's); ok is false when the bytes were no image
 	// the filter knows or have not been read to the image's header yet.
 	Dimensions() (width, height int, ok bool)
 }
