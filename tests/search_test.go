@@ -218,6 +218,21 @@ func TestSearch(t *testing.T) {
 				}
 			}
 		})
+		t.Run("finds a message by its attachment's name and with has:file", func(t *testing.T) {
+			f := bobc.mustUpload(t, "Quarterly-Report.pdf", "application/pdf", []byte("%PDF-1.4 not much"))
+			withFile := bobc.mustPostFiles(t, general.MainThreadID, "see attached", f.ID)["id"].(string)
+			for _, c := range []struct {
+				q    string
+				more []string
+			}{{"quarterly", nil}, {"report pdf", nil}, {"has:file", nil}, {"attached", []string{"has", "file"}}, {"from:@bob has:file", nil}} {
+				if got := carolc.mustSearch(t, c.q, c.more...).ids(t); !slices.Equal(got, []string{withFile}) {
+					t.Errorf("%q %v: %v, want the message with the file", c.q, c.more, got)
+				}
+			}
+			if got := davec.mustSearch(t, "has:file").ids(t); len(got) != 0 {
+				t.Errorf("an outsider finds %v", got)
+			}
+		})
 		t.Run("a caller without a token is refused", func(t *testing.T) {
 			anon := as(in.srv, "")
 			if r := anon.search(t, url.Values{"q": {"deploy"}}, breaksDocument()); r.status != http.StatusUnauthorized {
