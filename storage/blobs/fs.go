@@ -29,14 +29,17 @@ type FS struct {
 // staleAfter is how old a temporary must be for NewFS to take it for the remains of a crash.
 const staleAfter = time.Hour
 
-// NewFS opens (and creates) the blob directory dir and removes the temporaries older than an
-// hour that a crash left in it.
+// NewFS opens the blob directory dir and removes the temporaries older than an hour that a
+// crash left in it. A directory that does not exist yet is made by the first write, not here:
+// an instance whose database is elsewhere (PostgreSQL) makes no data directory until a file
+// arrives.
 func NewFS(dir string) (*FS, error) {
 	f := &FS{dir: dir, tmp: filepath.Join(dir, "tmp")}
-	for _, d := range []string{dir, f.tmp, filepath.Join(dir, "uploads")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("blobs: %w", err)
-		}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err := f.makeDirs(); err != nil {
+		return nil, err
 	}
 	if err := f.Sweep(context.Background(), staleAfter); err != nil {
 		return nil, err
@@ -44,11 +47,24 @@ func NewFS(dir string) (*FS, error) {
 	return f, nil
 }
 
+// makeDirs makes the blob directory with its folders of temporaries and of upload parts.
+func (f *FS) makeDirs() error {
+	for _, d := range []string{f.dir, f.tmp, filepath.Join(f.dir, "uploads")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("blobs: %w", err)
+		}
+	}
+	return nil
+}
+
 // Sweep removes the temporaries older than olderThan, except the ones this FS is writing
 // now. The blob directory belongs to one process, so a temporary it is not writing is the
 // remains of a crash or of a failed removal. It stops early when ctx is done.
 func (f *FS) Sweep(ctx context.Context, olderThan time.Duration) error {
 	entries, err := os.ReadDir(f.tmp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing was ever written here
+	}
 	if err != nil {
 		return fmt.Errorf("blobs: sweep: %w", err)
 	}
@@ -143,6 +159,11 @@ func (f *FS) writeTemp(ctx context.Context, r io.Reader, limit int64) (string, f
 		return "", files.Blob{}, err
 	}
 	file, err := os.CreateTemp(f.tmp, "put-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = f.makeDirs(); err == nil {
+			file, err = os.CreateTemp(f.tmp, "put-*")
+		}
+	}
 	if err != nil {
 		return "", files.Blob{}, fmt.Errorf("blobs: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -31,6 +32,9 @@ func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var names []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if path == dir && errors.Is(err, fs.ErrNotExist) {
+			return filepath.SkipDir // nothing written yet: NewFS makes the directory on the first write
+		}
 		if err != nil {
 			return err
 		}
@@ -230,4 +234,29 @@ func (r *stallingReader) Read(p []byte) (int, error) {
 	}
 	r.left -= n
 	return n, nil
+}
+
+// A blob directory that does not exist is made by the first write, not by NewFS: an instance on
+// PostgreSQL makes no data directory until a file arrives.
+func TestFSMakesItsDirectoryOnTheFirstWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "files")
+	f, err := NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sweep(context.Background(), 0); err != nil {
+		t.Fatalf("sweep of a directory never written: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("NewFS made %s: %v", filepath.Dir(dir), err)
+	}
+	b, err := f.Put(context.Background(), strings.NewReader("first"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.Open(context.Background(), b.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }
