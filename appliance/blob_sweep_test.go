@@ -18,8 +18,10 @@ func TestBlobSweepJob(t *testing.T) {
 	key := "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 	blob := filepath.Join(dir, key[0:2], key[2:4], key)
 	old, recent := filepath.Join(dir, "tmp", "put-old"), filepath.Join(dir, "tmp", "put-recent")
-	if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{filepath.Dir(blob), filepath.Dir(old)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range []string{blob, old, recent} {
 		if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
