@@ -34,3 +34,6 @@ func ScanIn(ctx context.Context, db *DB, q string, dest any, args ...any) error 
 // QueuedUnits is how many Units of Work wait for the writer. A test that needs several units in
 // one batch holds the writer with a unit until the others have queued.
 func QueuedUnits(db *DB) int { return db.w.Queued() }
+
+// MaxPrefixWordsForTest is how many words SQLite's expansion of a prefix takes.
+const MaxPrefixWordsForTest = maxPrefixWords

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -176,6 +177,9 @@ func (s *SearchStore) Search(ctx context.Context, sq search.IndexQuery) ([]searc
 	var err error
 	switch s.db.dialect.Name() {
 	case engine.SQLite:
+		if sq, err = s.expandPrefixes(ctx, sq); err != nil {
+			return nil, err
+		}
 		query, args, err = sqliteSearch(sq)
 	case engine.Postgres:
 		query, args, err = postgresSearch(sq)
@@ -203,6 +207,50 @@ func (s *SearchStore) Search(ctx context.Context, sq search.IndexQuery) ([]searc
 	return out, s.db.mapErr(rows.Err(), "search")
 }
 
+// maxPrefixWords is how many words of the index a prefix is expanded to at most; a prefix
+// that begins more stays a prefix query.
+const maxPrefixWords = 64
+
+// expandPrefixes turns each single word of sq matched as a prefix into the words of SQLite's
+// index that it begins (message_search_vocab, a range of the index's terms), in Term.Expanded.
+// FTS5 answers a prefix query without a prefix index by merging the doclists of all those
+// words into one list in memory before it yields a row, so a common word searched as the
+// last word of a query read its whole doclist; an OR of the words is stepped through newest
+// first and stops at the limit.
+func (s *SearchStore) expandPrefixes(ctx context.Context, sq search.IndexQuery) (search.IndexQuery, error) {
+	terms := slices.Clone(sq.Terms)
+	for i, t := range terms {
+		if !t.Prefix || len(t.Words) != 1 {
+			continue
+		}
+		rows, err := s.db.readDB.QueryContext(ctx, `SELECT term FROM message_search_vocab WHERE term >= ? AND term < ? LIMIT ?`,
+			t.Words[0], t.Words[0]+"\U0010FFFF", maxPrefixWords+1)
+		if err != nil {
+			return sq, s.db.mapErr(err, "search vocabulary")
+		}
+		var words []string
+		for rows.Next() {
+			var w string
+			if err := rows.Scan(&w); err != nil {
+				rows.Close()
+				return sq, s.db.mapErr(err, "search vocabulary")
+			}
+			words = append(words, w)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return sq, s.db.mapErr(err, "search vocabulary")
+		}
+		// None found stays a prefix query too: the index folds a few letters Go's Fold keeps
+		// (storage/search_test.go holds the Latin ones equal), and it decides then.
+		if len(words) > 0 && len(words) <= maxPrefixWords {
+			terms[i].Expanded = words
+		}
+	}
+	sq.Terms = terms
+	return sq, nil
+}
+
 // maxChannelTags is how many channels an FTS5 query names as words before they go into its
 // WHERE instead.
 const maxChannelTags = 16
@@ -213,8 +261,16 @@ var errSearchCursor = kernel.Errorf(kernel.CodeCursorInvalid, "the cursor is not
 // query hold only letters, digits and marks; this holds even if one did not.
 func ftsString(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// ftsTerm is a term as an FTS5 phrase: its words in one string, the last one as a prefix.
+// ftsTerm is a term as an FTS5 phrase: its words in one string, the last one as a prefix; a
+// prefix expanded to the index's words is an OR of them.
 func ftsTerm(t search.Term) string {
+	if len(t.Expanded) > 0 {
+		or := make([]string, len(t.Expanded))
+		for i, w := range t.Expanded {
+			or[i] = ftsString(w)
+		}
+		return "(" + strings.Join(or, " OR ") + ")"
+	}
 	p := ftsString(strings.Join(t.Words, " "))
 	if t.Prefix {
 		p += "*"

@@ -112,6 +112,24 @@ func TestSearchIndex(t *testing.T) {
 				}
 			}
 		})
+		t.Run("a prefix finds every word it begins, past the words an OR takes too", func(t *testing.T) {
+			e := newSearchEnv(t, eng)
+			var want []kernel.ID
+			for i := range storage.MaxPrefixWordsForTest + 6 { // more words than the expansion takes
+				want = append([]kernel.ID{e.post(t, e.alice, e.mainID, fmt.Sprintf("zebra%03d stripes", i), "").ID}, want...)
+			}
+			few := e.post(t, e.alice, e.mainID, "quokkas smile", "")
+			if got := e.find(t, "quokka", nil); !slices.Equal(got, ids(few)) {
+				t.Errorf("a prefix of one word: %v", got)
+			}
+			q := func(q *search.IndexQuery) { q.Limit = 100 }
+			if got := e.find(t, "zebr", q); !slices.Equal(got, want) {
+				t.Errorf("a prefix of %d words: %d hits", len(want), len(got))
+			}
+			if got := e.find(t, "zeb", nil); len(got) != 0 {
+				t.Errorf("three letters are a word, not a prefix: %v", got)
+			}
+		})
 		t.Run("filters by channel, author and attachment inside the index query", func(t *testing.T) {
 			e := newSearchEnv(t, eng)
 			a := e.post(t, e.alice, e.mainID, "budget draft", "")

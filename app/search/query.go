@@ -14,9 +14,11 @@ const (
 	MaxQueryBytes = 1024
 	// MaxTerms is how many words, phrases and exclusions one query may hold.
 	MaxTerms = 32
-	// minPrefix is the shortest last word that is also searched as a prefix: a single letter
-	// would match a large part of the index.
-	minPrefix = 2
+	// minPrefix is the shortest last word that is also searched as a prefix: up to three
+	// letters begin a large part of the index's words, which no query reads quickly without a
+	// prefix index, and SQLite's index keeps none, since each would cost every message's
+	// create another write of each of its words (migrate/sqlite/0025_search.sql).
+	minPrefix = 4
 )
 
 // Term is one condition on the text: a word (one entry in Words), or a phrase (several, in
@@ -27,6 +29,9 @@ type Term struct {
 	Words   []string
 	Prefix  bool
 	Exclude bool
+	// Expanded, set by an index, are the words of the index a one-word prefix term begins,
+	// which it matches instead of the prefix.
+	Expanded []string
 }
 
 // Query is q parsed: the conditions on the text and the filters it named.

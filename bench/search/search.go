@@ -294,7 +294,7 @@ func (s *Store) Queries(l Layout) []Query {
 		{"mid", v[120]},
 		{"rare", v[l.Vocabulary-10]},
 		{"mid-and-rare", v[120] + " " + v[l.Vocabulary/2]},
-		{"prefix", v[40][:3]},
+		{"prefix", v[40][:4]},
 		{"phrase", `"` + strings.Join(s.phrase, " ") + `"`},
 		{"from-author", v[60] + " from:@" + s.handles[1]},
 		{"excluded", v[2] + " -" + v[3]},
