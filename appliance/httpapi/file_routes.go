@@ -98,7 +98,7 @@ func (rt fileRoutes) thumbnail(w http.ResponseWriter, r *Request) error {
 }
 
 // serveBlob answers body (ranges, conditional requests) with the headers of a stored file.
-func serveBlob(w http.ResponseWriter, r *Request, f files.File, contentType, etag, disposition, name string, body io.ReadSeeker) {
+func serveBlob(w http.ResponseWriter, r *Request, f files.File, contentType, etag, disposition, name string, body files.BlobReader) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("ETag", `"`+etag+`"`)
@@ -111,21 +111,12 @@ func serveBlob(w http.ResponseWriter, r *Request, f files.File, contentType, eta
 	} else {
 		h.Set("Content-Disposition", disposition)
 	}
-	if !satisfiable(r.Header.Get("Range"), size(body)) {
-		h.Set("Content-Range", "bytes */"+strconv.FormatInt(size(body), 10))
-		writeProblem(w, kernel.Errorf(CodeRangeNotSatisfiable, "the range lies outside the file's %d bytes", size(body)), correlationFrom(r.Context()))
+	if size := body.Size(); !satisfiable(r.Header.Get("Range"), size) {
+		h.Set("Content-Range", "bytes */"+strconv.FormatInt(size, 10))
+		writeProblem(w, kernel.Errorf(CodeRangeNotSatisfiable, "the range lies outside the file's %d bytes", size), correlationFrom(r.Context()))
 		return
 	}
 	http.ServeContent(w, r.Request, "", f.CreatedAt, body)
-}
-
-func size(body io.ReadSeeker) int64 {
-	if s, ok := body.(interface{ Size() int64 }); ok {
-		return s.Size()
-	}
-	n, _ := body.Seek(0, io.SeekEnd)
-	_, _ = body.Seek(0, io.SeekStart)
-	return n
 }
 
 // satisfiable reports whether the Range header asks for bytes the file has, as

@@ -405,6 +405,12 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 	if err == nil && ctx.Err() != nil && status >= 400 {
 		err = errDeadline
 	}
+	rt.answer(w, cid, route, status, body, err)
+}
+
+// answer writes a handler's answer: problem+json for an error (an internal one logged), else
+// the body as JSON.
+func (rt *Router) answer(w http.ResponseWriter, cid string, route *Route, status int, body any, err error) {
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = errDeadline
@@ -461,10 +467,7 @@ func (rt *Router) serveRaw(ctx context.Context, w http.ResponseWriter, r *http.R
 		err := route.Serve(cw, req)
 		switch {
 		case err != nil && !cw.wrote:
-			if kernel.CodeOf(err) == kernel.CodeInternal {
-				rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", err)
-			}
-			writeProblem(w, err, cid)
+			rt.answer(w, cid, route, 0, nil, err)
 		case err != nil:
 			rt.log.Debug("answer cut short", "correlation_id", cid, "route", route.Pattern, "err", err)
 		case cw.refused:
@@ -476,14 +479,7 @@ func (rt *Router) serveRaw(ctx context.Context, w http.ResponseWriter, r *http.R
 	if err == nil && status < 400 && !checks.Checked(route.Action) {
 		err = errNotChecked
 	}
-	if err != nil {
-		if kernel.CodeOf(err) == kernel.CodeInternal {
-			rt.log.Error("request failed", "correlation_id", cid, "route", route.Pattern, "err", err)
-		}
-		writeProblem(w, err, cid)
-		return
-	}
-	writeJSON(w, status, body)
+	rt.answer(w, cid, route, status, body, err)
 }
 
 // idleBody bounds the wait for each read of a streamed body instead of the whole body's.
