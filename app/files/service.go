@@ -248,7 +248,7 @@ func (s *Service) record(ctx context.Context, f File, also func(ctx context.Cont
 		if Thumbnailable(f.ContentType) {
 			state = ThumbPending
 		}
-		if err := s.store.InsertFile(ctx, withThumbState(f, state)); err != nil {
+		if err := s.store.InsertFile(ctx, f.WithThumbState(state)); err != nil {
 			return err
 		}
 		if state == ThumbPending {
@@ -290,12 +290,6 @@ func (s *Service) claim(ctx context.Context, key string) error {
 	return r.Close()
 }
 
-// withThumbState is f with the thumbnail state InsertFile stores.
-func withThumbState(f File, state string) File {
-	f.thumbState = state
-	return f
-}
-
 // ThumbState is the thumbnail state of f as stored (ThumbNone, ThumbPending, ...).
 func (f File) ThumbState() string {
 	if f.thumbState == "" {
@@ -304,7 +298,8 @@ func (f File) ThumbState() string {
 	return f.thumbState
 }
 
-// WithThumbState is f with its stored thumbnail state (for the store that loads it).
+// WithThumbState is f with its thumbnail state, as it is stored (the store sets it when it
+// loads a file).
 func (f File) WithThumbState(state string) File {
 	f.thumbState = state
 	return f
