@@ -7,6 +7,7 @@ package catchup
 
 import (
 	"context"
+	"fmt"
 
 	"bothy.dev/bothy/app/kernel"
 )
@@ -21,6 +22,36 @@ type Log interface {
 	// ReadHead returns the highest committed seq as the database has it, for checking a cursor
 	// that another node may have handed out. Errors: whatever the read returns (internal).
 	ReadHead(ctx context.Context) (int64, error)
+	// RetainedAfter returns the seq after which every committed event is still in the log:
+	// the seq before the oldest kept one, 0 while retention removed nothing. It only grows.
+	// Errors: whatever the read returns (internal).
+	RetainedAfter(ctx context.Context) (int64, error)
+}
+
+// CodeResyncRequired refuses a cursor older than what the log keeps: retention
+// (sync.event_retention) removed events after it, so no catch-up can bring the client up to
+// date. The client reloads its state and continues from the head (ResyncRequired says which).
+var CodeResyncRequired = kernel.NewCode("resync_required", kernel.ClassGone)
+
+// ResyncRequired is the error of CodeResyncRequired, with the seqs a client starts again from.
+// kernel.CodeOf finds its code through Unwrap.
+type ResyncRequired struct {
+	// HeadSeq is the head of the log when the cursor was refused: after reloading its state,
+	// the client continues from there.
+	HeadSeq int64
+	// OldestSeq is the oldest event the log keeps.
+	OldestSeq int64
+	err       *kernel.Error
+}
+
+func (e *ResyncRequired) Error() string { return e.err.Error() }
+func (e *ResyncRequired) Unwrap() error { return e.err }
+
+// NewResyncRequired is the refusal of the cursor in field, which is below retainedAfter.
+func NewResyncRequired(field string, head, retainedAfter int64) *ResyncRequired {
+	return &ResyncRequired{HeadSeq: head, OldestSeq: retainedAfter + 1, err: &kernel.Error{Code: CodeResyncRequired, Field: field,
+		Message: fmt.Sprintf("events after the cursor were removed by retention (the oldest kept is %d): reload your state and continue from the head, %d",
+			retainedAfter+1, head)}}
 }
 
 // Catch-up limits. A call scans at most ScanFactor × limit log rows, so a caller who may see
@@ -66,7 +97,8 @@ type Page struct {
 // A channel event needs the channel visible, a space event the space, a personal event is its
 // principal's only, and an event without scope (user.created, user.updated) is for every
 // person. limit 0 means DefaultLimit. Errors: unauthenticated, cursor_invalid (after below 0 or
-// beyond the head), validation_failed (limit).
+// beyond the head), resync_required (*ResyncRequired: retention removed events after after),
+// validation_failed (limit).
 func (s *Service) CatchUp(ctx context.Context, actor kernel.Actor, after int64, limit int) (Page, error) {
 	vis, err := s.scoper.Visible(ctx, actor, ActEventsCatchUp)
 	if err != nil {
@@ -108,6 +140,16 @@ scan:
 		if len(evs) < chunk {
 			break
 		}
+	}
+	// Checked after the reads: retention removes from the oldest on and the kept log's start
+	// only grows, so when it is still at or below after, every event the reads asked for was
+	// there; when it passed after, the page may miss some.
+	retained, err := s.log.RetainedAfter(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	if after < retained {
+		return Page{}, NewResyncRequired("after", max(s.log.Head(), head), retained)
 	}
 	p.HeadSeq = max(s.log.Head(), head, p.NextAfter)
 	return p, nil

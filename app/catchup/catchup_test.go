@@ -2,6 +2,8 @@ package catchup_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +19,7 @@ type fakeLog struct {
 	mu      sync.Mutex
 	events  []kernel.LoggedEvent
 	scanned int
+	pruned  int64 // the events up to here were removed by retention
 }
 
 var _ catchup.Log = (*fakeLog)(nil)
@@ -26,7 +29,7 @@ func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]ke
 	defer l.mu.Unlock()
 	var out []kernel.LoggedEvent
 	for _, e := range l.events {
-		if e.Seq > after && len(out) < limit {
+		if e.Seq > after && e.Seq > l.pruned && len(out) < limit {
 			out = append(out, e)
 		}
 	}
@@ -41,6 +44,19 @@ func (l *fakeLog) Head() int64 {
 }
 
 func (l *fakeLog) ReadHead(ctx context.Context) (int64, error) { return l.Head(), nil }
+
+func (l *fakeLog) RetainedAfter(ctx context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pruned, nil
+}
+
+// prune removes the events up to seq, as retention would (the slice keeps their places).
+func (l *fakeLog) prune(seq int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruned = seq
+}
 
 func (l *fakeLog) add(typ string, sc kernel.Scope) {
 	l.mu.Lock()
@@ -181,6 +197,54 @@ func TestCatchUp(t *testing.T) {
 			t.Fatalf("page %+v, %v", p, err)
 		}
 	})
+}
+
+func TestCatchUpBehindRetention(t *testing.T) {
+	ctx := context.Background()
+	l := &fakeLog{}
+	for range 10 {
+		l.add(messaging.EvMessageCreated.Name, kernel.Scope{SpaceID: space, ChannelID: open})
+	}
+	l.prune(6) // the oldest kept is 7
+	svc := catchup.New(catchup.Deps{Log: l, Scoper: &fakeScoper{channels: map[kernel.ID]bool{open: true}}})
+	for _, after := range []int64{0, 5} {
+		_, err := svc.CatchUp(ctx, alice, after, 0)
+		var re *catchup.ResyncRequired
+		if !errors.As(err, &re) || kernel.CodeOf(err) != catchup.CodeResyncRequired {
+			t.Fatalf("after %d: err = %v, want resync_required", after, err)
+		}
+		if re.HeadSeq != 10 || re.OldestSeq != 7 {
+			t.Fatalf("after %d: head %d oldest %d, want 10 and 7", after, re.HeadSeq, re.OldestSeq)
+		}
+		if e := (*kernel.Error)(nil); !errors.As(err, &e) || e.Field != "after" || !strings.Contains(e.Message, "10") {
+			t.Fatalf("after %d: the error %v does not name the cursor and the head", after, err)
+		}
+	}
+	// The seq just before the oldest kept one loses nothing.
+	for _, after := range []int64{6, 9, 10} {
+		p, err := svc.CatchUp(ctx, alice, after, 0)
+		if err != nil || int64(len(p.Events)) != 10-after {
+			t.Fatalf("after %d: %d events, %v", after, len(p.Events), err)
+		}
+	}
+	// Retention that passes the cursor while the page is read refuses the page.
+	racing := &pruningLog{fakeLog: l, pruneTo: 8}
+	if _, err := catchup.New(catchup.Deps{Log: racing, Scoper: &fakeScoper{channels: map[kernel.ID]bool{open: true}}}).
+		CatchUp(ctx, alice, 7, 0); kernel.CodeOf(err) != catchup.CodeResyncRequired {
+		t.Fatalf("a prune during the read: err = %v, want resync_required", err)
+	}
+}
+
+// pruningLog prunes up to pruneTo right after it answers a read: retention running meanwhile.
+type pruningLog struct {
+	*fakeLog
+	pruneTo int64
+}
+
+func (l *pruningLog) EventsAfter(ctx context.Context, after int64, limit int) ([]kernel.LoggedEvent, error) {
+	evs, err := l.fakeLog.EventsAfter(ctx, after, limit)
+	l.prune(l.pruneTo)
+	return evs, err
 }
 
 func equal(a, b []int64) bool {

@@ -41,6 +41,11 @@ func (c *conn) catchUp(sess *session, actor kernel.Actor, cursor *int64, vis ker
 	after := pos
 	if cursor != nil {
 		after = *cursor
+		// Before ready: a client behind retention has nothing to replay from.
+		if code, reason := c.g.behindRetention(ctx, after); code != 0 {
+			c.closeWith(code, reason)
+			return
+		}
 	}
 	if !c.sendReady(sess, actor, max(after, pos), after) {
 		return
@@ -171,7 +176,7 @@ func (c *conn) replay(ctx context.Context, actor kernel.Actor, after, upTo int64
 		}
 		page, err := c.g.deps.CatchUp.CatchUp(ctx, actor, after, catchup.MaxLimit)
 		if err != nil {
-			c.closeWith(c.g.failed("catch-up", err), "")
+			c.closeWith(c.g.failed("catch-up", err), closeReason(err))
 			return after, false
 		}
 		for _, e := range page.Events {

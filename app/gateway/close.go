@@ -1,6 +1,9 @@
 package gateway
 
-import "bothy.dev/bothy/app/kernel"
+import (
+	"bothy.dev/bothy/app/catchup"
+	"bothy.dev/bothy/app/kernel"
+)
 
 // CloseCode is the status of a WebSocket close frame. The 40xx codes are bothy's own; several of them mean something else in Discord's gateway, so a client must read this
 // table (and docs/gateway.md), not guess.
@@ -67,7 +70,7 @@ var CloseCodes = []CloseInfo{
 	{CloseServerRestart, "server_restart", "the server is shutting down; the new process holds no session", true, ThenIdentify, false},
 	{CloseSlowConsumer, "slow_consumer", "the connection's outbound queue overflowed (sync.outbound_queue_max) or a write missed gateway.write_timeout", true, ThenResume, true},
 	{CloseConsumerTakenOver, "consumer_taken_over", "a newer connection of the same agent took its consumer over", false, ThenStop, false},
-	{CloseResyncRequired, "resync_required", "the cursor is beyond the head of the log (or older than what is kept)", false, ThenResync, false},
+	{CloseResyncRequired, "resync_required", "the cursor is beyond the head of the log, or events after it were removed by retention (sync.event_retention); the reason names the head_seq to go on from", false, ThenResync, false},
 	{CloseDeviceReplaced, "device_replaced", "a newer connection of the same device (identify's device_id) replaced this one", false, ThenStop, false},
 	{CloseTooManyConnections, "too_many_connections", "the principal already holds gateway.max_connections_per_principal identified connections, or the address gateway.max_connections_per_address connections", true, ThenResume, true},
 }
@@ -84,11 +87,12 @@ func Info(code CloseCode) CloseInfo {
 
 // closeFor maps a domain error to the close code of the op that failed with it: the one place
 // that does, so that a code means the same on every op. It goes by the code's class, so a
-// module's own code needs no line here; a cursor the log has not reached is the one invalid
-// input a client recovers from by a fresh start, not by fixing its frame.
+// module's own code needs no line here; a cursor the log has not reached, or one older than
+// what it keeps (catchup.CodeResyncRequired), is what a client recovers from by a fresh start,
+// not by fixing its frame.
 func closeFor(err error) CloseCode {
 	code := kernel.CodeOf(err)
-	if code == kernel.CodeCursorInvalid {
+	if code == kernel.CodeCursorInvalid || code == catchup.CodeResyncRequired {
 		return CloseResyncRequired
 	}
 	switch code.Class() {

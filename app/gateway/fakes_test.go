@@ -145,11 +145,13 @@ type fakeLog struct {
 	events  []kernel.LoggedEvent
 	changed chan struct{}
 	failing error // EventsAfter fails with it while set
+	pruned  int64 // the events up to here were removed by retention
 }
 
 var (
 	_ Log         = (*fakeLog)(nil)
 	_ catchup.Log = (*fakeLog)(nil)
+	_ retainedLog = (*fakeLog)(nil)
 )
 
 func newFakeLog() *fakeLog { return &fakeLog{changed: make(chan struct{})} }
@@ -162,7 +164,7 @@ func (l *fakeLog) EventsAfter(ctx context.Context, after int64, limit int) ([]ke
 	}
 	var out []kernel.LoggedEvent
 	for _, e := range l.events {
-		if e.Seq > after && len(out) < limit {
+		if e.Seq > after && e.Seq > l.pruned && len(out) < limit {
 			out = append(out, e)
 		}
 	}
@@ -176,6 +178,19 @@ func (l *fakeLog) Head() int64 {
 }
 
 func (l *fakeLog) ReadHead(ctx context.Context) (int64, error) { return l.Head(), nil }
+
+func (l *fakeLog) RetainedAfter(ctx context.Context) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pruned, nil
+}
+
+// prune removes the events up to seq from what EventsAfter reads, as retention would.
+func (l *fakeLog) prune(seq int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruned = seq
+}
 
 func (l *fakeLog) Changed() <-chan struct{} {
 	l.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/authz"
+	"bothy.dev/bothy/app/catchup"
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
@@ -638,7 +639,7 @@ func TestCloseCodeTable(t *testing.T) {
 		t.Error("an unknown code does not fall back to 4000")
 	}
 	for code, want := range map[kernel.Code]CloseCode{kernel.CodeUnauthenticated: CloseAuthFailed, kernel.CodeCursorInvalid: CloseResyncRequired,
-		kernel.CodeInternal: CloseUnknownError, kernel.CodeValidation: CloseDecodeError} {
+		kernel.CodeInternal: CloseUnknownError, kernel.CodeValidation: CloseDecodeError, catchup.CodeResyncRequired: CloseResyncRequired} {
 		if got := closeFor(&kernel.Error{Code: code}); got != want {
 			t.Errorf("closeFor(%s) = %d, want %d", code, got, want)
 		}
