@@ -36,7 +36,7 @@ func (s *ConsumerStore) AckedSeq(ctx context.Context, agent kernel.ID) (int64, b
 		return 0, false, s.db.mapErr(err, "agent consumer")
 	}
 	var created sql.NullInt64
-	err = s.db.q(ctx).QueryRowContext(ctx, `SELECT MIN(seq) FROM event_log WHERE subject_id = ? AND type = ?`,
+	err = s.db.q(ctx).QueryRowContext(ctx, `SELECT MIN(seq) FROM event_log WHERE subject_id = ? AND type = ? AND payload <> ''`,
 		string(agent), agents.EvAgentCreated.Name).Scan(&created)
 	if err != nil {
 		return 0, false, s.db.mapErr(err, "event log")

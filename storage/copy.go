@@ -27,14 +27,15 @@ var CopyTables = []string{
 	"push_subscriptions", "push_outbox", "vapid_keys",
 	"approvals", "approval_approvers",
 	"files", "uploads", "upload_parts",
+	"stat_totals", "stat_hours",
 	// The job queue (storage/jobs): pending jobs move with the instance. Its times are text on
 	// SQLite and timestamptz on PostgreSQL; PostgreSQL reads goqite's fixed-width UTC text.
 	"goqite",
 }
 
-// seededTables hold rows that the first migration inserts (the instance row, the counters).
+// seededTables hold rows that the migrations insert (the instance row, the counters, the totals).
 // On the target they are replaced by the source's rows; every other table must be empty.
-var seededTables = map[string]bool{"instance": true, "sequence_counters": true}
+var seededTables = map[string]bool{"instance": true, "sequence_counters": true, "stat_totals": true}
 
 // Copy refusals and failures. The command line names the table from the wrapping message.
 var (

@@ -120,6 +120,8 @@ func mustFill(tb testing.TB, w *sql.DB) {
 			'none', NULL, NULL, NULL, NULL, '` + t0 + `', NULL)`,
 		`INSERT INTO uploads VALUES ('u1', 'p2', 'big.iso', '', 9000000000, 8388608, '` + t0 + `', '` + t0 + `')`,
 		`INSERT INTO upload_parts VALUES ('u1', 2, 8388608)`,
+		`UPDATE stat_totals SET value = 1 WHERE name = 'messages'`,
+		`INSERT INTO stat_hours VALUES ('2026-01-01T00', 'messages', 1)`,
 		`INSERT INTO read_states VALUES ('p2', 't1', 'c1', 'm1', 1, '` + t0 + `', 1, 1)`,
 		`INSERT INTO thread_subscriptions VALUES ('p1', 't2', 'all', '` + t0 + `')`,
 		`INSERT INTO notification_levels VALUES ('p2', 'c1', 'none', '` + t0 + `')`,

@@ -111,7 +111,8 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 	}
 	db.head.Store(head)
 	w, err := commit.Start(ctx, d, writeDB, commit.Options{MaxBatch: o.MaxBatch, CheckpointPages: o.CheckpointPages,
-		TxRetryMax: o.TxRetryMax, BenchCommitDelay: o.BenchCommitDelay, Logger: o.Logger, Clock: o.Clock, Committed: db.advanceHead})
+		TxRetryMax: o.TxRetryMax, BenchCommitDelay: o.BenchCommitDelay, Logger: o.Logger, Clock: o.Clock, Committed: db.advanceHead,
+		ByReference: byReference})
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,7 @@ func (s *MessageStore) InsertMessage(ctx context.Context, m messaging.Message) (
 	if n == 0 {
 		return false, nil
 	}
+	s.db.countCreated(ctx, statMessages, m.CreatedAt)
 	if err := s.db.indexMessage(ctx, q, m); err != nil {
 		return false, err
 	}
@@ -217,6 +218,56 @@ func (s *MessageStore) Messages(ctx context.Context, threadID kernel.ID, p chat.
 		return nil, false, err
 	}
 	return out, more, nil
+}
+
+// byIDs reads the messages of ids (repeats allowed) with their mentions, by id; an id of no
+// message is not in the map.
+func (s *MessageStore) byIDs(ctx context.Context, q querier, ids []kernel.ID) (map[kernel.ID]messaging.Message, error) {
+	out := make(map[kernel.ID]messaging.Message, len(ids))
+	const chunk = 500
+	for len(ids) > 0 {
+		n := min(len(ids), chunk)
+		args := make([]any, 0, n)
+		for _, id := range ids[:n] {
+			if _, seen := out[id]; !seen {
+				out[id] = messaging.Message{}
+				args = append(args, string(id))
+			}
+		}
+		ids = ids[n:]
+		if len(args) == 0 {
+			continue
+		}
+		rows, err := q.QueryContext(ctx, messageSelect+` WHERE m.id IN (`+placeholders(len(args))+`)`, args...)
+		if err != nil {
+			return nil, s.db.mapErr(err, "messages")
+		}
+		var found []messaging.Message
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				rows.Close()
+				return nil, s.db.mapErr(err, "messages")
+			}
+			found = append(found, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, s.db.mapErr(err, "messages")
+		}
+		if err := s.fillMentions(ctx, q, found); err != nil {
+			return nil, err
+		}
+		for _, m := range found {
+			out[m.ID] = m
+		}
+	}
+	for id, m := range out {
+		if m.ID == "" {
+			delete(out, id)
+		}
+	}
+	return out, nil
 }
 
 // fillMentions reads the mentions of the messages out in one query and adds them to each.

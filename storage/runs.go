@@ -68,6 +68,7 @@ func (s *RunStore) CreateRun(ctx context.Context, r runs.Run) error {
 		if err != nil {
 			return s.db.mapErr(err, "run")
 		}
+		s.db.countCreated(ctx, statRuns, r.CreatedAt)
 		return s.insertPart(ctx, r.ID, r.Version, r.Document.Output)
 	})
 }

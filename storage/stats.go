@@ -3,13 +3,14 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"bothy.dev/bothy/app/stats"
+	"bothy.dev/bothy/storage/commit"
 	"bothy.dev/bothy/storage/engine"
 )
 
@@ -21,16 +22,15 @@ var _ stats.Store = (*StatsStore)(nil)
 // NewStatsStore returns the statistics repository on db.
 func NewStatsStore(db *DB) *StatsStore { return &StatsStore{db: db} }
 
-// countsQuery is one round trip. messages and runs are the tables that grow: their COUNT(*) is
-// answered from an index (SQLite picks the smallest one); principals, spaces and channels stay
-// small.
+// countsQuery is one round trip. Messages and runs, the tables that grow, are counted with the
+// writes (statCounts); principals, spaces and channels stay small.
 const countsQuery = `SELECT
 	(SELECT COUNT(*) FROM principals WHERE kind = 'person'),
 	(SELECT COUNT(*) FROM principals WHERE kind = 'agent'),
 	(SELECT COUNT(*) FROM spaces),
 	(SELECT COUNT(*) FROM channels WHERE kind = 'channel'),
-	(SELECT COUNT(*) FROM messages),
-	(SELECT COUNT(*) FROM runs)`
+	COALESCE((SELECT value FROM stat_totals WHERE name = 'messages'), 0),
+	COALESCE((SELECT value FROM stat_totals WHERE name = 'runs'), 0)`
 
 // Counts implements stats.Store.
 func (s *StatsStore) Counts(ctx context.Context) (stats.Counts, error) {
@@ -39,49 +39,83 @@ func (s *StatsStore) Counts(ctx context.Context) (stats.Counts, error) {
 	return c, s.db.mapErr(err, "stats")
 }
 
-// hourlyQuery is one round trip of n pairs of range counts, [?, ?) on created_at for messages
-// and for runs, each answered from the created_at index of migration 0009 without touching the
-// table: a GROUP BY over the hour (substr of the fixed-width time) would sort every row of the
-// day in a temporary b-tree instead, ten times slower at 10,000 messages.
-func hourlyQuery(n int) string {
-	if q, ok := hourlyQueries.Load(n); ok {
-		return q.(string)
-	}
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i := range n {
-		if i > 0 {
-			b.WriteString(",\n\t")
+// Kinds of counted rows, the names of stat_totals and stat_hours.
+const (
+	statMessages = "messages"
+	statRuns     = "runs"
+)
+
+// hourOf is the hour of a fixed-width time: its first 13 characters, 2006-01-02T15.
+func hourOf(t time.Time) string { return fmtTime(t)[:13] }
+
+// statCounts are the rows the units of a batch created, by hour and kind (keys "hour name"), added to the totals
+// and to the hours once per key at the batch's commit: one statement per key and batch, not per
+// row, and none of the COUNT(*) a read would otherwise need.
+var statCounts = commit.NewAtCommitAll(func(a, b int64) int64 { return a + b }, func(exec func(q string, args ...any) error, keys []string, vals map[string]int64) error {
+	totals := map[string]int64{}
+	var names []string
+	for _, k := range keys {
+		hour, name, _ := strings.Cut(k, " ")
+		if _, ok := totals[name]; !ok {
+			names = append(names, name)
 		}
-		b.WriteString("(SELECT COUNT(*) FROM messages WHERE created_at >= ? AND created_at < ?), ")
-		b.WriteString("(SELECT COUNT(*) FROM runs WHERE created_at >= ? AND created_at < ?)")
+		totals[name] += vals[k]
+		if err := exec(`INSERT INTO stat_hours (hour, name, value) VALUES (?, ?, ?)
+			ON CONFLICT (hour, name) DO UPDATE SET value = stat_hours.value + excluded.value`, hour, name, vals[k]); err != nil {
+			return fmt.Errorf("count by hour: %w", err)
+		}
 	}
-	q, _ := hourlyQueries.LoadOrStore(n, b.String())
-	return q.(string)
+	for _, name := range names {
+		if err := exec(`INSERT INTO stat_totals (name, value) VALUES (?, ?)
+			ON CONFLICT (name) DO UPDATE SET value = stat_totals.value + excluded.value`, name, totals[name]); err != nil {
+			return fmt.Errorf("count: %w", err)
+		}
+	}
+	return nil
+})
+
+// countCreated counts a row of kind name created at t, at the commit of the Unit of Work of ctx.
+func (db *DB) countCreated(ctx context.Context, name string, t time.Time) {
+	if !statCounts.Record(ctx, hourOf(t)+" "+name, 1) {
+		panic("storage: a counted row written outside a unit of work")
+	}
 }
 
-var hourlyQueries sync.Map // n → query
-
-// Hourly implements stats.Store.
+// Hourly implements stats.Store: the counted rows of the n hours from first, read from
+// stat_hours (one range of its primary key).
 func (s *StatsStore) Hourly(ctx context.Context, first time.Time, n int) ([]stats.HourCount, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 4*n)
-	for i := range n {
-		from, to := fmtTime(first.Add(time.Duration(i)*time.Hour)), fmtTime(first.Add(time.Duration(i+1)*time.Hour))
-		args = append(args, from, to, from, to)
-	}
-	out := make([]stats.HourCount, n)
-	dest := make([]any, 0, 2*n)
-	for i := range out {
-		dest = append(dest, &out[i].Messages, &out[i].Runs)
-	}
-	err := s.db.q(ctx).QueryRowContext(ctx, hourlyQuery(n), args...).Scan(dest...)
+	from, to := hourOf(first), hourOf(first.Add(time.Duration(n)*time.Hour))
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT hour, name, value FROM stat_hours WHERE hour >= ? AND hour < ?`, from, to)
 	if err != nil {
 		return nil, s.db.mapErr(err, "stats")
 	}
-	return out, nil
+	defer rows.Close()
+	at := make(map[string]int, n)
+	for i := range n {
+		at[hourOf(first.Add(time.Duration(i)*time.Hour))] = i
+	}
+	out := make([]stats.HourCount, n)
+	for rows.Next() {
+		var hour, name string
+		var v int64
+		if err := rows.Scan(&hour, &name, &v); err != nil {
+			return nil, s.db.mapErr(err, "stats")
+		}
+		i, ok := at[hour]
+		if !ok {
+			continue
+		}
+		switch name {
+		case statMessages:
+			out[i].Messages = v
+		case statRuns:
+			out[i].Runs = v
+		}
+	}
+	return out, s.db.mapErr(rows.Err(), "stats")
 }
 
 // DatabaseSize implements stats.Store. SQLite: the sizes of the main database file and of its

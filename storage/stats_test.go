@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/instance"
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/stats"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/storetest"
@@ -14,7 +17,7 @@ import (
 
 // statsFixture fills a store with two people, an agent, a space with a channel and a DM, and
 // messages and runs at the given times.
-func statsFixture(tb testing.TB, db *storage.DB, messages, runs []time.Time) {
+func statsFixture(tb testing.TB, db *storage.DB, messages, runAt []time.Time) {
 	tb.Helper()
 	const t0 = "2026-01-01T00:00:00.000000Z"
 	for _, q := range []string{
@@ -28,15 +31,24 @@ func statsFixture(tb testing.TB, db *storage.DB, messages, runs []time.Time) {
 	} {
 		storage.ExecInTest(tb, db, q)
 	}
+	// Through the stores, which count what they create as they write it.
+	ms, rs := storage.NewMessageStore(db), storage.NewRunStore(db)
 	for i, at := range messages {
-		storage.ExecInTest(tb, db, `INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, created_at)
-			VALUES (?, 't1', 'c1', 's1', 'p1', 'hi', ?)`, fmt.Sprintf("m%03d", i), at.UTC().Format("2006-01-02T15:04:05.000000Z"))
+		err := db.Do(context.Background(), func(ctx context.Context) error {
+			_, err := ms.InsertMessage(ctx, messaging.Message{ID: kernel.ID(fmt.Sprintf("m%03d", i)), ThreadID: "t1", ChannelID: "c1",
+				SpaceID: "s1", AuthorID: "p1", Content: "hi", Version: 1, CreatedAt: at})
+			return err
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
-	for i, at := range runs {
-		ts := at.UTC().Format("2006-01-02T15:04:05.000000Z")
-		storage.ExecInTest(tb, db, `INSERT INTO runs (id, agent_id, thread_id, channel_id, space_id, invoked_by, status, document,
-			created_at, last_activity_at, updated_at) VALUES (?, 'a1', 't1', 'c1', 's1', 'p1', 'queued', '{}', ?, ?, ?)`,
-			fmt.Sprintf("r%03d", i), ts, ts, ts)
+	for i, at := range runAt {
+		err := rs.CreateRun(context.Background(), runs.Run{Summary: runs.Summary{ID: kernel.ID(fmt.Sprintf("r%03d", i)), AgentID: "a1", ThreadID: "t1",
+			ChannelID: "c1", SpaceID: "s1", InvokedBy: "p1", Status: runs.StatusQueued, Version: 1, CreatedAt: at, LastActivityAt: at, UpdatedAt: at}})
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 

@@ -42,6 +42,11 @@ type Options struct {
 	// Committed is told the new head after each commit that appended events, on the writer's
 	// goroutine, before the functions of OnCommit and AfterCommit.
 	Committed func(head int64)
+	// ByReference says which event types the log keeps by reference: their rows hold the seq,
+	// type, subject, actor and time, but no payload (an empty one) and no scope, which their
+	// reader rebuilds from the subject's current state (storage/eventlog.go). Nil keeps every
+	// event whole. The functions of OnCommit still get the whole event.
+	ByReference func(eventType string) bool
 }
 
 // TimeLayout is the text form of the times the store writes: fixed-width UTC, so that it sorts
@@ -353,13 +358,17 @@ func (w *Writer) appendEvents(st *unit, head int64) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("storage: encode %s payload: %w", e.Type, err)
 		}
+		stored, scope := string(payload), e.Scope
+		if w.opts.ByReference != nil && w.opts.ByReference(e.Type) {
+			stored, scope = "", kernel.Scope{}
+		}
 		if i > 0 {
 			sb.WriteString(", ")
 		}
 		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, head+int64(i)+1, e.Type, nullID(e.Scope.SpaceID), nullID(e.Scope.ChannelID),
-			nullID(e.Scope.ThreadID), nullID(e.Scope.PrincipalID), nullID(e.SubjectID), nullID(e.ActorID),
-			string(payload), now)
+		args = append(args, head+int64(i)+1, e.Type, nullID(scope.SpaceID), nullID(scope.ChannelID),
+			nullID(scope.ThreadID), nullID(scope.PrincipalID), nullID(e.SubjectID), nullID(e.ActorID),
+			stored, now)
 		if w.onCommit.Load() != nil {
 			st.logged = append(st.logged, kernel.LoggedEvent{Seq: head + int64(i) + 1, Type: e.Type, Scope: e.Scope,
 				SubjectID: e.SubjectID, ActorID: e.ActorID, Payload: payload, CreatedAt: parseTime(now), Value: e.Payload})

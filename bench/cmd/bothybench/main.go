@@ -90,6 +90,9 @@ var scenarios = []scenario{
 	{name: "files-transfer", about: "one large file uploaded as a raw body and downloaded again over loopback: rates and the server's RSS growth (bench/files)",
 		serve: httpServe, flags: filesTransfer},
 
+	{name: "db-size", about: "bytes a message costs in the database, every table and index counted, after posting over HTTP (bench/size)",
+		serve: httpServe, flags: dbSize},
+
 	{name: "search-query", about: "search.Service.Search for a person who reads a tenth of the channels, a million messages in the database (bench/search)",
 		store: true, flags: searchQuery},
 	{name: "inbox-unread", about: "GET /api/v1/me/unread for a person in many channels and DMs, a million messages in the database (bench/inbox)",

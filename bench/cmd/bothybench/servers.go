@@ -69,6 +69,8 @@ type nodes struct {
 	// machine's /proc.
 	dbCPU  httpbench.CPUReader
 	dropDB func() error
+	// dbURL is the PostgreSQL database's URL ("" on SQLite).
+	dbURL string
 	// inst is the instance of bench/gateway's kind (startGateway).
 	inst gatewaybench.Instance
 }
@@ -102,6 +104,7 @@ func (r *runner) startFirst(ctx context.Context, n int, args []string, conns int
 			return nil, err
 		}
 		ns.dropDB = func() error { defer c.Close(); return d.Drop(ctx) }
+		ns.dbURL = d.URL
 		if _, err := c.CPU(); err == nil {
 			ns.dbCPU = c.CPU
 		}
@@ -210,6 +213,8 @@ type server struct {
 	cpu    httpbench.CPUReaders
 	// dataDir is its data directory.
 	dataDir string
+	// dbURL is its PostgreSQL database's URL ("" on SQLite).
+	dbURL string
 	// stop stops the server and then drops its database (PostgreSQL); the runner calls it at
 	// the end too.
 	stop func() error
@@ -227,7 +232,7 @@ func (r *runner) startServer(ctx context.Context, conns int) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w\n%s", err, s.Logs())
 	}
-	return &server{Server: s, target: t, client: ns.client, dataDir: ns.opts[0].DataDir, stop: ns.stop,
+	return &server{Server: s, target: t, client: ns.client, dataDir: ns.opts[0].DataDir, dbURL: ns.dbURL, stop: ns.stop,
 		cpu: httpbench.CPUReaders{Server: s.CPU, DB: ns.dbCPU}}, nil
 }
 
