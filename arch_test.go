@@ -90,6 +90,11 @@ func TestThirdPartyLibrariesLiveInOnePlace(t *testing.T) {
 		"github.com/modelcontextprotocol/go-sdk": {module + "/appliance/mcpserver", module + "/agents/llm"},
 		// The blob store on an S3 bucket (its tests run it against gofakes3, in process).
 		"github.com/minio/minio-go/v7": {module + "/storage/blobs"},
+		// Traces and metrics: the OpenTelemetry SDK, its OTLP exporters and the Prometheus client
+		// behind /metrics. The packages that do the work declare small hooks of their own, which
+		// this package implements, so that none of them depends on the SDK.
+		"go.opentelemetry.io/otel":             {module + "/appliance/telemetry"},
+		"github.com/prometheus/client_golang/": {module + "/appliance/telemetry"},
 	}
 	for _, p := range listPackages(t) {
 		if strings.HasPrefix(p.ImportPath, module+"/bench") || strings.HasPrefix(p.ImportPath, module+"/tests") {

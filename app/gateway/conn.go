@@ -68,6 +68,9 @@ type conn struct {
 	// What c counts under the connection bounds (limits.go), guarded by g.mu.
 	countedAddress   string
 	countedPrincipal kernel.ID
+
+	// watched is the Watcher's end of c (nil without one), called once its reader has ended.
+	watched func(code CloseCode)
 }
 
 type pending struct {
@@ -241,6 +244,9 @@ func (c *conn) readLoop() {
 		c.kickLocked() // the writer releases the transport: a close frame, or an abort
 		c.mu.Unlock()
 		c.g.forget(c, code)
+		if c.watched != nil {
+			c.watched(code)
+		}
 	}()
 	for {
 		msg, err := c.t.Read(context.Background())

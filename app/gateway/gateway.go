@@ -156,6 +156,15 @@ type Deps struct {
 	Presence PresenceStore
 	Clock    kernel.Clock
 	Logger   *slog.Logger
+	// Watcher is told of each connection, for traces and metrics; nil: none.
+	Watcher ConnWatcher
+}
+
+// ConnWatcher watches the gateway's connections (appliance/telemetry implements it).
+type ConnWatcher interface {
+	// Connected is called as a connection is taken over, before hello; ended is called once,
+	// when the connection is gone, with the code it was closed with.
+	Connected(info ConnInfo) (ended func(code CloseCode))
 }
 
 // Config tunes the gateway. DefaultConfig holds the defaults, which the configuration schema shows
@@ -389,6 +398,9 @@ func (g *Gateway) Serve(t Transport, info ConnInfo) {
 	}
 	g.conns[c] = struct{}{}
 	g.mu.Unlock()
+	if g.deps.Watcher != nil {
+		c.watched = g.deps.Watcher.Connected(info)
+	}
 	c.enqueueControl(helloFrame(g.cfg.HeartbeatInterval))
 	go c.readLoop()
 }
@@ -448,13 +460,24 @@ type Stats struct {
 	// PayloadErrors counts the logged events whose payload the hub could not read as their
 	// type's (each is logged with its seq and type).
 	PayloadErrors int64
+	// QueuedFrames is how many frames wait in the connections' queues for their writers.
+	QueuedFrames int
 }
 
 // Stats returns a snapshot of the gateway's counts.
 func (g *Gateway) Stats() Stats {
 	g.mu.Lock()
 	s := Stats{Connections: len(g.conns), Sessions: len(g.sessions)}
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
 	g.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		s.QueuedFrames += len(c.queue)
+		c.mu.Unlock()
+	}
 	g.hub.mu.Lock()
 	s.Members, s.Position = len(g.hub.members), g.hub.pos
 	g.hub.mu.Unlock()

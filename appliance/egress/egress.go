@@ -33,6 +33,10 @@ type Options struct {
 	Timeout time.Duration
 	// MaxConnsPerHost bounds the connections to one host (a push service). Default 64.
 	MaxConnsPerHost int
+	// Observe is told of each request, for traces and metrics: the context it returns is the
+	// request's, and done is called with the answer's status (0 without one) and the error.
+	// nil: none.
+	Observe func(ctx context.Context, method, host string) (context.Context, func(status int, err error))
 }
 
 // Client sends requests to user-chosen addresses.
@@ -103,10 +107,16 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 // Post sends body to url with the header fields and returns the answer's status code (it
 // implements push.Sender). An error means there was no answer: the network, a timeout, a
 // refused address or redirect.
-func (c *Client) Post(ctx context.Context, url string, header map[string]string, body []byte) (int, error) {
+func (c *Client) Post(ctx context.Context, url string, header map[string]string, body []byte) (status int, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("egress: %w", err)
+	}
+	if c.o.Observe != nil {
+		var done func(int, error)
+		ctx, done = c.o.Observe(ctx, http.MethodPost, req.URL.Hostname())
+		req = req.WithContext(ctx)
+		defer func() { done(status, err) }()
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)

@@ -49,6 +49,9 @@ type RunnerOptions struct {
 	// and clears the jobs whose last attempt never finished. Default 1 min.
 	SweepInterval time.Duration
 	Logger        *slog.Logger
+	// Observe is told of each run of a job, for traces and metrics: the context it returns is
+	// the handler's, and done is called with the handler's outcome. nil: none.
+	Observe func(ctx context.Context, name string) (context.Context, func(err error))
 }
 
 func (o *RunnerOptions) defaults() {
@@ -325,7 +328,7 @@ func (r *Runner) handle(m *goqite.Message) {
 	}
 
 	start := time.Now()
-	err := r.run(reg.h, m.ID, env.Args)
+	err := r.run(env.Name, reg.h, m.ID, env.Args)
 	took := time.Since(start)
 	if err == nil {
 		r.log.Debug("job done", "name", env.Name, "id", m.ID, "took", took)
@@ -378,8 +381,13 @@ func (r *Runner) backoff(attempt int) time.Duration {
 
 // run calls h with the job's context, extending the job's timeout while it runs, and turns a
 // panic into an error.
-func (r *Runner) run(h Handler, id goqite.ID, args json.RawMessage) (err error) {
+func (r *Runner) run(name string, h Handler, id goqite.ID, args json.RawMessage) (err error) {
 	ctx, cancel := context.WithCancel(r.handlerCtx)
+	if r.o.Observe != nil {
+		var done func(error)
+		ctx, done = r.o.Observe(ctx, name)
+		defer func() { done(err) }() // runs last: after the panic became err
+	}
 	extended := make(chan struct{})
 	go func() {
 		defer close(extended)

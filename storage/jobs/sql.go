@@ -111,3 +111,14 @@ func (r *Runner) exec(ctx context.Context, q string, args ...any) (int64, error)
 }
 
 func (r *Runner) rebind(q string) string { return r.q.db.Dialect().Rebind(q) }
+
+// backlogSQL counts the jobs due now that a runner may still receive (index
+// goqite_queue_timeout_idx); a job being run is hidden until its timeout and not counted.
+const backlogSQL = `SELECT COUNT(*) FROM goqite WHERE queue = ? AND received < ? AND timeout <= ?`
+
+// Backlog is how many jobs are due and wait for a worker.
+func (r *Runner) Backlog(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.pool.QueryRowContext(ctx, r.rebind(backlogSQL), queueName, r.o.MaxAttempts, timeArg(r.flavor, time.Now())).Scan(&n)
+	return n, err
+}
