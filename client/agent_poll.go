@@ -100,7 +100,7 @@ func (a *Agent) poll(f *flight, cursor int64, hasCursor bool) error {
 				switch {
 				case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
 					return fmt.Errorf("client: poll: %w: %w", ErrAuthenticationFailed, err)
-				case ae.Code == "cursor_invalid":
+				case ae.Code == "cursor_invalid" || ae.Code == "resync_required": // resync_required: behind retention
 					return fmt.Errorf("client: poll: %w: %w", ErrResyncRequired, err)
 				case ae.Status < 500 && ae.Status != http.StatusTooManyRequests && ae.Status != http.StatusRequestTimeout:
 					return fmt.Errorf("client: poll: %w", err)

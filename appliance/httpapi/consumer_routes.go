@@ -73,7 +73,7 @@ func (rt consumerRoutes) poll(r *Request) (int, any, error) {
 	}
 	p, err := rt.s.Poll(r.Context(), r.Actor, cursor, wait, limit)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, resyncProblem(err, "cursor")
 	}
 	return http.StatusOK, consumerPageJSON{Events: eventsJSON(p.Events), NextCursor: p.NextAfter, HeadSeq: p.HeadSeq}, nil
 }

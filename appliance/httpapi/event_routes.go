@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -68,9 +69,22 @@ func (rt eventRoutes) catchUp(r *Request) (int, any, error) {
 	}
 	p, err := rt.s.CatchUp(r.Context(), r.Actor, after, limit)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, resyncProblem(err, "after")
 	}
 	return http.StatusOK, eventPageJSON{Events: eventsJSON(p.Events), HeadSeq: p.HeadSeq, NextAfter: p.NextAfter}, nil
+}
+
+// resyncProblem gives a cursor that retention has passed (catchup.ResyncRequired) its 410
+// with head_seq and oldest_seq, the cursor's parameter as its field; any other error is left
+// as it is.
+func resyncProblem(err error, field string) error {
+	re := (*catchup.ResyncRequired)(nil)
+	if !errors.As(err, &re) {
+		return err
+	}
+	ke := *re.Unwrap().(*kernel.Error)
+	ke.Field = field
+	return &extendedProblem{error: &ke, members: map[string]any{"head_seq": re.HeadSeq, "oldest_seq": re.OldestSeq}}
 }
 
 // seqParam reads the query parameter name as a seq of the event log; set is false when it is

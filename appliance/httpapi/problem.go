@@ -111,6 +111,21 @@ func writeProblem(w http.ResponseWriter, err error, correlationID string) int {
 	}
 	w.WriteHeader(p.Status)
 	b, _ := json.Marshal(p)
+	if ep := (*extendedProblem)(nil); errors.As(err, &ep) && len(ep.members) > 0 {
+		m, _ := json.Marshal(ep.members) // its keys in order
+		b = append(append(b[:len(b)-1], ','), m[1:]...)
+	}
 	_, _ = w.Write(b)
 	return p.Status
 }
+
+// extendedProblem is an error whose problem document carries members of its own beside the
+// standard ones (RFC 9457's extension members), such as the seqs a refused cursor goes on
+// from. A route builds it from what its use case returned; the members never reuse a standard
+// member's name.
+type extendedProblem struct {
+	error
+	members map[string]any
+}
+
+func (e *extendedProblem) Unwrap() error { return e.error }
