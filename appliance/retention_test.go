@@ -35,7 +35,7 @@ func TestRetentionJob(t *testing.T) {
 		head := db.Head()
 
 		var logged bytes.Buffer
-		job := retentionJob(db, clock, retentionSettings{Events: 24 * time.Hour, BatchSize: 3},
+		job := retentionJob(db, clock, retentionSettings{Events: 24 * time.Hour, BatchSize: 3}, nil,
 			slog.New(slog.NewTextHandler(&logged, nil)))
 		if err := job(ctx, nil); err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestRetentionIsRegisteredOnlyWhenSet(t *testing.T) {
 	if (retentionSettings{Interval: time.Hour, BatchSize: 10}).set() {
 		t.Fatal("no retention set, but the job would run")
 	}
-	for _, s := range []retentionSettings{{Events: time.Hour}, {Revisions: time.Hour}, {RunOutput: time.Hour}} {
+	for _, s := range []retentionSettings{{Events: time.Hour}, {Revisions: time.Hour}, {RunOutput: time.Hour}, {Messages: time.Hour}} {
 		if !s.set() {
 			t.Fatalf("%+v: the job would not run", s)
 		}

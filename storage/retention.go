@@ -4,13 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/app/messaging"
 )
 
 // Retention: the prunes the retention job runs (appliance/retention.go), each one batch in a
 // short Unit of Work of its own that reports how many rows it removed, so that the job calls it
 // again until a batch removes fewer than its limit and no transaction holds the writer for long.
-// Messages are not pruned here: a message goes through messaging's delete, never by a DELETE of
-// its row.
+// Messages are not pruned here: MessagesBefore only finds them, and messaging deletes each as a
+// person's delete would (messaging.ExpireMessages), never by a DELETE of its row.
 
 // RetainedAfter returns the seq after which every committed event is still in the log: the seq
 // just before the oldest kept event, 0 while nothing was pruned. A cursor below it has lost
@@ -128,4 +131,26 @@ func (db *DB) PruneRunOutputBefore(ctx context.Context, t time.Time, limit int) 
 		return db.mapErr(err, "runs")
 	})
 	return n, err
+}
+
+var _ messaging.Expiring = (*MessageStore)(nil)
+
+// MessagesBefore implements messaging.Expiring: it walks the messages in the order of their
+// ids (UUIDv7, so the oldest first) on the primary key, past the tombstones.
+func (s *MessageStore) MessagesBefore(ctx context.Context, t time.Time, limit int) ([]kernel.ID, error) {
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id FROM messages WHERE deleted_at IS NULL AND created_at < ?
+		ORDER BY id LIMIT ?`, fmtTime(t), limit)
+	if err != nil {
+		return nil, s.db.mapErr(err, "messages")
+	}
+	defer rows.Close()
+	var ids []kernel.ID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.db.mapErr(err, "messages")
+		}
+		ids = append(ids, kernel.ID(id))
+	}
+	return ids, s.db.mapErr(rows.Err(), "messages")
 }

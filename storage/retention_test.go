@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,49 @@ func TestPruneRunOutputBefore(t *testing.T) {
 		}
 		wantOutput(t, e, running.ID, 1, "still going")
 		wantOutput(t, e, recent.ID, 1, "new answer")
+	})
+}
+
+func TestExpireMessages(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, eng storetest.Engine) {
+		ctx := context.Background()
+		e := newMsgEnv(t, eng)
+		old1 := e.post(t, e.alice, e.mainID, "old secret one", "")
+		old2 := e.post(t, e.alice, e.mainID, "old secret two", "")
+		e.clock.Advance(48 * time.Hour)
+		young := e.post(t, e.alice, e.mainID, "young words", "")
+		cutoff := e.clock.Now().Add(-24 * time.Hour)
+
+		for i, want := range []int64{1, 1, 0} {
+			if n, err := e.svc.ExpireMessages(ctx, e.msgs, cutoff, 1); err != nil || n != want {
+				t.Fatalf("batch %d looked at %d (%v), want %d", i, n, err, want)
+			}
+		}
+		for _, id := range []kernel.ID{old1.ID, old2.ID} {
+			m, err := e.svc.GetMessage(ctx, e.alice, id)
+			if err != nil || !m.Deleted || m.Content != "" {
+				t.Fatalf("an old message after retention: %+v (%v), want its tombstone", m, err)
+			}
+		}
+		if m, err := e.svc.GetMessage(ctx, e.alice, young.ID); err != nil || m.Deleted || m.Content != "young words" {
+			t.Fatalf("the young message: %+v (%v)", m, err)
+		}
+		// As a person's delete: message.deleted is logged (with no actor) and the content of the
+		// message.created before it is redacted.
+		deleted := 0
+		for _, ev := range storetest.LogAfter(t, e.db, e.startSeq) {
+			if strings.Contains(string(ev.Payload), "old secret") {
+				t.Fatalf("the log still holds the content: %s %s", ev.Type, ev.Payload)
+			}
+			if ev.Type == "message.deleted" {
+				deleted++
+				if !ev.ActorID.IsZero() {
+					t.Fatalf("retention's message.deleted names the actor %s", ev.ActorID)
+				}
+			}
+		}
+		if deleted != 2 {
+			t.Fatalf("%d message.deleted logged, want 2", deleted)
+		}
 	})
 }

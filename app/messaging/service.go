@@ -653,34 +653,40 @@ func (s *Service) DeleteMessage(ctx context.Context, actor kernel.Actor, id kern
 		if m.Deleted {
 			return errDeleted
 		}
-		m.Content, m.Mentions, m.Broadcast, m.Deleted, m.Version = "", []kernel.ID{}, "", true, m.Version+1
-		m.Components = nil
-		hadFiles := len(m.Attachments) > 0
-		m.Attachments = nil
-		if err := s.store.DeleteMessage(ctx, m, s.now()); err != nil {
-			return err
-		}
-		if hadFiles && s.files != nil {
-			if err := s.files.DeleteOfMessage(ctx, m.ID); err != nil {
-				return err
-			}
-		}
-		if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
-			return err
-		}
-		if _, err := s.unpin(ctx, actor, m); err != nil {
-			return err
-		}
-		if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(EvMessageDeleted.Name), m); err != nil {
-			return err
-		}
-		if err := kernel.Publish(ctx, s.bus, MessageDeleted{Message: m}); err != nil {
-			return err
-		}
-		s.events.Append(ctx, EvMessageDeleted.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID,
-			ActorID: actor.ID}, m))
-		return nil
+		return s.tombstone(ctx, actor, m)
 	})
+}
+
+// tombstone deletes m, which is not deleted yet, in the Unit of Work of ctx, as DeleteMessage
+// describes; actor is who deleted it (none: retention, see ExpireMessages).
+func (s *Service) tombstone(ctx context.Context, actor kernel.Actor, m Message) error {
+	m.Content, m.Mentions, m.Broadcast, m.Deleted, m.Version = "", []kernel.ID{}, "", true, m.Version+1
+	m.Components = nil
+	hadFiles := len(m.Attachments) > 0
+	m.Attachments = nil
+	if err := s.store.DeleteMessage(ctx, m, s.now()); err != nil {
+		return err
+	}
+	if hadFiles && s.files != nil {
+		if err := s.files.DeleteOfMessage(ctx, m.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.threads.RemoveFromThread(ctx, m.ThreadID); err != nil {
+		return err
+	}
+	if _, err := s.unpin(ctx, actor, m); err != nil {
+		return err
+	}
+	if err := s.redactor.RedactEvents(ctx, m.ID, kernel.Redacts(EvMessageDeleted.Name), m); err != nil {
+		return err
+	}
+	if err := kernel.Publish(ctx, s.bus, MessageDeleted{Message: m}); err != nil {
+		return err
+	}
+	s.events.Append(ctx, EvMessageDeleted.Event(kernel.Event{Scope: m.Scope(), SubjectID: m.ID,
+		ActorID: actor.ID}, m))
+	return nil
 }
 
 // ListRevisions returns the earlier contents of a message, oldest first
