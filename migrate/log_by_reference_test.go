@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
 	"bothy.dev/bothy/storage/engine"
@@ -90,4 +91,54 @@ func TestStatCountsMigration(t *testing.T) {
 			}
 		}
 	})
+}
+
+// 0028 makes SQLite's full-text index contentless and fills it from the messages: their words,
+// their attachments' names, a thread's title on its first message, and the tags of channel,
+// author and has:file; a deleted message stays out.
+func TestSearchContentlessMigration(t *testing.T) {
+	ctx := context.Background()
+	fixture := append(append([]string{}, chatFixture...),
+		`INSERT INTO threads (id, channel_id, space_id, title, created_by, created_at, updated_at)
+			VALUES ('t2', 'c1', 's1', 'Quarterly planning', 'p1', '`+fixtureAt+`', '`+fixtureAt+`')`,
+		`INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, created_at, attachments)
+			VALUES ('m2', 't2', 'c1', 's1', 'p1', 'see the numbers', '`+fixtureAt+`',
+			'[{"id":"f1","name":"budget.xlsx","content_type":"application/octet-stream","size":3}]')`,
+		`INSERT INTO messages (id, thread_id, channel_id, space_id, author_id, content, created_at, deleted_at)
+			VALUES ('m3', 't1', 'c1', 's1', 'p1', '', '`+fixtureAt+`', '`+fixtureAt+`')`)
+	_, r := across(t, engine.SQLite, 28, fixture...)
+	found := func(match string) []string {
+		t.Helper()
+		rows, err := r.QueryContext(ctx, `SELECT m.id FROM message_search s JOIN messages m ON m.rowid = s.rowid
+			WHERE message_search MATCH ? ORDER BY m.id`, match)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	for match, want := range map[string]string{
+		"hello":                     "m1",
+		"numbers":                   "m2",
+		"budget":                    "m2",
+		"quarterly":                 "m2",
+		"tags : hasfile":            "m2",
+		"tags : cc1 AND tags : ap1": "m1 m2",
+	} {
+		if got := strings.Join(found(match), " "); got != want {
+			t.Errorf("MATCH %q = %q, want %q", match, got, want)
+		}
+	}
+	var body sql.NullString
+	if err := r.QueryRowContext(ctx, `SELECT body FROM message_search WHERE rowid = (SELECT rowid FROM messages WHERE id = 'm1')`).Scan(&body); err != nil || body.Valid {
+		t.Errorf("the index gives back %v (%v), want no copy of the text", body, err)
+	}
 }

@@ -41,56 +41,51 @@ const firstOfThread = `COALESCE((SELECT t.title FROM threads t WHERE t.id = ? AN
 
 // indexMessage adds the message m, just inserted, to the search index: one statement.
 func (db *DB) indexMessage(ctx context.Context, q querier, m messaging.Message) error {
-	names := make([]string, 0, len(m.Attachments))
-	for _, a := range m.Attachments {
-		names = append(names, a.Name)
-	}
-	files := strings.Join(names, " ")
 	var err error
 	switch db.dialect.Name() {
 	case engine.SQLite:
-		v := indexedFiles{names: files, hasFile: len(m.Attachments) > 0}
-		if searchInserts.Record(ctx, m.ID, v) {
+		if searchInserts.Record(ctx, m.ID, struct{}{}) {
 			return nil // written at the batch's commit, in its transaction (searchInserts)
 		}
-		_, err = q.ExecContext(ctx, sqliteIndexInsert, sqliteIndexArgs(m.ID, v)...)
+		_, err = q.ExecContext(ctx, sqliteIndexFromRow+` WHERE m.id = ? AND m.deleted_at IS NULL`, string(m.ID))
 	case engine.Postgres:
+		names := make([]string, 0, len(m.Attachments))
+		for _, a := range m.Attachments {
+			names = append(names, a.Name)
+		}
 		_, err = q.ExecContext(ctx, `INSERT INTO message_search (message_id, channel_id, author_id, has_file, body, files, title)
 			VALUES (?, ?, ?, ?, ?, ?, `+firstOfThread+`)`,
 			string(m.ID), string(m.ChannelID), string(m.AuthorID), len(m.Attachments) > 0,
-			search.IndexText(m.Content), search.IndexText(files), string(m.ThreadID), string(m.ID))
+			search.IndexText(m.Content), search.IndexText(strings.Join(names, " ")), string(m.ThreadID), string(m.ID))
 	default:
 		panic("storage: unknown dialect " + string(db.dialect.Name()))
 	}
 	return db.mapErr(err, "search index")
 }
 
-// indexedFiles is what the index row of a new message takes from the message itself rather
-// than from its row: the names of its attachments.
-type indexedFiles struct {
-	names   string
-	hasFile bool
-}
+// SQLite's index is contentless (migration 0028): it keeps the words and no copy of the text,
+// which is in messages already. Its row of a message is therefore always made from the message's
+// row, as it is at that moment, whole: the content, the names of the attachments, the thread's
+// title when the message is its first, and the tags of its channel, its author and has:file. An
+// edit or a new title replaces the row (INSERT OR REPLACE), as a contentless table takes no
+// UPDATE of some of its columns.
 
-// sqliteIndexInsert adds a message's row to SQLite's index from the message's row as it is at
-// that moment: its content, channel and author, its thread's title if it is the first message,
-// nothing once it is deleted.
-const sqliteIndexInsert = `INSERT INTO message_search (rowid, body, files, title, tags)
-	SELECT m.rowid, m.content, ?, ` + firstTitle + `,
-		'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '') || ?
-	FROM messages m WHERE m.id = ? AND m.deleted_at IS NULL`
+// sqliteIndexRow is the index row of messages m, as the columns rowid, body, files, title, tags.
+const sqliteIndexRow = `m.rowid, m.content, ` + attachmentNames + `, ` + firstTitle + `,
+		'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '') ||
+		CASE WHEN json_array_length(COALESCE(m.attachments, '[]')) > 0 THEN ' ` + hasFileTag + `' ELSE '' END`
 
-// firstTitle is the title of the thread of messages m when m is its first message, else ”.
+// sqliteIndexFromRow writes the index rows of the messages m that its WHERE (to be appended)
+// selects.
+const sqliteIndexFromRow = `INSERT OR REPLACE INTO message_search (rowid, body, files, title, tags)
+	SELECT ` + sqliteIndexRow + ` FROM messages m`
+
+// attachmentNames are the names of the attachments of messages m, one space between each.
+const attachmentNames = `COALESCE((SELECT group_concat(json_extract(a.value, '$.name'), ' ') FROM json_each(m.attachments) a), '')`
+
+// firstTitle is the title of the thread of messages m when m is its first message, else ''.
 const firstTitle = `COALESCE((SELECT t.title FROM threads t WHERE t.id = m.thread_id AND t.is_main = 0
 		AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.thread_id = t.id AND o.id < m.id)), '')`
-
-func sqliteIndexArgs(id kernel.ID, v indexedFiles) []any {
-	tag := ""
-	if v.hasFile {
-		tag = " " + hasFileTag
-	}
-	return []any{v.names, tag, string(id)}
-}
 
 // searchInserts are the messages a batch inserts, added to SQLite's index at the batch's commit,
 // in its transaction, after the units' savepoints: FTS5 writes what it holds in memory to a new
@@ -98,21 +93,17 @@ func sqliteIndexArgs(id kernel.ID, v indexedFiles) []any {
 // and a merge of segments every few messages. At commit the batch's rows make one segment. The
 // insert reads the message's row then, so an edit, a deletion or a thread's new title later in
 // the same batch is what the index gets. A unit that fails records nothing.
-var searchInserts = commit.NewAtCommitAll(func(_, b indexedFiles) indexedFiles { return b },
-	func(exec func(q string, args ...any) error, ids []kernel.ID, vals map[kernel.ID]indexedFiles) error {
+var searchInserts = commit.NewAtCommitAll(func(_, b struct{}) struct{} { return b },
+	func(exec func(q string, args ...any) error, ids []kernel.ID, _ map[kernel.ID]struct{}) error {
 		// One statement for many rows: SQLite opens a savepoint of each statement that writes a
 		// virtual table, and FTS5 flushes at each one.
 		for len(ids) > 0 {
 			n := min(len(ids), 300)
-			args := make([]any, 0, 3*n)
+			args := make([]any, 0, n)
 			for _, id := range ids[:n] {
-				args = append(args, sqliteIndexArgs(id, vals[id])...)
+				args = append(args, string(id))
 			}
-			if err := exec(`WITH v (files, tag, id) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", n), ", ")+`)
-				INSERT INTO message_search (rowid, body, files, title, tags)
-				SELECT m.rowid, m.content, v.files, `+firstTitle+`,
-					'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '') || v.tag
-				FROM v JOIN messages m ON m.id = v.id WHERE m.deleted_at IS NULL ORDER BY m.rowid`, args...); err != nil {
+			if err := exec(sqliteIndexFromRow+` WHERE m.id IN (`+placeholders(n)+`) AND m.deleted_at IS NULL ORDER BY m.rowid`, args...); err != nil {
 				return fmt.Errorf("search index: %w", err)
 			}
 			ids = ids[n:]
@@ -125,8 +116,7 @@ func (db *DB) reindexBody(ctx context.Context, q querier, m messaging.Message) e
 	var err error
 	switch db.dialect.Name() {
 	case engine.SQLite:
-		_, err = q.ExecContext(ctx, `UPDATE message_search SET body = ? WHERE rowid = (SELECT rowid FROM messages WHERE id = ?)`,
-			m.Content, string(m.ID))
+		_, err = q.ExecContext(ctx, sqliteIndexFromRow+` WHERE m.id = ? AND m.deleted_at IS NULL`, string(m.ID))
 	case engine.Postgres:
 		_, err = q.ExecContext(ctx, `UPDATE message_search SET body = ? WHERE message_id = ?`, search.IndexText(m.Content), string(m.ID))
 	default:
@@ -155,8 +145,9 @@ func (db *DB) indexTitle(ctx context.Context, q querier, threadID kernel.ID, tit
 	var err error
 	switch db.dialect.Name() {
 	case engine.SQLite:
-		_, err = q.ExecContext(ctx, `UPDATE message_search SET title = ? WHERE rowid =
-			(SELECT rowid FROM messages WHERE thread_id = ? ORDER BY id LIMIT 1)`, title, string(threadID))
+		// The row is made again from the thread's row, which holds title already.
+		_, err = q.ExecContext(ctx, sqliteIndexFromRow+` WHERE m.id = (SELECT id FROM messages WHERE thread_id = ? ORDER BY id LIMIT 1)
+			AND m.deleted_at IS NULL`, string(threadID))
 	case engine.Postgres:
 		_, err = q.ExecContext(ctx, `UPDATE message_search SET title = ? WHERE message_id =
 			(SELECT id FROM messages WHERE thread_id = ? ORDER BY id LIMIT 1)`, title, string(threadID))
@@ -204,7 +195,43 @@ func (s *SearchStore) Search(ctx context.Context, sq search.IndexQuery) ([]searc
 		}
 		out = append(out, h)
 	}
-	return out, s.db.mapErr(rows.Err(), "search")
+	if err := rows.Err(); err != nil {
+		return nil, s.db.mapErr(err, "search")
+	}
+	if s.db.dialect.Name() == engine.SQLite {
+		return out, s.hitTitles(ctx, out)
+	}
+	return out, nil
+}
+
+// hitTitles fills the titles of SQLite's hits, which its contentless index cannot give back:
+// the thread's title on the hits that are the first message of their thread.
+func (s *SearchStore) hitTitles(ctx context.Context, hits []search.Hit) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	at := make(map[kernel.ID]int, len(hits))
+	args := make([]any, 0, len(hits))
+	for i, h := range hits {
+		at[h.MessageID] = i
+		args = append(args, string(h.MessageID))
+	}
+	rows, err := s.db.readDB.QueryContext(ctx, `SELECT m.id, `+firstTitle+` FROM messages m WHERE m.id IN (`+placeholders(len(args))+`)`, args...)
+	if err != nil {
+		return s.db.mapErr(err, "search")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id kernel.ID
+		var title string
+		if err := rows.Scan(&id, &title); err != nil {
+			return s.db.mapErr(err, "search")
+		}
+		if i, ok := at[id]; ok {
+			hits[i].Title = title
+		}
+	}
+	return s.db.mapErr(rows.Err(), "search")
 }
 
 // maxPrefixWords is how many words of the index a prefix is expanded to at most; a prefix
@@ -331,7 +358,7 @@ func sqliteSearch(sq search.IndexQuery) (string, []any, error) {
 	}
 	var b strings.Builder
 	args := []any{match}
-	b.WriteString(`SELECT s.rowid, m.id, m.channel_id, m.thread_id, s.title FROM message_search s JOIN messages m ON m.rowid = s.rowid
+	b.WriteString(`SELECT s.rowid, m.id, m.channel_id, m.thread_id, '' FROM message_search s JOIN messages m ON m.rowid = s.rowid
 		WHERE message_search MATCH ?`)
 	if inWhere && len(sq.Channels) > 0 {
 		if sq.AllChannels {

@@ -32,8 +32,9 @@ func copySearchIndex(ctx context.Context, stx *sql.Tx, sd Dialect, dtx execQueri
 	var query string
 	switch sd.Name() {
 	case engine.SQLite:
-		query = `SELECT m.id, m.channel_id, m.author_id, instr(' ' || s.tags || ' ', ' ` + hasFileTag + ` ') > 0, s.body, s.files, s.title
-			FROM message_search s JOIN messages m ON m.rowid = s.rowid ORDER BY s.rowid`
+		// The index is contentless: its rows are made again from the messages it holds.
+		query = `SELECT m.id, m.channel_id, m.author_id, json_array_length(COALESCE(m.attachments, '[]')) > 0, m.content,
+			` + attachmentNames + `, ` + firstTitle + ` FROM messages m WHERE m.deleted_at IS NULL ORDER BY m.rowid`
 	case engine.Postgres:
 		query = `SELECT message_id, channel_id, author_id, has_file, body, files, title FROM message_search ORDER BY message_id`
 	default:
