@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -92,6 +93,9 @@ func New(o Options) (*Telemetry, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The SDK reports a failed export through its one handler of the process; it goes to the
+	// log instead of the standard logger's stderr.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { o.Logger.Warn("telemetry: export failed", "err", err) }))
 	res := resource.NewSchemaless(semconv.ServiceName(o.ServiceName), semconv.ServiceVersion(o.Version))
 	t := &Telemetry{log: o.Logger, registry: prometheus.NewRegistry(), prop: propagation.TraceContext{}}
 
