@@ -1,13 +1,13 @@
 package ui
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/appliance/clientaddr"
 	"bothy.dev/bothy/ui/layouts"
 	"bothy.dev/bothy/ui/pages"
 )
@@ -151,11 +151,8 @@ func safeNext(next string) string {
 	return u.RequestURI()
 }
 
-// clientIP is the peer address, as the API's login sees it.
+// clientIP is the client's address as the API's login sees it: the peer, or behind a trusted
+// proxy the client it names (appliance/clientaddr, decided by the router).
 func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return clientaddr.From(r).IP
 }

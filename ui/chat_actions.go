@@ -9,6 +9,7 @@ import (
 	"bothy.dev/bothy/app/files"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/messaging"
+	"bothy.dev/bothy/appliance/clientaddr"
 	"bothy.dev/bothy/ui/components"
 	"bothy.dev/bothy/ui/layouts"
 	"bothy.dev/bothy/ui/pages"
@@ -333,11 +334,8 @@ func (c *chatView) origin(rq *request) string {
 	if c.d.PublicURL != "" {
 		return strings.TrimSuffix(c.d.PublicURL, "/")
 	}
-	scheme := "http"
-	if rq.r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + rq.r.Host
+	cl := clientaddr.From(rq.r) // behind a trusted proxy, what the browser asked the proxy for
+	return cl.Scheme + "://" + cl.Host
 }
 
 // Bounds of a reply's quote and title.

@@ -11,6 +11,7 @@ import (
 	"bothy.dev/bothy/app/chat"
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/appliance/clientaddr"
 	"bothy.dev/bothy/ui/pages"
 )
 
@@ -254,11 +255,8 @@ func (c *Console) publicBase(rq *request) string {
 	if u := strings.TrimSuffix(c.d.PublicURL, "/"); u != "" {
 		return u
 	}
-	scheme := "http"
-	if rq.r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + rq.r.Host
+	cl := clientaddr.From(rq.r) // behind a trusted proxy, what the browser asked the proxy for
+	return cl.Scheme + "://" + cl.Host
 }
 
 func (c *Console) agentDisable(rq *request) error {

@@ -27,6 +27,7 @@ import (
 
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/appliance/clientaddr"
 )
 
 // Path is where the gateway is served.
@@ -94,13 +95,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		CorrelationID: w.Header().Get("Correlation-Id"), Credential: h.sessionCookie(r)})
 }
 
-// peerAddress is the IP address of the peer, which the gateway's bound per address counts by.
+// peerAddress is the client's IP address, which the gateway's bound per address counts by: the
+// TCP peer, or behind a trusted proxy the client it names (appliance/clientaddr).
 func peerAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return clientaddr.From(r).IP
 }
 
 // consoleSessionCookie is the name of the console's session cookie (ui.SessionCookieName, which
@@ -126,7 +124,8 @@ func (h *Handler) sessionCookie(r *http.Request) string {
 }
 
 // originAllowed lets through requests without Origin (bots, servers: no browser to protect) and
-// browsers on the instance's own origin: server.public_url's, or the Host they connected to.
+// browsers on the instance's own origin: server.public_url's, or the Host they connected to
+// (behind a trusted proxy, the host the proxy says the browser asked for).
 func (h *Handler) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -139,7 +138,7 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 	if h.origin != "" && strings.EqualFold(u.Scheme+"://"+u.Host, h.origin) {
 		return true
 	}
-	return strings.EqualFold(u.Host, r.Host)
+	return strings.EqualFold(u.Host, clientaddr.From(r).Host)
 }
 
 func headerHas(h http.Header, name, token string) bool {
