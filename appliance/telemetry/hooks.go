@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -55,9 +56,9 @@ func (o Requests) Request(ctx context.Context, r *http.Request, cid string) (con
 			method = "other"
 		}
 		took := since(start)
-		set := attribute.NewSet(keyRoute.String(route), keyMethod.String(method), keyStatus.Int(status))
-		t.requests.Add(context.Background(), 1, withSet(set))
-		t.requestDuration.Record(context.Background(), took, attrs(keyRoute.String(route), keyMethod.String(method)))
+		a := t.requestAttrs(route, method, status)
+		t.requests.Add(context.Background(), 1, a.count)
+		t.requestDuration.Record(context.Background(), took, a.latency)
 		if span != nil {
 			span.SetName(method + " " + route)
 			span.SetAttributes(keyRoute.String(route), keyStatus.Int(status))
@@ -67,6 +68,30 @@ func (o Requests) Request(ctx context.Context, r *http.Request, cid string) (con
 			span.End()
 		}
 	}
+}
+
+// requestKey is one series of the request metrics; there are as many as routes × methods ×
+// statuses answered, a few hundred.
+type requestKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are the attribute sets of one series, made once: building a set sorts and
+// allocates, which a request would otherwise pay twice.
+type requestSeries struct{ count, latency metric.MeasurementOption }
+
+func (t *Telemetry) requestAttrs(route, method string, status int) requestSeries {
+	k := requestKey{route, method, status}
+	if v, ok := t.requestSets.Load(k); ok {
+		return v.(requestSeries)
+	}
+	s := requestSeries{
+		count:   withSet(attribute.NewSet(keyRoute.String(route), keyMethod.String(method), keyStatus.Int(status))),
+		latency: attrs(keyRoute.String(route), keyMethod.String(method)),
+	}
+	t.requestSets.Store(k, s)
+	return s
 }
 
 func knownMethod(m string) bool {

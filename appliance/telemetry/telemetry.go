@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,8 @@ type Telemetry struct {
 	egressRequests  metric.Int64Counter
 	egressDuration  metric.Float64Histogram
 	sessions        metric.Int64Counter
+
+	requestSets sync.Map // requestKey → requestSeries
 }
 
 // secondsBuckets are the bounds of the latency histograms, in seconds: from 100 µs (a commit on a
