@@ -37,3 +37,19 @@ func QueuedUnits(db *DB) int { return db.w.Queued() }
 
 // MaxPrefixWordsForTest is how many words SQLite's expansion of a prefix takes.
 const MaxPrefixWordsForTest = maxPrefixWords
+
+// QueryInTest runs a query on the read pool and hands each row's Scan to row.
+func QueryInTest(tb testing.TB, db *DB, q string, row func(scan func(...any) error), args ...any) {
+	tb.Helper()
+	rows, err := db.q(context.Background()).QueryContext(context.Background(), q, args...)
+	if err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		row(rows.Scan)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+}

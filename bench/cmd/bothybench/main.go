@@ -93,6 +93,9 @@ var scenarios = []scenario{
 	{name: "db-size", about: "bytes a message costs in the database, every table and index counted, after posting over HTTP (bench/size)",
 		serve: httpServe, flags: dbSize},
 
+	{name: "scale", about: "the figures of an empty instance again with millions of messages seeded into its SQLite file, and their ratios (bench/scale)",
+		serve: httpServe, flags: scaleScenario},
+
 	{name: "search-query", about: "search.Service.Search for a person who reads a tenth of the channels, a million messages in the database (bench/search)",
 		store: true, flags: searchQuery},
 	{name: "inbox-unread", about: "GET /api/v1/me/unread for a person in many channels and DMs, a million messages in the database (bench/inbox)",
