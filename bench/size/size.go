@@ -40,12 +40,12 @@ func SQLite(db *sql.DB) Sizes {
 	}
 }
 
-// Postgres reads pg_total_relation_size of every table of the public schema: heap, TOAST and
-// indexes.
+// Postgres reads the size of every table of the public schema (heap and TOAST, pg_table_size)
+// and of every index on them (pg_relation_size): together pg_total_relation_size of the tables.
 func Postgres(db *sql.DB) Sizes {
 	return func(ctx context.Context) ([]Relation, error) {
-		return relations(ctx, db, `SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
-			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm')`)
+		return relations(ctx, db, `SELECT c.relname, CASE WHEN c.relkind = 'i' THEN pg_relation_size(c.oid) ELSE pg_table_size(c.oid) END
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm', 'i')`)
 	}
 }
 
