@@ -49,11 +49,62 @@ func VacuumInto(ctx context.Context, path, dest string, busyTimeout time.Duratio
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
+	stop := trickle(dest)
+	_, err = db.ExecContext(ctx, "VACUUM INTO ?", dest)
+	stop()
+	if err != nil {
 		return fmt.Errorf("sqlite: copy %s: %w", path, err)
 	}
 	return nil
 }
+
+// trickle starts the writeback of the file at path to the disk as it grows, every few
+// megabytes, until stop is called. VACUUM INTO writes the copy into the page cache without a
+// sync; left alone, the kernel writes a gigabyte of it in bursts and the fsync at the end
+// writes the rest at once, and the server's own fsyncs of its WAL queue behind them. Started
+// as it is written, the copy goes to the disk at an even pace.
+func trickle(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var f *os.File
+		defer func() {
+			if f != nil {
+				f.Close()
+			}
+		}()
+		var started int64
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if f == nil {
+				var err error
+				if f, err = os.Open(path); err != nil {
+					f = nil
+					continue
+				}
+			}
+			fi, err := f.Stat()
+			if err != nil {
+				continue
+			}
+			if n := fi.Size() - started; n >= writebackEvery {
+				startWriteback(f, started, n)
+				started = fi.Size()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// writebackEvery is how many bytes of the copy wait before their writeback is started.
+const writebackEvery = 4 << 20
 
 // BackupInto writes a consistent copy of the database at path to dest with SQLite's online
 // backup API, all pages in one step, so that it is one read transaction like VACUUM INTO (in
@@ -91,6 +142,16 @@ func BackupInto(ctx context.Context, path, dest string, busyTimeout time.Duratio
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: back up %s: %w", path, err)
+	}
+	// The copy has the source's header, WAL mode included: back to a rollback journal, like
+	// VACUUM INTO's, so that it is one file.
+	dst, err := sql.Open("sqlite", fileURI(dest))
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if _, err := dst.ExecContext(ctx, "PRAGMA journal_mode=DELETE"); err != nil {
+		return fmt.Errorf("sqlite: the copy of %s: %w", path, err)
 	}
 	return nil
 }
