@@ -20,7 +20,7 @@ import (
 // in its SQLite file, and the ratios of the two.
 
 func scaleScenario(fs *flag.FlagSet) runFunc {
-	messages := fs.Int("messages", 10000000, "messages seeded into the database")
+	messages := fs.Int("messages", 10000000, "messages seeded into the database (0: measure the empty instance alone)")
 	span := fs.Duration("span", 90*24*time.Hour, "how far back the seeded messages go")
 	rate := fs.Float64("rate", 1000, "messages offered per second in the open loop")
 	clients := fs.Int("clients", 32, "clients of the closed loop")
@@ -62,6 +62,14 @@ func scaleScenario(fs *flag.FlagSet) runFunc {
 		empty, err := measureAll(t)
 		if err != nil {
 			return fmt.Errorf("empty instance: %w\n%s", err, ns.logs())
+		}
+		if *messages == 0 { // the empty instance alone, e.g. to compare two builds
+			measure.Result(out, "scale/empty/message-create/closed-loop", empty.closed, "messages/s")
+			measure.Result(out, fmt.Sprintf("scale/empty/message-create/open-loop@%g/s/p99", *rate), empty.openP99, "ms")
+			measure.Result(out, "scale/empty/thread-page/p99", measure.Ms(empty.reads.ThreadPage.P99), "ms")
+			measure.Result(out, "scale/empty/catch-up-page/p99", measure.Ms(empty.reads.CatchUp.P99), "ms")
+			measure.Result(out, "scale/empty/me-unread/p99", measure.Ms(empty.reads.Unread.P99), "ms")
+			return nil
 		}
 		var rep scalebench.SeedReport
 		err = ns.seedStopped(ctx, func(db *sql.DB) error {
