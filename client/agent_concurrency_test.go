@@ -279,6 +279,17 @@ func TestAgentLongPoll(t *testing.T) {
 		}
 	})
 
+	t.Run("stops on a 410 resync_required with ErrResyncRequired", func(t *testing.T) {
+		fs := newFakeRunServer(t)
+		fs.pollRefuse = []int{410}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := fs.agent(WithCursor(7)).RunLongPoll(ctx, func(context.Context, *Invocation) error { return nil })
+		if !errors.Is(err, ErrResyncRequired) || !IsCode(err, "resync_required") {
+			t.Fatalf("RunLongPoll = %v, want ErrResyncRequired and the server's answer", err)
+		}
+	})
+
 	t.Run("continues after what it acknowledged on its next run", func(t *testing.T) {
 		fs := newFakeRunServer(t, invocationOf(1, "r1"), messageEvent(2))
 		a := fs.agent()

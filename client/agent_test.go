@@ -105,7 +105,11 @@ func newFakeRunServer(t *testing.T, events ...map[string]any) *fakeRunServer {
 			status := fs.pollRefuse[0]
 			fs.pollRefuse = fs.pollRefuse[1:]
 			fs.mu.Unlock()
-			answer(w, status, map[string]any{"status": status, "code": "scripted", "detail": "scripted"})
+			code := "scripted"
+			if status == http.StatusGone { // the answer to a cursor behind the server's retention
+				code = "resync_required"
+			}
+			answer(w, status, map[string]any{"status": status, "code": code, "detail": "scripted"})
 			return
 		}
 		fs.mu.Unlock()
