@@ -141,6 +141,11 @@ func Seed(ctx context.Context, db *sql.DB, t httpbench.Target, l Layout) (SeedRe
 		if err := tx.Commit(); err != nil {
 			return SeedReport{}, err
 		}
+		// serve's connections checkpoint on their own terms (wal_autocheckpoint off): without
+		// this the WAL would hold the whole seed.
+		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return SeedReport{}, err
+		}
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -175,6 +180,9 @@ func Seed(ctx context.Context, db *sql.DB, t httpbench.Target, l Layout) (SeedRe
 		return SeedReport{}, fmt.Errorf("search index: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
+		return SeedReport{}, err
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return SeedReport{}, err
 	}
 	rep := SeedReport{Took: time.Since(began)}
