@@ -56,6 +56,8 @@ type Options struct {
 	BenchCommitDelay time.Duration
 	Logger           *slog.Logger
 	Clock            kernel.Clock
+	// Observer watches the write path's units and batches (telemetry); nil for none.
+	Observer commit.Observer
 }
 
 // DB is the store: one write path, a read pool, the event log head.
@@ -111,7 +113,7 @@ func Open(ctx context.Context, d Dialect, writeDB, readDB *sql.DB, o Options) (*
 	}
 	db.head.Store(head)
 	w, err := commit.Start(ctx, d, writeDB, commit.Options{MaxBatch: o.MaxBatch, CheckpointPages: o.CheckpointPages,
-		TxRetryMax: o.TxRetryMax, BenchCommitDelay: o.BenchCommitDelay, Logger: o.Logger, Clock: o.Clock, Committed: db.advanceHead,
+		TxRetryMax: o.TxRetryMax, BenchCommitDelay: o.BenchCommitDelay, Logger: o.Logger, Clock: o.Clock, Committed: db.advanceHead, Observer: o.Observer,
 		ByReference: byReference})
 	if err != nil {
 		return nil, err

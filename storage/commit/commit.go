@@ -42,6 +42,9 @@ type Options struct {
 	// Committed is told the new head after each commit that appended events, on the writer's
 	// goroutine, before the functions of OnCommit and AfterCommit.
 	Committed func(head int64)
+	// Observer watches the units and batches for telemetry (appliance/telemetry); nil watches
+	// nothing, and then the writer reads no clock for it.
+	Observer Observer
 	// ByReference says which event types the log keeps by reference: their rows hold the seq,
 	// type, subject, actor and time, but no payload (an empty one) and no scope, which their
 	// reader rebuilds from the subject's current state (storage/eventlog.go). Nil keeps every
@@ -75,6 +78,11 @@ type Writer struct {
 	jobs         chan *job
 	quit         chan struct{}
 	wg           sync.WaitGroup
+
+	// obs is opts.Observer; report is the batch in flight's, filled only when obs is set
+	// (the writer's goroutine alone touches it).
+	obs    Observer
+	report BatchReport
 }
 
 // Start takes the one connection of writeDB (which must allow exactly one) and starts the
@@ -90,7 +98,7 @@ func Start(ctx context.Context, d Dialect, writeDB *sql.DB, o Options) (*Writer,
 		o.Clock = kernel.SystemClock{}
 	}
 	w := &Writer{dialect: d, writeDB: writeDB, opts: o, log: o.Logger, clock: o.Clock,
-		jobs: make(chan *job, 4096), quit: make(chan struct{})}
+		jobs: make(chan *job, 4096), quit: make(chan struct{}), obs: o.Observer}
 	conn, err := openWriteConn(ctx, w)
 	if err != nil {
 		return nil, err
@@ -130,12 +138,17 @@ func (w *Writer) OnCommit(fn func(events []kernel.LoggedEvent)) {
 }
 
 // Do runs fn in a Unit of Work; see kernel.UnitOfWork. Inside one already, fn joins it.
-func (w *Writer) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+func (w *Writer) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	if InUnit(ctx) {
 		return fn(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if w.obs != nil {
+		var done func(error)
+		ctx, done = w.obs.Unit(ctx)
+		defer func() { done(err) }()
 	}
 	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
@@ -178,7 +191,13 @@ func (w *Writer) run() {
 					break fill
 				}
 			}
+			if w.obs != nil {
+				w.report = BatchReport{Start: time.Now()}
+			}
 			batch = w.runBatch(batch)
+			if w.obs != nil {
+				w.observe(batch)
+			}
 			for _, j := range batch {
 				close(j.done)
 			}
@@ -195,6 +214,9 @@ var errCommitUnknown = errors.New("the connection failed during COMMIT")
 func (w *Writer) runBatch(batch []*job) []*job {
 	for attempt := 0; ; attempt++ {
 		err := w.tryBatch(&batch)
+		if w.obs != nil {
+			w.report.Attempts, w.report.Err = attempt+1, err
+		}
 		if err == nil {
 			return batch
 		}
@@ -316,8 +338,14 @@ func (w *Writer) tryBatch(bp *[]*job) (err error) {
 	if d := w.opts.BenchCommitDelay; d > 0 {
 		time.Sleep(d)
 	}
+	if w.obs != nil {
+		w.report.CommitStart = time.Now()
+	}
 	if err := w.conn.commit(committed, head); err != nil {
 		return err
+	}
+	if w.obs != nil {
+		w.report.Committed, w.report.Events = ok, int(head-committed)
 	}
 	if head != committed {
 		w.opts.Committed(head)
@@ -332,6 +360,21 @@ func (w *Writer) tryBatch(bp *[]*job) (err error) {
 	}
 	w.conn.afterCommit(len(batch))
 	return nil
+}
+
+// observe hands the Observer the report of the batch that just ended.
+func (w *Writer) observe(batch []*job) {
+	r := w.report
+	r.End = time.Now()
+	if r.Err != nil {
+		r.Committed, r.Events = 0, 0
+	}
+	r.Units = make([]context.Context, len(batch))
+	for i, j := range batch {
+		r.Units[i] = j.ctx
+	}
+	w.obs.Batch(r)
+	w.report = BatchReport{}
 }
 
 func callSafely(ctx context.Context, fn func(ctx context.Context) error) (err error) {
