@@ -173,6 +173,12 @@ func Seed(ctx context.Context, db *sql.DB, t httpbench.Target, l Layout) (SeedRe
 	if _, err := tx.ExecContext(ctx, `UPDATE sequence_counters SET value = ? WHERE name = 'event_seq'`, seq); err != nil {
 		return SeedReport{}, err
 	}
+	// The log's consumers (the notifier) have followed the seeded events as they would have
+	// the posts: none is left to replay them all after the start.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO log_cursors (name, seq, updated_at) VALUES ('notifier', ?, ?)
+		ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`, seq, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")); err != nil {
+		return SeedReport{}, err
+	}
 	// The full-text index of the seeded messages, as storage makes a row (storage/search.go).
 	if _, err := tx.ExecContext(ctx, `INSERT INTO message_search (rowid, body, files, title, tags)
 		SELECT m.rowid, m.content, '', '', 'c' || replace(m.channel_id, '-', '') || ' a' || replace(m.author_id, '-', '')

@@ -41,6 +41,10 @@ func TestSeed(t *testing.T) {
 	if rep.Messages != n || rep.Events != n {
 		t.Fatalf("report %+v, want %d messages and events", rep, n)
 	}
+	var cursor int64
+	if err := r.QueryRowContext(ctx, `SELECT seq FROM log_cursors WHERE name = 'notifier'`).Scan(&cursor); err != nil || cursor != n {
+		t.Fatalf("the notifier's cursor is at %d (%v), want the seeded head %d", cursor, err, n)
+	}
 	db, err := storage.Open(ctx, sqlite.Dialect{}, w, r, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
