@@ -20,9 +20,10 @@ import (
 // loop, on three bothy serve processes that differ only in telemetry, measured in turn.
 
 // telemetryModes are the processes telemetry-overhead compares: telemetry off; on as it is by
-// default (metrics, read by /metrics, no traces); on with every request traced and the spans
-// and metrics pushed to an OTLP collector (a sink in this process that answers 200).
-func telemetryModes(sink string) []struct {
+// default (metrics, read by /metrics, no traces); on with requests traced (every one with
+// -sample-ratio 1) and the spans and metrics pushed to an OTLP collector (a sink in this process
+// that answers 200).
+func telemetryModes(sink string, ratio float64) []struct {
 	name string
 	args []string
 } {
@@ -32,7 +33,7 @@ func telemetryModes(sink string) []struct {
 	}{
 		{"off", []string{"--set", "telemetry.enabled=false"}},
 		{"metrics", nil},
-		{"traces", []string{"--set", "telemetry.otlp_endpoint=" + sink, "--set", "telemetry.sample_ratio=1"}},
+		{"traces", []string{"--set", "telemetry.otlp_endpoint=" + sink, "--set", fmt.Sprintf("telemetry.sample_ratio=%g", ratio)}},
 	}
 }
 
@@ -43,6 +44,7 @@ func telemetryModes(sink string) []struct {
 func telemetryOverhead(fs *flag.FlagSet) runFunc {
 	clients := fs.Int("clients", 32, "concurrent clients, each posting back to back on its own keep-alive connection")
 	rounds := fs.Int("rounds", 5, "rounds; each measures every mode once for -duration")
+	ratio := fs.Float64("sample-ratio", 1, "telemetry.sample_ratio of the traced server")
 	return func(ctx context.Context, r *runner, out io.Writer) error {
 		var received atomic.Int64
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -52,7 +54,7 @@ func telemetryOverhead(fs *flag.FlagSet) runFunc {
 			w.WriteHeader(http.StatusOK)
 		}))
 		r.atEnd(func() error { sink.Close(); return nil }) // after the servers: the last export reaches it
-		modes := telemetryModes(sink.URL)
+		modes := telemetryModes(sink.URL, *ratio)
 
 		base, err := r.tempDir()
 		if err != nil {
