@@ -27,6 +27,7 @@ import (
 	"bothy.dev/bothy/app/kernel"
 	"bothy.dev/bothy/app/push"
 	"bothy.dev/bothy/appliance/config"
+	"bothy.dev/bothy/appliance/telemetry"
 	"bothy.dev/bothy/migrate"
 	"bothy.dev/bothy/storage"
 	"bothy.dev/bothy/storage/engine"
@@ -74,6 +75,13 @@ type App struct {
 	// Push holds the Web Push use cases; the notifier enqueues through it. wire sets it.
 	Push *push.Service
 
+	// telemetry holds the traces and metrics (observe.go); nil with telemetry.enabled false.
+	// spanExporter, set by a test before New, takes the spans instead of OTLP; jobBacklog is
+	// the runner's count of due jobs, nil in a role that runs none.
+	telemetry    *telemetry.Telemetry
+	spanExporter telemetry.SpanExporter
+	jobBacklog   func(ctx context.Context) (int64, error)
+
 	// signals is the channel ephemeral between the nodes of a cluster (cluster.mode multi on
 	// PostgreSQL; nil otherwise). openPostgres makes it, wire hands it to the gateway.
 	signals *postgres.Signals
@@ -107,6 +115,15 @@ type task struct {
 // names `bothy migrate up` (several nodes starting at once must not race to migrate); it
 // registers the LISTEN side of the log tail's wake-up and a 1 s poll of the head as background tasks.
 func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) (*App, error) {
+	a, err := newApp(cfg, logger, stdout)
+	if err != nil {
+		return nil, err
+	}
+	return a.open(ctx)
+}
+
+// newApp is the App of cfg before anything is opened (a test sets its hooks, then calls open).
+func newApp(cfg config.Config, logger *slog.Logger, stdout io.Writer) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -118,12 +135,22 @@ func New(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.
 	}
 	a := &App{Config: cfg, Logger: logger, Stdout: stdout, Clock: kernel.SystemClock{}, ready: make(chan struct{})}
 	a.state.Store(notReadyStartup)
+	return a, nil
+}
+
+// open opens the store and wires the modules of a, which New has made.
+func (a *App) open(ctx context.Context) (*App, error) {
+	cfg, logger := a.Config, a.Logger
+	if err := a.openTelemetry(); err != nil {
+		return nil, err
+	}
 
 	opts := storage.Options{
 		MaxBatch:   cfg.Database.MaxBatch,
 		TxRetryMax: txRetryMax(cfg),
 		Logger:     logger,
 		Clock:      a.Clock,
+		Observer:   a.writerObserver(),
 	}
 	var err error
 	switch engineOf(cfg) {

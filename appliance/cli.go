@@ -69,6 +69,7 @@ func commands() []command {
 		{"migrate", "apply or list database migrations (up, status)", (*cli).migrate},
 		{"setup", "set up the instance (bootstrap-owner)", (*cli).setup},
 		{"config", "check or print the configuration (check, print)", (*cli).config},
+		{"backup", "back up, verify or restore the instance (create, verify, restore)", (*cli).backup},
 		{"agent", "run a bundled agent (echo, llm)", (*cli).agent},
 		{"healthcheck", "check a health endpoint of the internal listener", (*cli).healthcheck},
 		{"version", "print the version", (*cli).version},

@@ -18,8 +18,9 @@ const (
 const pingTimeout = 2 * time.Second
 
 // healthHandler serves the internal listener: /healthz answers while the process runs,
-// /readyz once the start is complete, the database answers and no shutdown has begun. It is
-// never on the public listener: health needs no login and must not be public.
+// /readyz once the start is complete, the database answers and no shutdown has begun, and
+// /metrics the metrics (unless telemetry.enabled is false). It is never on the public listener:
+// health and metrics need no login and must not be public.
 func (a *App) healthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +40,10 @@ func (a *App) healthHandler() http.Handler {
 		}
 		writeHealth(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
+	// The metrics as Prometheus text, for a scraper on the internal network (observe.go).
+	if a.telemetry != nil {
+		mux.Handle("GET /metrics", a.telemetry.Handler())
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHealth(w, http.StatusNotFound, map[string]string{"status": "not_found"})
 	})

@@ -141,7 +141,8 @@ func wireJobs(ctx context.Context, a *App, q *jobs.Queue) error {
 		return fmt.Errorf("open the job runner's connection: %w", err)
 	}
 	a.jobPool = pool
-	r := jobs.NewRunner(q, jobs.RunnerOptions{Pool: pool, Logger: a.Logger})
+	r := jobs.NewRunner(q, jobs.RunnerOptions{Pool: pool, Logger: a.Logger, Observe: a.jobObserver()})
+	a.jobBacklog = r.Backlog
 	a.Background("job runner", r.Run)
 	a.OnStop("job runner", r.Stop)
 	if engineOf(cfg) == engine.Postgres {

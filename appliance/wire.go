@@ -25,6 +25,7 @@ import (
 	"bothy.dev/bothy/app/runs"
 	"bothy.dev/bothy/app/search"
 	"bothy.dev/bothy/app/stats"
+	"bothy.dev/bothy/appliance/clientaddr"
 	"bothy.dev/bothy/appliance/egress"
 	"bothy.dev/bothy/appliance/httpapi"
 	"bothy.dev/bothy/appliance/imaging"
@@ -129,11 +130,18 @@ func wire(ctx context.Context, a *App) error {
 	runSvc := runs.New(runs.Deps{Store: storage.NewRunStore(db), Agents: agentStore, Structure: chats, UoW: db, Events: db,
 		Authz: az, Clock: clock, Keys: keys, Jobs: jobQueue, DMs: dmSvc, Approvals: storage.NewApprovalStore(db)}, runConfig)
 	registerRunJobs(jobQueue, runSvc, a.Config.Agent.StallCheckInterval, a.Logger)
+	// Retention (appliance/retention.go); a message goes through messaging's own delete.
+	registerRetention(jobQueue, db, clock, retentionSettings{Messages: a.Config.Messaging.Retention,
+		Revisions: a.Config.Messaging.RevisionRetention, RunOutput: a.Config.Runs.OutputRetention,
+		Events: a.Config.Sync.EventRetention, Interval: a.Config.Sync.RetentionInterval, BatchSize: a.Config.Sync.RetentionBatchSize},
+		func(ctx context.Context, before time.Time, limit int) (int64, error) {
+			return msgs.ExpireMessages(ctx, msgStore, before, limit)
+		}, a.Logger)
 	// Web Push: a notification enqueues one push.send job per browser of the person (in the
 	// notifier's Unit of Work); the job posts through the egress client, whose dialer refuses
 	// private addresses unless push.allow_private_endpoints.
 	pushSvc := push.New(push.Deps{Store: storage.NewPushStore(db), Jobs: jobQueue, UoW: db, Authz: az, Clock: clock,
-		Sender: egress.New(egress.Options{AllowPrivate: a.Config.Push.AllowPrivateEndpoints})}, pushConfig(a.Config))
+		Sender: egress.New(egress.Options{AllowPrivate: a.Config.Push.AllowPrivateEndpoints, Observe: a.egressObserver()})}, pushConfig(a.Config))
 	registerPushJobs(jobQueue, pushSvc, a.Logger)
 	notifyStore := storage.NewNotifyStore(db)
 	notifySvc := notify.New(notify.Deps{Store: notifyStore, Threads: chats, UoW: db, Events: db, Authz: az, Clock: clock})
@@ -149,6 +157,10 @@ func wire(ctx context.Context, a *App) error {
 	kernel.Subscribe(bus, "runs.agent_disabled", runSvc.OnAgentDisabled)
 	bus.Seal()
 
+	trustedProxies, err := clientaddr.ParseProxies(a.Config.Server.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("server.trusted_proxies: %w", err)
+	}
 	router := httpapi.NewRouter(ident, httpapi.NewIdempotency(db, db), httpapi.Options{
 		MaxBodyBytes:    a.Config.HTTP.MaxJSONBodyBytes,
 		MaxJSONDepth:    a.Config.HTTP.MaxJSONDepth,
@@ -160,6 +172,10 @@ func wire(ctx context.Context, a *App) error {
 		// The routes that the console's script calls as well (files) take its session cookie.
 		SessionCookieName: ui.SessionCookieName(a.Config.Server.PublicURL),
 		SessionCSRF:       ui.SessionCSRF,
+		// Traces and metrics of each request (observe.go); nil without telemetry.
+		Observer: a.requestObserver(),
+		// The config check has read server.trusted_proxies the same way already.
+		TrustedProxies: trustedProxies,
 	})
 	router.Handle(httpapi.OpenAPIRoutes(az)...)
 	// The public keys of invocation tokens, for adapters that verify a token themselves.
@@ -218,6 +234,7 @@ func wire(ctx context.Context, a *App) error {
 		Runs:      storage.NewRunStore(db),
 		Clock:     clock,
 		Logger:    a.Logger,
+		Watcher:   a.connWatcher(),
 	}
 	// The gateway's own tunables that are not settings keep its defaults; the settings come
 	// from the configuration, where 0 turns off what can be off, as in the gateway.
@@ -293,13 +310,16 @@ func wire(ctx context.Context, a *App) error {
 	// The console (ui/) and its embedded assets sit outside the JSON chain: pages answer HTML,
 	// authenticate with the session cookie and call the same use cases as the routes above. The
 	// printed setup link and the bare address lead into it.
+	// Scheduled backups (backup.schedule, SQLite): the job wakes a task that makes them, and
+	// the overview shows the last run.
+	backups := registerBackupJob(a, jobQueue, instance.NewBackupLog(instance.BackupLogDeps{UoW: db, Events: db, Owners: agentStore}))
 	router.HandleRaw(ui.Prefix, ui.New(ui.Deps{Identity: ident, Chat: chats, Messages: msgs, Agents: agentSvc, Runs: runSvc,
 		Authz: az, Logger: a.Logger, Clock: clock, PublicURL: a.Config.Server.PublicURL, Version: Version,
 		Engine: a.Config.Database.Driver, Started: clock.Now(),
 		Instance: inst, Stats: stats.New(stats.Deps{Store: storage.NewStatsStore(db), Authz: az, Clock: clock}), Reactions: msgStore, DMs: dmSvc,
 		LogHead: db, Inbox: inboxSvc, Interactions: interactions, SpaceGrants: authzStore, AgentRuns: storage.NewRunStore(db), AgentsSeen: agentStore,
 		Notify: notifySvc, Threads: chats, Push: pushSvc, Approvals: runSvc,
-		Budgets: runSvc, Search: searchSvc}))
+		Budgets: runSvc, Search: searchSvc, Backups: backups.status()}))
 	router.HandleRaw(assets.Prefix, assets.Handler())
 	router.HandleRaw("/favicon.ico", assets.Favicon())
 	router.HandleRaw("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusSeeOther))
@@ -316,6 +336,9 @@ func wire(ctx context.Context, a *App) error {
 	}
 
 	if err := wireJobs(ctx, a, jobQueue); err != nil {
+		return err
+	}
+	if err := a.observeGauges(gw, servesAPI(a.Config.Server.Role)); err != nil {
 		return err
 	}
 

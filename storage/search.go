@@ -83,7 +83,7 @@ const sqliteIndexFromRow = `INSERT OR REPLACE INTO message_search (rowid, body, 
 // attachmentNames are the names of the attachments of messages m, one space between each.
 const attachmentNames = `COALESCE((SELECT group_concat(json_extract(a.value, '$.name'), ' ') FROM json_each(m.attachments) a), '')`
 
-// firstTitle is the title of the thread of messages m when m is its first message, else ''.
+// firstTitle is the title of the thread of messages m when m is its first message, else ”.
 const firstTitle = `COALESCE((SELECT t.title FROM threads t WHERE t.id = m.thread_id AND t.is_main = 0
 		AND NOT EXISTS (SELECT 1 FROM messages o WHERE o.thread_id = t.id AND o.id < m.id)), '')`
 

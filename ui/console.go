@@ -59,6 +59,8 @@ type Deps struct {
 	// feeds the overview's counts and chart (owner.go, owner_settings.go). Nil leaves them out.
 	Instance InstanceSettings
 	Stats    OverviewStats
+	// Backups is the last scheduled backup the overview shows (owner_backup.go); nil leaves it out.
+	Backups BackupStatus
 	// SpaceGrants, AgentRuns and AgentsSeen are the reads of the access and agents pages
 	// (owner_spaces.go, owner_agents.go); nil leaves that part of the page out.
 	SpaceGrants SpaceGrants

@@ -41,6 +41,9 @@ func (c *Console) overview(rq *request) error {
 		}
 		fillOverview(&v, ov)
 	}
+	if c.d.Backups != nil {
+		v.Backup = backupLine(c.d.Backups, c.d.Clock.Now())
+	}
 	return c.render(rq, http.StatusOK, pages.Overview(v))
 }
 

@@ -29,9 +29,18 @@ type Config struct {
 	Gateway  GatewayConfig
 	Agent    AgentConfig
 	Runs     RunsConfig
-	Push     PushConfig
-	MCP      MCPConfig
-	Files    FilesConfig
+
+	// Messaging is the messaging.* group: how long the history of messages is kept.
+	Messaging MessagingConfig
+
+	Push   PushConfig
+	MCP    MCPConfig
+	Files  FilesConfig
+	Backup BackupConfig
+
+	// Telemetry is the telemetry.* group: /metrics and the OTLP export of traces and metrics.
+	Telemetry TelemetryConfig
+
 	Log      LogConfig
 	Shutdown ShutdownConfig
 
@@ -52,6 +61,10 @@ type ServerConfig struct {
 	// PublicURL is the origin users reach the instance at; empty means derived from the
 	// public listener's address (App.PublicURL).
 	PublicURL string
+	// TrustedProxies are the reverse proxies (CIDRs or addresses, separated by commas) whose
+	// Forwarded and X-Forwarded-* headers name the client; empty: none, the TCP peer is the
+	// client (appliance/clientaddr).
+	TrustedProxies string
 	// Role is all (the default: everything in one process), api (the HTTP API and the
 	// gateway) or worker (the job runner, with no public listener); api and worker run next to
 	// other processes on one PostgreSQL database.
@@ -142,6 +155,25 @@ type SyncConfig struct {
 	IdempotencyCleanupInterval time.Duration
 	// IdempotencyCleanupBatchSize is how many keys one transaction of the job deletes.
 	IdempotencyCleanupBatchSize int
+	// EventRetention is how long an event stays in the log; the job sync.retention prunes
+	// older ones (never the newest). A cursor older than what is kept is refused with 410
+	// resync_required (REST) or 4016 (gateway). 0 keeps every event.
+	EventRetention time.Duration
+	// RetentionInterval is how often the job sync.retention runs (when some retention is set).
+	RetentionInterval time.Duration
+	// RetentionBatchSize is how many rows one transaction of sync.retention removes.
+	RetentionBatchSize int
+}
+
+// MessagingConfig is the messaging.* group.
+type MessagingConfig struct {
+	// Retention is how long a message is kept; the job sync.retention deletes older ones as
+	// a person's delete would (a tombstone stays, the content leaves the log, the files and
+	// the search index follow). 0, the default, never deletes a message.
+	Retention time.Duration
+	// RevisionRetention is how long the earlier versions of an edited message are kept; the
+	// job sync.retention prunes older ones. The message itself stays. 0 keeps them all.
+	RevisionRetention time.Duration
 }
 
 // AgentConfig is the agent.* group: what the server grants an agent for its runs.
@@ -171,6 +203,9 @@ type RunsConfig struct {
 	// MaxHandoffDepth is how many agent-to-agent handoffs a chain may take: a mention in an
 	// agent's answer deeper than this invokes nobody (handoff_depth_exceeded).
 	MaxHandoffDepth int
+	// OutputRetention is how long the output of a run that ended is kept; the job
+	// sync.retention empties older ones (the run, its status and steps stay). 0 keeps it.
+	OutputRetention time.Duration
 }
 
 // PushConfig is the push.* group: Web Push to people's browsers.
@@ -183,6 +218,16 @@ type PushConfig struct {
 	// Subject is the VAPID contact (a mailto: or https: URL) the push services may write to;
 	// empty means the instance's public URL.
 	Subject string
+}
+
+// BackupConfig is the backup.* group: the scheduled backups of an SQLite instance.
+type BackupConfig struct {
+	// Schedule is how often the job backup.scheduled makes a backup; 0 turns it off.
+	Schedule time.Duration
+	// Dir is where backups go, one folder each; empty: server.data_dir/backups.
+	Dir string
+	// Keep is how many of the newest backups in Dir each run leaves; older ones are removed.
+	Keep int
 }
 
 // FilesConfig is the files.* group: uploads, where their bytes live, thumbnails.
@@ -255,6 +300,21 @@ type LogConfig struct {
 	Level string
 	// Format is text or json.
 	Format string
+}
+
+// TelemetryConfig is the telemetry.* group (appliance/telemetry).
+type TelemetryConfig struct {
+	// Enabled serves /metrics on the internal listener and watches the work for it; false
+	// turns every part of telemetry off.
+	Enabled bool
+	// OTLPEndpoint is the base URL of an OTLP/HTTP collector: traces (made only when it is set)
+	// and metrics are pushed to it. Empty: no traces, metrics on /metrics only.
+	OTLPEndpoint string
+	// ServiceName names the process in traces and metrics (service.name).
+	ServiceName string
+	// SampleRatio is the share of traces kept, from 0 to 1; a request that carries a
+	// traceparent follows its caller's decision.
+	SampleRatio float64
 }
 
 // ShutdownConfig is the shutdown.* group.

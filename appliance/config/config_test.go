@@ -42,7 +42,7 @@ func TestDefaults(t *testing.T) {
 			ReadHeaderTimeout: 5 * time.Second, BodyReadTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second},
 		Auth: AuthConfig{SessionTTL: 720 * time.Hour, LoginMaxFailures: 10, LoginMaxFailuresPerAddress: 30, LoginFailureWindow: 10 * time.Minute, CredentialCacheTTL: 5 * time.Second},
 		Sync: SyncConfig{OutboundQueueMax: 1024, RunPatchCoalesceInterval: 50 * time.Millisecond, IdempotencyKeyTTL: 24 * time.Hour, IdempotencyCleanupInterval: time.Hour,
-			IdempotencyCleanupBatchSize: 1000},
+			IdempotencyCleanupBatchSize: 1000, RetentionInterval: time.Hour, RetentionBatchSize: 1000},
 		Gateway: GatewayConfig{HeartbeatInterval: 30 * time.Second, WriteTimeout: 10 * time.Second, MaxFrameBytes: 65536,
 			IdentifyTimeout: 10 * time.Second, ReplayBufferEvents: 10000,
 			MaxConnectionsPerPrincipal: 32, MaxConnectionsPerAddress: 256},
@@ -52,8 +52,11 @@ func TestDefaults(t *testing.T) {
 		MCP:  MCPConfig{Enabled: false, MaxRequestsPerPrincipal: 8},
 		Files: FilesConfig{Storage: "fs", MaxUploadBytes: 100 << 20, UploadTTL: 24 * time.Hour, UnattachedTTL: 24 * time.Hour,
 			MaxImagePixels: 50_000_000, StripMetadata: true, S3PathStyle: true},
+		Backup:   BackupConfig{Schedule: 0, Dir: "", Keep: 7},
 		Log:      LogConfig{Level: "info", Format: "text"},
 		Shutdown: ShutdownConfig{TotalTimeout: 30 * time.Second},
+
+		Telemetry: TelemetryConfig{Enabled: true, ServiceName: "bothy", SampleRatio: 1},
 	}
 	c.sources, c.where = nil, nil
 	if !reflect.DeepEqual(c, want) {
@@ -235,6 +238,10 @@ func TestRefusals(t *testing.T) {
 			wantKey: "database.read_pool_size", wantText: []string{"integer", "bothy.yaml:2"}},
 		{name: "refuses an integer out of range", in: Input{Flags: []Override{{Key: "database.max_batch", Value: "0", Flag: "--set"}}},
 			wantKey: "database.max_batch", wantText: []string{"between 1 and"}},
+		{name: "refuses a trusted proxy that is no CIDR", in: Input{Env: []string{"BOTHY_SERVER__TRUSTED_PROXIES=10.0.0.0/8, " + secretish}},
+			wantKey: "server.trusted_proxies", wantText: []string{"CIDR", "entry 2"}},
+		{name: "refuses a trusted proxy CIDR out of range", file: "server:\n  trusted_proxies: 10.0.0.0/33\n",
+			wantKey: "server.trusted_proxies", wantText: []string{"CIDR", "bothy.yaml:2"}},
 		{name: "refuses a port out of range", in: Input{Flags: []Override{{Key: "server.listen_addr", Value: "127.0.0.1:70000", Flag: "--listen-addr"}}},
 			wantKey: "server.listen_addr", wantText: []string{"port", "flag --listen-addr"}},
 		{name: "refuses an address without a port", in: Input{Env: []string{"BOTHY_SERVER__INTERNAL_LISTEN_ADDR=" + secretish}},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"bothy.dev/bothy/app/gateway"
 	"bothy.dev/bothy/app/identity"
 	"bothy.dev/bothy/app/runs"
+	"bothy.dev/bothy/appliance/clientaddr"
 	"bothy.dev/bothy/storage/engine"
 )
 
@@ -22,6 +24,7 @@ const (
 	kindInt
 	kindBool
 	kindDuration
+	kindFloat
 )
 
 func (k kind) String() string {
@@ -32,6 +35,8 @@ func (k kind) String() string {
 		return "true or false"
 	case kindDuration:
 		return "a duration such as 5s, 10m or 720h"
+	case kindFloat:
+		return "a number such as 0.25"
 	}
 	return "a string"
 }
@@ -85,6 +90,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Server.InternalListenAddr }, check: listenAddr},
 	{name: "server.public_url", def: "", kind: kindString,
 		field: func(c *Config) any { return &c.Server.PublicURL }, check: origin},
+	{name: "server.trusted_proxies", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Server.TrustedProxies }, check: trustedProxies},
 	{name: "server.role", def: "all", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Server.Role }, check: role},
 
@@ -152,6 +159,16 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupInterval }, check: durationBetween(time.Second, 168*time.Hour)},
 	{name: "sync.idempotency_cleanup_batch_size", def: "1000", kind: kindInt,
 		field: func(c *Config) any { return &c.Sync.IdempotencyCleanupBatchSize }, check: between(1, 100000)},
+	{name: "sync.event_retention", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Sync.EventRetention }, check: retention},
+	{name: "sync.retention_interval", def: "1h", kind: kindDuration,
+		field: func(c *Config) any { return &c.Sync.RetentionInterval }, check: durationBetween(time.Second, 168*time.Hour)},
+	{name: "sync.retention_batch_size", def: "1000", kind: kindInt,
+		field: func(c *Config) any { return &c.Sync.RetentionBatchSize }, check: between(1, 100000)},
+	{name: "messaging.retention", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Messaging.Retention }, check: retention},
+	{name: "messaging.revision_retention", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Messaging.RevisionRetention }, check: retention},
 
 	{name: "gateway.heartbeat_interval", def: dur(gatewayDefaults.HeartbeatInterval), kind: kindDuration,
 		field: func(c *Config) any { return &c.Gateway.HeartbeatInterval }, check: durationBetween(100*time.Millisecond, time.Hour)},
@@ -182,6 +199,8 @@ var schema = []key{
 		field: func(c *Config) any { return &c.Agent.CancelGrace }, check: durationBetween(100*time.Millisecond, 24*time.Hour)},
 	{name: "runs.max_handoff_depth", def: num(runsDefaults.MaxHandoffDepth), kind: kindInt,
 		field: func(c *Config) any { return &c.Runs.MaxHandoffDepth }, check: between(0, 100)},
+	{name: "runs.output_retention", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Runs.OutputRetention }, check: retention},
 
 	{name: "push.allow_private_endpoints", def: "false", kind: kindBool,
 		field: func(c *Config) any { return &c.Push.AllowPrivateEndpoints }, check: func(any) string { return "" }},
@@ -215,10 +234,26 @@ var schema = []key{
 	{name: "files.s3.path_style", def: "true", kind: kindBool,
 		field: func(c *Config) any { return &c.Files.S3PathStyle }, check: func(any) string { return "" }},
 
+	{name: "backup.schedule", def: "0s", kind: kindDuration,
+		field: func(c *Config) any { return &c.Backup.Schedule }, check: durationZeroOrBetween(time.Minute, 365*24*time.Hour)},
+	{name: "backup.dir", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Backup.Dir }, check: func(any) string { return "" }},
+	{name: "backup.keep", def: "7", kind: kindInt,
+		field: func(c *Config) any { return &c.Backup.Keep }, check: between(1, 10000)},
+
 	{name: "mcp.enabled", def: "false", kind: kindBool,
 		field: func(c *Config) any { return &c.MCP.Enabled }, check: func(any) string { return "" }},
 	{name: "mcp.max_requests_per_principal", def: "8", kind: kindInt,
 		field: func(c *Config) any { return &c.MCP.MaxRequestsPerPrincipal }, check: between(1, 1000)},
+
+	{name: "telemetry.enabled", def: "true", kind: kindBool,
+		field: func(c *Config) any { return &c.Telemetry.Enabled }, check: func(any) string { return "" }},
+	{name: "telemetry.otlp_endpoint", def: "", kind: kindString,
+		field: func(c *Config) any { return &c.Telemetry.OTLPEndpoint }, check: otlpEndpoint},
+	{name: "telemetry.service_name", def: "bothy", kind: kindString,
+		field: func(c *Config) any { return &c.Telemetry.ServiceName }, check: nonEmpty},
+	{name: "telemetry.sample_ratio", def: "1", kind: kindFloat,
+		field: func(c *Config) any { return &c.Telemetry.SampleRatio }, check: ratio},
 
 	{name: "log.level", def: "info", kind: kindString, normalize: strings.ToLower,
 		field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
@@ -285,6 +320,12 @@ func (k *key) parse(s string) (any, error) {
 			return nil, errors.New("must be " + k.kind.String())
 		}
 		return d, nil
+	case kindFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, errors.New("must be " + k.kind.String())
+		}
+		return f, nil
 	}
 	panic("config: unknown kind")
 }
@@ -301,6 +342,8 @@ func (k *key) store(c *Config, v any) {
 		*p = v.(bool)
 	case *time.Duration:
 		*p = v.(time.Duration)
+	case *float64:
+		*p = v.(float64)
 	default:
 		panic("config: unsupported field type of " + k.name)
 	}
@@ -319,6 +362,8 @@ func (k *key) load(c *Config) any {
 		return *p
 	case *time.Duration:
 		return *p
+	case *float64:
+		return *p
 	}
 	panic("config: unsupported field type of " + k.name)
 }
@@ -334,6 +379,8 @@ func (k *key) format(v any) string {
 		return strconv.FormatBool(v)
 	case time.Duration:
 		return formatDuration(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	panic("config: unsupported value type")
 }
@@ -395,6 +442,36 @@ func durationBetween(lo, hi time.Duration) func(any) string {
 	}
 }
 
+// durationZeroOrBetween is durationBetween(lo, hi) that also takes 0, which turns a schedule off.
+func durationZeroOrBetween(lo, hi time.Duration) func(any) string {
+	return func(v any) string {
+		if d := v.(time.Duration); d != 0 && (d < lo || d > hi) {
+			return "must be 0 (off) or a duration from " + formatDuration(lo) + " to " + formatDuration(hi)
+		}
+		return ""
+	}
+}
+
+// otlpEndpoint is an OTLP/HTTP collector's base URL, or nothing (no traces).
+func otlpEndpoint(v any) string {
+	s := v.(string)
+	if s == "" {
+		return ""
+	}
+	if u, err := url.Parse(s); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil {
+		return ""
+	}
+	return "must be an http: or https: URL without credentials, such as http://collector:4318"
+}
+
+// ratio is a share from 0 to 1.
+func ratio(v any) string {
+	if f := v.(float64); f < 0 || f > 1 {
+		return "must be from 0 to 1"
+	}
+	return ""
+}
+
 func notNegative(v any) string {
 	if v.(time.Duration) < 0 {
 		return "must not be negative (0 turns it off)"
@@ -437,6 +514,14 @@ func origin(v any) string {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return want
 		}
+	}
+	return ""
+}
+
+// trustedProxies is a list of CIDRs or addresses; clientaddr reads it the same way at start.
+func trustedProxies(v any) string {
+	if _, err := clientaddr.ParseProxies(v.(string)); err != nil {
+		return "must be CIDRs or addresses separated by commas: " + err.Error()
 	}
 	return ""
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"bothy.dev/bothy/app/kernel"
+	"bothy.dev/bothy/appliance/clientaddr"
 )
 
 // Handler serves one route. It returns the status and the body to encode as JSON (nil for no
@@ -132,6 +132,20 @@ type Options struct {
 	// them Cookie routes take bearer tokens only.
 	SessionCookieName string
 	SessionCSRF       func(sessionToken string) string
+	// TrustedProxies are the reverse proxies whose forwarding headers name the client
+	// (server.trusted_proxies); the zero value trusts none.
+	TrustedProxies clientaddr.Proxies
+	// Observer is told of every request, for traces and metrics (appliance/telemetry); nil for
+	// none.
+	Observer RequestObserver
+}
+
+// RequestObserver watches the requests of the router.
+type RequestObserver interface {
+	// Request is called as a request arrives, with its correlation id; the context it returns
+	// is the request's (it may carry a span), and end is called once the request has been
+	// answered, with its route pattern ("" when no route matched) and status.
+	Request(ctx context.Context, r *http.Request, correlationID string) (context.Context, func(route string, status int))
 }
 
 // CSRFHeader carries the console's CSRF token on a request of its script to a Cookie route.
@@ -280,6 +294,14 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	ctx := context.WithValue(r.Context(), correlationKey{}, cid)
 	ctx = context.WithValue(ctx, actorNoteKey{}, &sw.actor)
+	// The client is decided here, once, for every handler behind the router (the login
+	// limiter, the gateway, the console): see appliance/clientaddr.
+	client := rt.opts.TrustedProxies.Resolve(r)
+	ctx = clientaddr.With(ctx, client)
+	var observed func(route string, status int)
+	if rt.opts.Observer != nil {
+		ctx, observed = rt.opts.Observer.Request(ctx, r, cid)
+	}
 	r = r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
 		// On the copy WithContext made: the server keeps its own body, which it drains or
@@ -303,7 +325,10 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		rt.log.Info("http", "method", r.Method, "route", pattern, "status", sw.status,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000, "correlation_id", cid,
-			"actor", string(sw.actor))
+			"actor", string(sw.actor), "client", client.IP)
+		if observed != nil {
+			observed(r.Pattern, sw.status)
+		}
 	}()
 	rt.mux.ServeHTTP(sw, r)
 }
@@ -348,7 +373,7 @@ func (rt *Router) dispatch(w http.ResponseWriter, r *http.Request, methods map[s
 	defer cancel()
 	ctx, checks := kernel.WithCheckLog(ctx)
 
-	req := &Request{ClientIP: clientIP(r), header: w.Header(), depth: rt.opts.MaxJSONDepth}
+	req := &Request{ClientIP: clientaddr.From(r).IP, header: w.Header(), depth: rt.opts.MaxJSONDepth}
 
 	// Credentials first: a request that will be refused never has its body read, so anyone
 	// without a token costs a header's worth of memory, not a body's.
@@ -671,13 +696,4 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(h[len(p):]), true
-}
-
-// clientIP is the peer address; trusted proxies are a later configuration.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

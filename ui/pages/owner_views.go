@@ -22,6 +22,8 @@ type OverviewView struct {
 	Chart *components.BarChartView
 	// ActivityTotal sums the chart ("42 messages and 3 runs in the last 24 hours").
 	ActivityTotal string
+	// Backup is the line of the last scheduled backup; nil when backups are not scheduled.
+	Backup *BackupView
 }
 
 // CountView is one total of the overview, linked to its page when it has one.
@@ -86,4 +88,11 @@ type SettingsView struct {
 	// BroadcastMentions is who may use @here and @channel: "post" or "manage".
 	BroadcastMentions string
 	Error             string
+}
+
+// BackupView is the overview's line of the last scheduled backup: When ("3 hours ago",
+// "never"), At its UTC time, Detail its size and result or its error, and Result "completed",
+// "failed" or "none".
+type BackupView struct {
+	When, At, Detail, Result string
 }

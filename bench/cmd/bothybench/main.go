@@ -10,6 +10,7 @@
 //	bothybench storage-latency -rate 1000 -duration 5s
 //	bothybench http-closed -bin bench/out/bothy -clients 32 -warmup 1s -duration 5s
 //	bothybench http-open -bin bench/out/bothy -rate 1000 -warmup 1s -duration 10s
+//	bothybench telemetry-overhead -bin bench/out/bothy -clients 32 -rounds 5
 //	bothybench serve-start -bin bench/out/bothy -starts 10
 //	bothybench storage-rate -engine postgres -events-only -writers 8 -duration 2s
 //	bothybench http-closed -engine postgres -bin bench/out/bothy -clients 32
@@ -23,6 +24,7 @@
 //	bothybench authz-warm -n 1000000
 //	bothybench console -bin bench/out/bothy -messages 10000 -samples 400
 //	bothybench files-transfer -bin bench/out/bothy -size 1073741824
+//	bothybench backup-create -bin bench/out/bothy -size 1073741824 -rate 1000 -copy vacuum-into
 //
 // The http-…, serve-…, gateway-… and agents-… scenarios run a `bothy serve` binary (-bin, built by
 // bench/run with `go build -o bench/out/bothy .`) as a child process on a temp data directory and
@@ -64,6 +66,8 @@ var scenarios = []scenario{
 		timing: &timing{warmup: time.Second, warming: "post", duration: 5 * time.Second}, flags: httpClosed},
 	{name: "http-open", about: "latency of message create over HTTP at a fixed offered rate (open loop)", serve: httpServe,
 		timing: &timing{warmup: time.Second, warming: offering, duration: 10 * time.Second}, flags: httpOpen},
+	{name: "telemetry-overhead", about: "message create over HTTP with telemetry off, on (metrics) and on with every request traced to OTLP, interleaved (appliance/telemetry)",
+		serve: httpServe, timing: &timing{warmup: time.Second, warming: "post", duration: 5 * time.Second}, flags: telemetryOverhead},
 	{name: "serve-start", about: "exec to /readyz 200 of bothy serve, on empty and existing data dirs; RSS at ready and idle", serve: httpServe,
 		flags: serveStart},
 
@@ -86,6 +90,9 @@ var scenarios = []scenario{
 		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "mention", duration: 20 * time.Second}, flags: agentsFirstToken},
 	{name: "agents-approval", about: "a person decides a run's approval → the agent's approval.decided on its gateway consumer (bench/agents)",
 		serve: gatewayServe(1, 1), timing: &timing{warmup: 2 * time.Second, warming: "ask and decide", duration: 20 * time.Second}, flags: agentsApproval},
+
+	{name: "backup-create", about: "bothy backup create of a large database while a real bothy serve takes messages over HTTP at a fixed rate: MB/s and create latency during the backup (bench/backup)",
+		serve: httpServe, flags: backupCreate},
 
 	{name: "files-transfer", about: "one large file uploaded as a raw body and downloaded again over loopback: rates and the server's RSS growth (bench/files)",
 		serve: httpServe, flags: filesTransfer},
