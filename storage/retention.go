@@ -136,19 +136,26 @@ func (db *DB) PruneRunOutputBefore(ctx context.Context, t time.Time, limit int) 
 var _ messaging.Expiring = (*MessageStore)(nil)
 
 // MessagesBefore implements messaging.Expiring: it walks the messages in the order of their
-// ids (UUIDv7, so the oldest first) on the primary key, past the tombstones.
+// ids (UUIDv7, so the oldest first) on the primary key, past the tombstones, and stops at the
+// first one created at t or later: ids and creation times grow together, so the walk reads no
+// further than what it expires (a walk with created_at < t in its WHERE would read the whole
+// table when nothing is old enough). A message whose time is a moment out of order with its id
+// goes one run later.
 func (s *MessageStore) MessagesBefore(ctx context.Context, t time.Time, limit int) ([]kernel.ID, error) {
-	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id FROM messages WHERE deleted_at IS NULL AND created_at < ?
-		ORDER BY id LIMIT ?`, fmtTime(t), limit)
+	rows, err := s.db.q(ctx).QueryContext(ctx, `SELECT id, created_at FROM messages WHERE deleted_at IS NULL ORDER BY id LIMIT ?`, limit)
 	if err != nil {
 		return nil, s.db.mapErr(err, "messages")
 	}
 	defer rows.Close()
+	cutoff := fmtTime(t)
 	var ids []kernel.ID
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, created string
+		if err := rows.Scan(&id, &created); err != nil {
 			return nil, s.db.mapErr(err, "messages")
+		}
+		if created >= cutoff {
+			break
 		}
 		ids = append(ids, kernel.ID(id))
 	}
