@@ -5,12 +5,10 @@
 package backupbench
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,8 +131,8 @@ func Measure(ctx context.Context, c *http.Client, t httpbench.Target, rate float
 				if !ok {
 					return
 				}
-				err := post(ctx, c, t.Base+"/api/v1/threads/"+t.Threads[(w+k)%len(t.Threads)]+"/messages", t.Tokens[w%len(t.Tokens)],
-					fmt.Sprintf(`{"content":"a message posted while the backup runs","client_msg_id":"b-%s-%d-%d"}`, run, w, k))
+				err := httpbench.PostCreated(ctx, c, t.Base+"/api/v1/threads/"+t.Threads[(w+k)%len(t.Threads)]+"/messages", t.Tokens[w%len(t.Tokens)],
+					[]byte(fmt.Sprintf(`{"content":"a message posted while the backup runs","client_msg_id":"b-%s-%d-%d"}`, run, w, k)))
 				mu.Lock()
 				if err != nil && firstE == nil && ctx.Err() == nil {
 					firstE = err
@@ -215,25 +213,6 @@ func Measure(ctx context.Context, c *http.Client, t httpbench.Target, rate float
 	}
 	return Result{Size: size, Took: ended.Sub(began), Copy: copyTook, During: measure.Summarise(during),
 		Outside: measure.Summarise(outside), Posted: len(samples), WAL: walMax}, nil
-}
-
-func post(ctx context.Context, c *http.Client, url, token, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("message create: %d %s", resp.StatusCode, httpbench.Snippet(b))
-	}
-	return nil
 }
 
 // MBps is n bytes over d in MB/s (10^6 bytes).

@@ -535,3 +535,24 @@ func Seed(ctx context.Context, c *http.Client, t Target, n int) error {
 	wg.Wait()
 	return fail.err
 }
+
+// PostCreated POSTs body as JSON to url as token's bearer and returns an error quoting the
+// start of the answer unless it is 201 Created.
+func PostCreated(ctx context.Context, c *http.Client, url, token string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("%s: %d %s", url, resp.StatusCode, Snippet(b))
+	}
+	return nil
+}

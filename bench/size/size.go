@@ -5,13 +5,11 @@
 package size
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -132,7 +130,7 @@ func post(ctx context.Context, c *http.Client, t httpbench.Target, n int, conten
 			for k := int(next.Add(1)); k <= n && ctx.Err() == nil; k = int(next.Add(1)) {
 				body, _ := json.Marshal(map[string]string{"content": content, "client_msg_id": fmt.Sprintf("%s-%d", run, k)})
 				url := t.Base + "/api/v1/threads/" + t.Threads[k%len(t.Threads)] + "/messages"
-				if err := create(ctx, c, url, t.Tokens[w%len(t.Tokens)], body); err != nil {
+				if err := httpbench.PostCreated(ctx, c, url, t.Tokens[w%len(t.Tokens)], body); err != nil {
 					once.Do(func() { first = err; cancel() })
 					return
 				}
@@ -141,23 +139,4 @@ func post(ctx context.Context, c *http.Client, t httpbench.Target, n int, conten
 	}
 	wg.Wait()
 	return first
-}
-
-func create(ctx context.Context, c *http.Client, url, token string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("message create: %d %s", resp.StatusCode, httpbench.Snippet(b))
-	}
-	return nil
 }

@@ -3,10 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
 	"os"
 	"time"
 
@@ -17,25 +14,7 @@ import (
 // It is OpenReadOnly without query_only, which SQLite takes to forbid VACUUM INTO even though
 // the source is never written: the copy goes to another file.
 func openSnapshotSource(ctx context.Context, path string, busyTimeout time.Duration) (*sql.DB, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("sqlite: %s does not exist", path)
-	}
-	if busyTimeout <= 0 {
-		busyTimeout = 5 * time.Second
-	}
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	db, err := sql.Open("sqlite", fileURI(path)+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
-	}
-	return db, nil
+	return openReadOnly(ctx, path, busyTimeout, false)
 }
 
 // VacuumInto writes a consistent copy of the database at path to dest (which must not exist)
