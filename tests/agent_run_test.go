@@ -173,6 +173,9 @@ func TestAgentRun(t *testing.T) {
 				body["version"] = version
 				ac.do(t, http.MethodPatch, api("runs", runID), body, with(tok)).want(t, http.StatusOK)
 			}
+			// At least one status patch, even when the focus's first frame (the run as it is) is
+			// there before the first check: the folded document must have a status to hold.
+			patch(t, map[string]any{"status": fmt.Sprintf("working %d", version+1)})
 			deadline := time.Now().Add(10 * time.Second)
 			for len(runUpdates(reader)) == 0 {
 				if time.Now().After(deadline) {
