@@ -223,17 +223,7 @@ type server struct {
 // startServer runs one bothy serve, stopped at the end, and prepares it for posting (owner,
 // people, channels).
 func (r *runner) startServer(ctx context.Context, conns int) (*server, error) {
-	ns, err := r.startFirst(ctx, 1, nil, conns)
-	if err != nil {
-		return nil, err
-	}
-	s := ns.servers[0]
-	t, err := httpbench.Prepare(ctx, ns.client, s.Public, s.SetupCode, *r.server.people, *r.server.channels)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w\n%s", err, s.Logs())
-	}
-	return &server{Server: s, target: t, client: ns.client, dataDir: ns.opts[0].DataDir, dbURL: ns.dbURL, stop: ns.stop,
-		cpu: httpbench.CPUReaders{Server: s.CPU, DB: ns.dbCPU}}, nil
+	return r.startServerWith(ctx, conns, nil)
 }
 
 // startGateway starts n nodes (n > 1: PostgreSQL only) for gateway clients, stopped at the end,
